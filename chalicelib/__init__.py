@@ -1,0 +1,1 @@
+"""The approval-workflow engine, its models and its storage adapters."""

@@ -1,0 +1,92 @@
+"""The service's records, as the engine and the storage adapters exchange them."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+IN_PROGRESS = "in_progress"
+COMPLETED = "completed"
+REJECTED = "rejected"
+RUN_STATUSES = ("pending", IN_PROGRESS, COMPLETED, REJECTED)
+
+APPROVE = "approve"
+REJECT = "reject"
+
+
+@dataclass(frozen=True)
+class Step:
+    id: int
+    workflow_id: int
+    name: str
+    step_order: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "workflow_id": self.workflow_id,
+                "name": self.name, "step_order": self.step_order}
+
+
+@dataclass(frozen=True)
+class Workflow:
+    id: int
+    name: str
+    description: str
+    created_at: str
+    steps: tuple[Step, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "description": self.description,
+                "created_at": self.created_at,
+                "steps": [step.to_dict() for step in self.steps]}
+
+
+@dataclass(frozen=True)
+class Action:
+    id: int
+    run_id: int
+    step_id: int
+    step_name: str
+    action: str
+    actor: str
+    comment: str
+    created_at: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "run_id": self.run_id, "step_id": self.step_id,
+                "step_name": self.step_name, "action": self.action,
+                "actor": self.actor, "comment": self.comment,
+                "created_at": self.created_at}
+
+
+@dataclass(frozen=True)
+class Run:
+    id: int
+    workflow_id: int
+    title: str
+    status: str
+    current_step: Optional[Step]
+    created_at: str
+    updated_at: str
+    actions: tuple[Action, ...] = field(default=())
+
+    @property
+    def current_step_id(self) -> Optional[int]:
+        return self.current_step.id if self.current_step else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "workflow_id": self.workflow_id, "title": self.title,
+                "status": self.status, "current_step_id": self.current_step_id,
+                "current_step": self.current_step.to_dict() if self.current_step else None,
+                "created_at": self.created_at, "updated_at": self.updated_at,
+                "actions": [action.to_dict() for action in self.actions]}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One approver's decision on a run's current step, and where it leads."""
+
+    action: str
+    actor: str
+    comment: str
+    status: str
+    next_step: Optional[Step]
+    at: str

@@ -1,0 +1,57 @@
+"""The storage interface every backend implements, and the factory that picks one."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional, Protocol, Sequence
+
+from chalicelib import errors
+from chalicelib.models import Decision, Run, Step, Workflow
+
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+DEFAULT_SQLITE_PATH = PROJECT_DIR / ".data" / "workflows.sqlite3"
+
+
+class Storage(Protocol):
+    """Durable state of workflows and runs; every mutation is one atomic write."""
+
+    def create_workflow(self, name: str, description: str,
+                        step_names: Sequence[str], now: str) -> Workflow:
+        """Store a workflow with its first steps; Conflict if the name is taken."""
+        ...
+
+    def get_workflow(self, workflow_id: int) -> Workflow:
+        """The workflow with its steps in step_order; NotFound if absent."""
+        ...
+
+    def append_step(self, workflow_id: int, name: str) -> Step:
+        """Append a step at max(step_order) + 1, atomically; NotFound if absent."""
+        ...
+
+    def create_run(self, workflow: Workflow, title: str, now: str) -> Run:
+        """Store a new run in progress at the workflow's first step."""
+        ...
+
+    def get_run(self, run_id: int) -> Run:
+        """The run with its current step and its actions, oldest first; NotFound if absent."""
+        ...
+
+    def next_step(self, workflow_id: int, after_order: int) -> Optional[Step]:
+        """The step that follows step_order `after_order`, or None after the last."""
+        ...
+
+    def record_decision(self, run: Run, decision: Decision) -> Run:
+        """Record the decision and move the run, only if it is still in progress at
+        run.current_step; otherwise raise Conflict and write nothing."""
+        ...
+
+
+def create_storage() -> Storage:
+    """The backend that the environment names (WORKFLOW_STORAGE, default sqlite)."""
+    kind = os.environ.get("WORKFLOW_STORAGE", "sqlite").strip().lower()
+    if kind == "sqlite":
+        from chalicelib.storage import sqlite
+
+        path = os.environ.get("WORKFLOW_SQLITE_PATH") or str(DEFAULT_SQLITE_PATH)
+        return sqlite.SQLiteStorage(path)
+    raise errors.Unavailable(f"Unknown WORKFLOW_STORAGE {kind!r}; use 'sqlite'")

@@ -1,0 +1,230 @@
+"""SQLite storage: the spec's schema verbatim, one connection per thread, WAL."""
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from contextlib import contextmanager
+from typing import Iterator, Optional, Sequence
+
+from chalicelib import errors
+from chalicelib.models import (IN_PROGRESS, Action, Decision, Run, Step,
+                               Workflow)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS workflows (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL UNIQUE, description TEXT NOT NULL DEFAULT '',
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS workflow_steps (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    workflow_id INTEGER NOT NULL REFERENCES workflows(id) ON DELETE CASCADE,
+    name TEXT NOT NULL, step_order INTEGER NOT NULL,
+    UNIQUE(workflow_id, step_order)
+);
+CREATE TABLE IF NOT EXISTS workflow_runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    workflow_id INTEGER NOT NULL REFERENCES workflows(id),
+    title TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'pending' CHECK(status IN ('pending','in_progress','completed','rejected')),
+    current_step_id INTEGER REFERENCES workflow_steps(id),
+    created_at TEXT NOT NULL, updated_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS workflow_actions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id INTEGER NOT NULL REFERENCES workflow_runs(id) ON DELETE CASCADE,
+    step_id INTEGER NOT NULL REFERENCES workflow_steps(id),
+    action TEXT NOT NULL CHECK(action IN ('approve','reject')),
+    actor TEXT NOT NULL, comment TEXT NOT NULL DEFAULT '',
+    created_at TEXT NOT NULL
+);
+-- The history join reads a run's actions; foreign keys are looked up by the
+-- cascade. UNIQUE(workflow_id, step_order) already indexes the step queries.
+CREATE INDEX IF NOT EXISTS workflow_actions_run ON workflow_actions(run_id, id);
+CREATE INDEX IF NOT EXISTS workflow_runs_workflow ON workflow_runs(workflow_id);
+"""
+
+BUSY_TIMEOUT_MS = 10_000
+
+_STEP_COLUMNS = "id, workflow_id, name, step_order"
+
+
+class SQLiteStorage:
+    """Storage in one SQLite file, shared safely by threads and processes."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._local = threading.local()
+        self._schema_lock = threading.Lock()
+        self._schema_ready = False
+
+    # -- connections -----------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        conn: Optional[sqlite3.Connection] = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            self._local.conn = conn
+        return conn
+
+    def _connect(self) -> sqlite3.Connection:
+        directory = os.path.dirname(self.path)
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+        # isolation_level=None: we open every transaction ourselves, writers
+        # with BEGIN IMMEDIATE so they queue on the busy timeout instead of
+        # failing when a read lock would have to be upgraded.
+        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000,
+                               isolation_level=None, check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        self._ensure_schema(conn)
+        return conn
+
+    def _ensure_schema(self, conn: sqlite3.Connection) -> None:
+        with self._schema_lock:
+            if self._schema_ready:
+                return
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.executescript(f"BEGIN IMMEDIATE; {SCHEMA} COMMIT;")
+            self._schema_ready = True
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        conn = self._connection()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise errors.Unavailable("The database is busy; retry shortly") from exc
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    # -- workflows -------------------------------------------------------
+
+    def create_workflow(self, name: str, description: str,
+                        step_names: Sequence[str], now: str) -> Workflow:
+        with self._write() as conn:
+            try:
+                cursor = conn.execute(
+                    "INSERT INTO workflows (name, description, created_at) VALUES (?, ?, ?)",
+                    (name, description, now))
+            except sqlite3.IntegrityError as exc:
+                raise errors.Conflict(f"A workflow named {name!r} already exists") from exc
+            workflow_id = _last_id(cursor)
+            steps = tuple(self._insert_step(conn, workflow_id, step_name, order)
+                          for order, step_name in enumerate(step_names, start=1))
+        return Workflow(workflow_id, name, description, now, steps)
+
+    def get_workflow(self, workflow_id: int) -> Workflow:
+        conn = self._connection()
+        row = conn.execute(
+            "SELECT id, name, description, created_at FROM workflows WHERE id = ?",
+            (workflow_id,)).fetchone()
+        if row is None:
+            raise _workflow_not_found(workflow_id)
+        steps = conn.execute(
+            f"SELECT {_STEP_COLUMNS} FROM workflow_steps WHERE workflow_id = ? "
+            "ORDER BY step_order", (workflow_id,)).fetchall()
+        return Workflow(*row, steps=tuple(Step(*step) for step in steps))
+
+    def append_step(self, workflow_id: int, name: str) -> Step:
+        # The write lock taken by BEGIN IMMEDIATE makes max()+1 and the insert
+        # one step: no other writer can slip in between.
+        with self._write() as conn:
+            if conn.execute("SELECT 1 FROM workflows WHERE id = ?",
+                            (workflow_id,)).fetchone() is None:
+                raise _workflow_not_found(workflow_id)
+            (max_order,) = conn.execute(
+                "SELECT COALESCE(MAX(step_order), 0) FROM workflow_steps WHERE workflow_id = ?",
+                (workflow_id,)).fetchone()
+            return self._insert_step(conn, workflow_id, name, max_order + 1)
+
+    def _insert_step(self, conn: sqlite3.Connection, workflow_id: int,
+                     name: str, order: int) -> Step:
+        cursor = conn.execute(
+            "INSERT INTO workflow_steps (workflow_id, name, step_order) VALUES (?, ?, ?)",
+            (workflow_id, name, order))
+        return Step(_last_id(cursor), workflow_id, name, order)
+
+    def next_step(self, workflow_id: int, after_order: int) -> Optional[Step]:
+        row = self._connection().execute(
+            f"SELECT {_STEP_COLUMNS} FROM workflow_steps "
+            "WHERE workflow_id = ? AND step_order > ? ORDER BY step_order ASC LIMIT 1",
+            (workflow_id, after_order)).fetchone()
+        return Step(*row) if row else None
+
+    # -- runs ------------------------------------------------------------
+
+    def create_run(self, workflow: Workflow, title: str, now: str) -> Run:
+        first = workflow.steps[0]
+        with self._write() as conn:
+            cursor = conn.execute(
+                "INSERT INTO workflow_runs (workflow_id, title, status, current_step_id, "
+                "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (workflow.id, title, IN_PROGRESS, first.id, now, now))
+        return Run(_last_id(cursor), workflow.id, title, IN_PROGRESS, first, now, now)
+
+    def get_run(self, run_id: int) -> Run:
+        # One read transaction, so the run and its history are one snapshot.
+        conn = self._connection()
+        conn.execute("BEGIN")
+        try:
+            row = conn.execute(
+                "SELECT r.id, r.workflow_id, r.title, r.status, r.created_at, r.updated_at, "
+                "s.id, s.workflow_id, s.name, s.step_order FROM workflow_runs r "
+                "LEFT JOIN workflow_steps s ON s.id = r.current_step_id WHERE r.id = ?",
+                (run_id,)).fetchone()
+            if row is None:
+                raise errors.NotFound(f"Run {run_id} not found")
+            actions = conn.execute(
+                "SELECT wa.id, wa.run_id, wa.step_id, ws.name, wa.action, wa.actor, "
+                "wa.comment, wa.created_at FROM workflow_actions wa "
+                "JOIN workflow_steps ws ON wa.step_id = ws.id "
+                "WHERE wa.run_id = ? ORDER BY wa.id ASC", (run_id,)).fetchall()
+        finally:
+            conn.execute("COMMIT")
+        current = Step(*row[6:]) if row[6] is not None else None
+        return Run(row[0], row[1], row[2], row[3], current, row[4], row[5],
+                   tuple(Action(*action) for action in actions))
+
+    def record_decision(self, run: Run, decision: Decision) -> Run:
+        step = run.current_step
+        assert step is not None, "only a run in progress has a decision to record"
+        with self._write() as conn:
+            moved = conn.execute(
+                "UPDATE workflow_runs SET status = ?, current_step_id = ?, updated_at = ? "
+                "WHERE id = ? AND status = ? AND current_step_id = ?",
+                (decision.status, decision.next_step.id if decision.next_step else None,
+                 decision.at, run.id, IN_PROGRESS, step.id)).rowcount
+            if moved != 1:
+                raise errors.StaleRun(step)
+            cursor = conn.execute(
+                "INSERT INTO workflow_actions (run_id, step_id, action, actor, comment, "
+                "created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (run.id, step.id, decision.action, decision.actor, decision.comment,
+                 decision.at))
+        action = Action(_last_id(cursor), run.id, step.id, step.name, decision.action,
+                        decision.actor, decision.comment, decision.at)
+        return Run(run.id, run.workflow_id, run.title, decision.status, decision.next_step,
+                   run.created_at, decision.at, run.actions + (action,))
+
+
+def _last_id(cursor: sqlite3.Cursor) -> int:
+    assert cursor.lastrowid is not None
+    return cursor.lastrowid
+
+
+def _workflow_not_found(workflow_id: int) -> errors.NotFound:
+    return errors.NotFound(f"Workflow {workflow_id} not found")
