@@ -54,4 +54,8 @@ def create_storage() -> Storage:
 
         path = os.environ.get("WORKFLOW_SQLITE_PATH") or str(DEFAULT_SQLITE_PATH)
         return sqlite.SQLiteStorage(path)
-    raise errors.Unavailable(f"Unknown WORKFLOW_STORAGE {kind!r}; use 'sqlite'")
+    if kind == "dynamodb":
+        from chalicelib.storage import dynamodb
+
+        return dynamodb.DynamoDBStorage(dynamodb.create_client(), dynamodb.table_name())
+    raise errors.Unavailable(f"Unknown WORKFLOW_STORAGE {kind!r}; use 'sqlite' or 'dynamodb'")

@@ -1,0 +1,371 @@
+"""DynamoDB storage: one table, every mutation one conditional write.
+
+Key schema (PK, SK are strings):
+
+    item         PK                 SK                    holds
+    workflow     WF#<id>            #WORKFLOW             name, description, created_at
+    step         WF#<workflow id>   STEP#<order, 10 digits>  id, name, step_order
+    name guard   WFNAME#<name>      #WFNAME               workflow_id (makes names unique)
+    run          RUN#<id>           #RUN                  status, current step, seq
+    action       RUN#<run id>       ACT#<seq, 10 digits>  the decision, step name
+    id counter   COUNTER            #ID                   next id block (hi/lo)
+
+A workflow and its steps share a partition, so GET /workflows/{id} is one
+Query; a run and its history share one, so GET /runs/{id} is one Query. Step
+keys make (workflow, step_order) unique; an action's key makes one action per
+position in a run's history.
+"""
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
+
+from chalicelib import errors
+from chalicelib.models import (IN_PROGRESS, Action, Decision, Run, Step,
+                               Workflow)
+
+if TYPE_CHECKING:
+    from botocore.client import BaseClient
+
+Item = dict[str, dict[str, Any]]
+
+TABLE_KEYS: dict[str, Any] = {
+    "KeySchema": [{"AttributeName": "PK", "KeyType": "HASH"},
+                  {"AttributeName": "SK", "KeyType": "RANGE"}],
+    "AttributeDefinitions": [{"AttributeName": "PK", "AttributeType": "S"},
+                             {"AttributeName": "SK", "AttributeType": "S"}],
+    "BillingMode": "PAY_PER_REQUEST",
+}
+
+WORKFLOW_SK = "#WORKFLOW"
+NAME_SK = "#WFNAME"
+RUN_SK = "#RUN"
+STEP_PREFIX = "STEP#"
+ACTION_PREFIX = "ACT#"
+COUNTER_KEY = {"PK": {"S": "COUNTER"}, "SK": {"S": "#ID"}}
+
+# Ids come from the counter item in blocks: one counter write per block, so
+# the counter stays far from its partition's write limit however many
+# containers run, and ids stay unique across them.
+ID_BLOCK = 1000
+# Lost races on a transaction (TransactionConflict) are retried this often.
+CONFLICT_RETRIES = 5
+
+
+def _wf_key(workflow_id: int) -> str:
+    return f"WF#{workflow_id}"
+
+
+def _run_key(run_id: int) -> str:
+    return f"RUN#{run_id}"
+
+
+def _step_sk(order: int) -> str:
+    return f"{STEP_PREFIX}{order:010d}"
+
+
+def _action_sk(seq: int) -> str:
+    return f"{ACTION_PREFIX}{seq:010d}"
+
+
+def _s(value: str) -> dict[str, str]:
+    return {"S": value}
+
+
+def _n(value: int) -> dict[str, str]:
+    return {"N": str(value)}
+
+
+class IdBlocks:
+    """Hands out integer ids from blocks reserved on the counter item."""
+
+    def __init__(self, reserve: Any, block: int = ID_BLOCK) -> None:
+        self._reserve = reserve
+        self._block = block
+        self._lock = threading.Lock()
+        self._next = 0
+        self._end = 0  # exclusive
+
+    def take(self, count: int = 1) -> list[int]:
+        with self._lock:
+            ids: list[int] = []
+            while len(ids) < count:
+                if self._next >= self._end:
+                    size = max(self._block, count - len(ids))
+                    top = self._reserve(size)
+                    self._next, self._end = top - size + 1, top + 1
+                grab = min(count - len(ids), self._end - self._next)
+                ids.extend(range(self._next, self._next + grab))
+                self._next += grab
+            return ids
+
+
+class DynamoDBStorage:
+    """Storage in one DynamoDB table (see the module docstring for its keys)."""
+
+    def __init__(self, client: "BaseClient", table: str, id_block: int = ID_BLOCK) -> None:
+        self.client = client
+        self.table = table
+        self._ids = IdBlocks(self._reserve_ids, id_block)
+
+    # -- workflows -------------------------------------------------------
+
+    def create_workflow(self, name: str, description: str,
+                        step_names: Sequence[str], now: str) -> Workflow:
+        workflow_id, *step_ids = self._ids.take(1 + len(step_names))
+        steps = tuple(Step(step_id, workflow_id, step_name, order) for order, (step_id, step_name)
+                      in enumerate(zip(step_ids, step_names), start=1))
+        items: list[dict[str, Any]] = [
+            self._put_new({"PK": _s(f"WFNAME#{name}"), "SK": _s(NAME_SK),
+                           "workflow_id": _n(workflow_id)}),
+            self._put_new({"PK": _s(_wf_key(workflow_id)), "SK": _s(WORKFLOW_SK),
+                           "id": _n(workflow_id), "name": _s(name),
+                           "description": _s(description), "created_at": _s(now)}),
+        ]
+        items += [self._put_new(_step_item(step)) for step in steps]
+        reasons = self._transact(items)
+        if reasons:
+            raise errors.Conflict(f"A workflow named {name!r} already exists")
+        return Workflow(workflow_id, name, description, now, steps)
+
+    def get_workflow(self, workflow_id: int) -> Workflow:
+        items = list(self._query_partition(_wf_key(workflow_id)))
+        head = next((item for item in items if item["SK"]["S"] == WORKFLOW_SK), None)
+        if head is None:
+            raise _workflow_not_found(workflow_id)
+        steps = tuple(_step(item, workflow_id) for item in items
+                      if item["SK"]["S"].startswith(STEP_PREFIX))
+        return Workflow(int(head["id"]["N"]), head["name"]["S"], head["description"]["S"],
+                        head["created_at"]["S"], steps)
+
+    def append_step(self, workflow_id: int, name: str) -> Step:
+        # The partition sorts the workflow item before its steps, so the last
+        # item is the highest step (or the workflow item when it has none).
+        last = self._call("query", TableName=self.table, ConsistentRead=True,
+                          KeyConditionExpression="PK = :pk",
+                          ExpressionAttributeValues={":pk": _s(_wf_key(workflow_id))},
+                          ScanIndexForward=False, Limit=1)["Items"]
+        if not last:
+            raise _workflow_not_found(workflow_id)
+        order = int(last[0]["step_order"]["N"]) + 1 if "step_order" in last[0] else 1
+        (step_id,) = self._ids.take()
+        # A lost race means `order` is taken: the next free one is right after
+        # it, so orders stay consecutive without reading again.
+        while True:
+            step = Step(step_id, workflow_id, name, order)
+            if self._put_if_new(_step_item(step)):
+                return step
+            order += 1
+
+    def next_step(self, workflow_id: int, after_order: int) -> Optional[Step]:
+        items = self._call("query", TableName=self.table, ConsistentRead=True,
+                           KeyConditionExpression="PK = :pk AND SK > :sk",
+                           ExpressionAttributeValues={":pk": _s(_wf_key(workflow_id)),
+                                                      ":sk": _s(_step_sk(after_order))},
+                           Limit=1)["Items"]
+        return _step(items[0], workflow_id) if items else None
+
+    # -- runs ------------------------------------------------------------
+
+    def create_run(self, workflow: Workflow, title: str, now: str) -> Run:
+        (run_id,) = self._ids.take()
+        first = workflow.steps[0]
+        item = {"PK": _s(_run_key(run_id)), "SK": _s(RUN_SK), "id": _n(run_id),
+                "workflow_id": _n(workflow.id), "title": _s(title),
+                "status": _s(IN_PROGRESS), "created_at": _s(now), "updated_at": _s(now),
+                "seq": _n(0), **_current_step_attrs(first)}
+        if not self._put_if_new(item):
+            raise errors.Unavailable(f"Run id {run_id} is already taken; retry")
+        return Run(run_id, workflow.id, title, IN_PROGRESS, first, now, now)
+
+    def get_run(self, run_id: int) -> Run:
+        items = list(self._query_partition(_run_key(run_id)))
+        head = next((item for item in items if item["SK"]["S"] == RUN_SK), None)
+        if head is None:
+            raise errors.NotFound(f"Run {run_id} not found")
+        actions = tuple(_action(item, run_id) for item in items
+                        if item["SK"]["S"].startswith(ACTION_PREFIX))
+        return _run(head, actions)
+
+    def record_decision(self, run: Run, decision: Decision) -> Run:
+        step = run.current_step
+        assert step is not None, "only a run in progress has a decision to record"
+        seq = len(run.actions) + 1
+        (action_id,) = self._ids.take()
+        action = Action(action_id, run.id, step.id, step.name, decision.action,
+                        decision.actor, decision.comment, decision.at)
+        moved = {"status": _s(decision.status), "updated_at": _s(decision.at), "seq": _n(seq)}
+        if decision.next_step:
+            moved.update(_current_step_attrs(decision.next_step))
+            remove = ""
+        else:
+            remove = " REMOVE step_id, step_name, step_order"
+        sets = ", ".join(f"#{name} = :{name}" for name in moved)
+        update = {"Update": {
+            "TableName": self.table,
+            "Key": {"PK": _s(_run_key(run.id)), "SK": _s(RUN_SK)},
+            "UpdateExpression": f"SET {sets}{remove}",
+            "ConditionExpression": "#status = :in_progress AND step_id = :step AND seq = :prev",
+            "ExpressionAttributeNames": {f"#{name}": name for name in moved},
+            "ExpressionAttributeValues": {
+                **{f":{name}": value for name, value in moved.items()},
+                ":in_progress": _s(IN_PROGRESS), ":step": _n(step.id), ":prev": _n(seq - 1)},
+        }}
+        if self._transact([update, self._put_new(_action_item(action, seq))]):
+            raise errors.StaleRun(step)
+        return Run(run.id, run.workflow_id, run.title, decision.status, decision.next_step,
+                   run.created_at, decision.at, run.actions + (action,))
+
+    # -- requests --------------------------------------------------------
+
+    def _call(self, operation: str, **params: Any) -> Any:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            return getattr(self.client, operation)(**params)
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            if code in ("ConditionalCheckFailedException", "TransactionCanceledException"):
+                raise
+            if code == "ResourceNotFoundException":
+                raise errors.Unavailable(
+                    f"DynamoDB table {self.table!r} does not exist; create it with "
+                    "`make dynamodb-table`") from exc
+            raise errors.Unavailable(
+                f"DynamoDB did not accept the request ({code}); retry shortly") from exc
+        except BotoCoreError as exc:
+            raise errors.Unavailable("DynamoDB could not be reached; retry shortly") from exc
+
+    def _query_partition(self, pk: str) -> Iterator[Item]:
+        params: dict[str, Any] = {
+            "TableName": self.table, "ConsistentRead": True,
+            "KeyConditionExpression": "PK = :pk",
+            "ExpressionAttributeValues": {":pk": _s(pk)}}
+        while True:
+            page = self._call("query", **params)
+            yield from page["Items"]
+            if "LastEvaluatedKey" not in page:
+                return
+            params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def _put_new(self, item: Item) -> dict[str, Any]:
+        return {"Put": {"TableName": self.table, "Item": item,
+                        "ConditionExpression": "attribute_not_exists(PK)"}}
+
+    def _put_if_new(self, item: Item) -> bool:
+        """Put an item that must not exist yet; False if it already does."""
+        from botocore.exceptions import ClientError
+
+        try:
+            self._call("put_item", **self._put_new(item)["Put"])
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def _transact(self, items: list[dict[str, Any]]) -> list[str]:
+        """Write all items or none; the codes of failed conditions, [] on success."""
+        from botocore.exceptions import ClientError
+
+        for attempt in range(CONFLICT_RETRIES + 1):
+            try:
+                self._call("transact_write_items", TransactItems=items)
+                return []
+            except ClientError as exc:
+                reasons = [reason.get("Code", "None")
+                           for reason in exc.response.get("CancellationReasons", [])]
+                if "ConditionalCheckFailed" in reasons:
+                    return reasons
+                if attempt < CONFLICT_RETRIES and "TransactionConflict" in reasons:
+                    time.sleep(random.uniform(0, 0.02 * 2**attempt))
+                    continue
+                raise errors.Unavailable(
+                    "DynamoDB refused the transaction "
+                    f"({', '.join(reasons) or exc.response['Error']['Code']}); retry shortly"
+                ) from exc
+        raise AssertionError("unreachable")
+
+    def _reserve_ids(self, count: int) -> int:
+        """Reserve `count` ids on the counter; the highest of them."""
+        answer = self._call("update_item", TableName=self.table, Key=COUNTER_KEY,
+                            UpdateExpression="ADD next_id :n",
+                            ExpressionAttributeValues={":n": _n(count)},
+                            ReturnValues="UPDATED_NEW")
+        return int(answer["Attributes"]["next_id"]["N"])
+
+
+# -- items <-> models ----------------------------------------------------------
+
+def _step_item(step: Step) -> Item:
+    return {"PK": _s(_wf_key(step.workflow_id)), "SK": _s(_step_sk(step.step_order)),
+            "id": _n(step.id), "name": _s(step.name), "step_order": _n(step.step_order)}
+
+
+def _step(item: Item, workflow_id: int) -> Step:
+    return Step(int(item["id"]["N"]), workflow_id, item["name"]["S"],
+                int(item["step_order"]["N"]))
+
+
+def _current_step_attrs(step: Step) -> Item:
+    return {"step_id": _n(step.id), "step_name": _s(step.name),
+            "step_order": _n(step.step_order)}
+
+
+def _run(item: Item, actions: tuple[Action, ...]) -> Run:
+    workflow_id = int(item["workflow_id"]["N"])
+    current = None
+    if "step_id" in item:
+        current = Step(int(item["step_id"]["N"]), workflow_id, item["step_name"]["S"],
+                       int(item["step_order"]["N"]))
+    return Run(int(item["id"]["N"]), workflow_id, item["title"]["S"], item["status"]["S"],
+               current, item["created_at"]["S"], item["updated_at"]["S"], actions)
+
+
+def _action_item(action: Action, seq: int) -> Item:
+    return {"PK": _s(_run_key(action.run_id)), "SK": _s(_action_sk(seq)),
+            "id": _n(action.id), "step_id": _n(action.step_id),
+            "step_name": _s(action.step_name), "action": _s(action.action),
+            "actor": _s(action.actor), "comment": _s(action.comment),
+            "created_at": _s(action.created_at)}
+
+
+def _action(item: Item, run_id: int) -> Action:
+    return Action(int(item["id"]["N"]), run_id, int(item["step_id"]["N"]),
+                  item["step_name"]["S"], item["action"]["S"], item["actor"]["S"],
+                  item["comment"]["S"], item["created_at"]["S"])
+
+
+def _workflow_not_found(workflow_id: int) -> errors.NotFound:
+    return errors.NotFound(f"Workflow {workflow_id} not found")
+
+
+def create_client() -> "BaseClient":
+    """A DynamoDB client configured the boto3 way (region, profile, endpoint)."""
+    import boto3
+    from botocore.config import Config
+
+    config = Config(retries={"mode": "standard", "max_attempts": 5},
+                    connect_timeout=3, read_timeout=10, tcp_keepalive=True)
+    return boto3.session.Session().client("dynamodb", config=config)
+
+
+def table_name() -> str:
+    name = os.environ.get("WORKFLOW_TABLE", "").strip()
+    if not name:
+        raise errors.Unavailable("WORKFLOW_TABLE names no DynamoDB table")
+    return name
+
+
+def ensure_table(client: "BaseClient", table: str) -> bool:
+    """Create the table and wait until it is active; False if it already existed."""
+    try:
+        client.create_table(TableName=table, **TABLE_KEYS)
+    except client.exceptions.ResourceInUseException:
+        return False
+    client.get_waiter("table_exists").wait(TableName=table,
+                                           WaiterConfig={"Delay": 1, "MaxAttempts": 60})
+    return True
