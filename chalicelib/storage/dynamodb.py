@@ -51,6 +51,10 @@ COUNTER_KEY = {"PK": {"S": "COUNTER"}, "SK": {"S": "#ID"}}
 # the counter stays far from its partition's write limit however many
 # containers run, and ids stay unique across them.
 ID_BLOCK = 1000
+# Attempts per request, the first included, under botocore's standard retry
+# mode (throttling, 5xx, connection errors): four keep the worst-case backoff
+# far inside API Gateway's 29 s limit.
+MAX_ATTEMPTS = 4
 # Lost races on a transaction (TransactionConflict) are retried this often.
 CONFLICT_RETRIES = 5
 
@@ -348,7 +352,7 @@ def create_client() -> "BaseClient":
     import boto3
     from botocore.config import Config
 
-    config = Config(retries={"mode": "standard", "max_attempts": 5},
+    config = Config(retries={"mode": "standard", "total_max_attempts": MAX_ATTEMPTS},
                     connect_timeout=3, read_timeout=10, tcp_keepalive=True)
     return boto3.session.Session().client("dynamodb", config=config)
 
