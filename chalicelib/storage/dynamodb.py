@@ -219,7 +219,7 @@ class DynamoDBStorage:
                 ":in_progress": _s(IN_PROGRESS), ":step": _n(step.id), ":prev": _n(seq - 1)},
         }}
         if self._transact([update, self._put_new(_action_item(action, seq))]):
-            raise errors.StaleRun(step)
+            raise errors.StaleRun()
         return Run(run.id, run.workflow_id, run.title, decision.status, decision.next_step,
                    run.created_at, decision.at, run.actions + (action,))
 

@@ -209,7 +209,7 @@ class SQLiteStorage:
                 (decision.status, decision.next_step.id if decision.next_step else None,
                  decision.at, run.id, IN_PROGRESS, step.id)).rowcount
             if moved != 1:
-                raise errors.StaleRun(step)
+                raise errors.StaleRun()
             cursor = conn.execute(
                 "INSERT INTO workflow_actions (run_id, step_id, action, actor, comment, "
                 "created_at) VALUES (?, ?, ?, ?, ?, ?)",
