@@ -137,7 +137,7 @@ class SQLiteStorage:
         steps = conn.execute(
             f"SELECT {_STEP_COLUMNS} FROM workflow_steps WHERE workflow_id = ? "
             "ORDER BY step_order", (workflow_id,)).fetchall()
-        return Workflow(*row, steps=tuple(Step(*step) for step in steps))
+        return Workflow(row[0], row[1], row[2], row[3], tuple(Step(*step) for step in steps))
 
     def append_step(self, workflow_id: int, name: str) -> Step:
         # The write lock taken by BEGIN IMMEDIATE makes max()+1 and the insert
