@@ -93,7 +93,7 @@ def json_body() -> Any:
     raw = app.current_request.raw_body
     try:
         return json.loads(raw) if raw else None
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise errors.InvalidInput("The request body is not valid JSON") from exc
 
 
@@ -107,6 +107,7 @@ def observe(request: Any, get_response: Callable[[Any], Response]) -> Response:
     body = response.body
     if isinstance(body, dict) and set(body) == {"Code", "Message"}:
         response.body = {"error": body["Message"]}
+        response.headers["Content-Type"] = "application/json"
     response.headers["X-Request-Id"] = request_id
     access_log.info(json.dumps({
         "request_id": request_id, "method": request.method,

@@ -131,7 +131,7 @@ def _current_step(run: Run, expected_step_id: Optional[int]) -> Step:
 
 def path_id(raw: str, kind: str) -> int:
     """A positive integer id from a URL path; anything else names nothing."""
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > 16 or int(raw) < 1 \
+    if not (raw.isascii() and raw.isdigit()) or raw.startswith("0") or len(raw) > 16 \
             or int(raw) > MAX_ID:
         raise errors.NotFound(f"{kind} {raw!r} not found: ids are positive integers")
     return int(raw)

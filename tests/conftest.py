@@ -28,6 +28,7 @@ from chalice.test import Client, HTTPResponse
 import app as app_module
 from chalicelib.storage import Storage
 from chalicelib.storage.sqlite import SQLiteStorage
+from tests.dynamodb_backends import dynamodb_backend, dynamodb_race_backend
 
 Opener = Callable[[], Storage]
 Backend = Callable[[Path], ContextManager[Opener]]
@@ -53,10 +54,12 @@ def sqlite_backend(tmp_path: Path) -> Iterator[Opener]:
 
 BACKENDS: dict[str, Backend] = {
     "sqlite": sqlite_backend,
+    "dynamodb": dynamodb_backend,
 }
 
 RACE_BACKENDS: dict[str, Backend] = {
     "sqlite": sqlite_backend,
+    "dynamodb": dynamodb_race_backend,
 }
 
 

@@ -160,10 +160,6 @@ def test_create_workflow_with_text_plain_content_type_answers_4xx_and_stores_not
     assert_name_is_free(api, "Expense")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: app.json_body catches ValueError and UnicodeDecodeError but not the "
-    "RecursionError json.loads raises on deeply nested JSON, so every POST route "
-    "answers 500; remove this mark with the fix"))
 @pytest.mark.parametrize("path", ["/workflows", "/runs"])
 def test_deeply_nested_json_body_answers_400_not_500(api: Api, path: str) -> None:
     assert_error(api.post(path, raw=b"[" * 100_000), 400)

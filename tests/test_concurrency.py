@@ -478,11 +478,6 @@ FRESH_FILE_ATTEMPTS = 200
 FRESH_FILE_OPENERS = 4
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "bug, intermittent: SQLiteStorage._ensure_schema runs PRAGMA journal_mode = WAL, "
-    "which SQLite answers 'database is locked' at once (the busy timeout does not "
-    "apply) while another connection is setting up the same fresh file; the "
-    "sqlite3.OperationalError escapes as a 500. Remove this mark with the fix"))
 def test_storages_opening_a_fresh_sqlite_file_at_once_all_work(tmp_path: Path) -> None:
     # The window is a few milliseconds wide, so try many fresh files; stop at the first failure.
     for attempt in range(FRESH_FILE_ATTEMPTS):

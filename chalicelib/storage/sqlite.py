@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from contextlib import contextmanager
 from typing import Iterator, Optional, Sequence
 
@@ -87,7 +88,7 @@ class SQLiteStorage:
         with self._schema_lock:
             if self._schema_ready:
                 return
-            conn.execute("PRAGMA journal_mode = WAL")
+            _use_wal(conn)
             conn.executescript(f"BEGIN IMMEDIATE; {SCHEMA} COMMIT;")
             self._schema_ready = True
 
@@ -219,6 +220,21 @@ class SQLiteStorage:
                         decision.actor, decision.comment, decision.at)
         return Run(run.id, run.workflow_id, run.title, decision.status, decision.next_step,
                    run.created_at, decision.at, run.actions + (action,))
+
+
+def _use_wal(conn: sqlite3.Connection) -> None:
+    """Switch the file to WAL once. SQLite answers 'locked' at once, without the
+    busy timeout, while another connection sets up the same fresh file: wait here."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if time.monotonic() > deadline:
+                raise errors.Unavailable("The database is busy; retry shortly") from exc
+            time.sleep(0.005)
 
 
 def _last_id(cursor: sqlite3.Cursor) -> int:
