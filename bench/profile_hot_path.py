@@ -47,7 +47,7 @@ def main() -> None:
     created = Client(service.app).http.post(
         "/workflows", headers=JSON,
         body=json.dumps({"name": "po", "steps": ["Manager", "Finance", "CFO"]}))
-    unit = http_unit(service.app, created.json_body["id"], check=True)
+    unit = http_unit(service.app, created.json_body["id"], service=True)
     unit()
     profiler = Profiler(interval=0.0002)
     profiler.start()
