@@ -8,10 +8,13 @@ Each benchmark prints its figures and, with `--json PATH`, writes them for
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Mapping, Optional
@@ -25,6 +28,13 @@ QUICK = os.environ.get("BENCH_QUICK", "") not in ("", "0")
 
 def scaled(full: int, quick: int) -> int:
     return quick if QUICK else full
+
+
+def workdir(name: str) -> str:
+    """A temporary directory, removed when the benchmark's process exits."""
+    path = tempfile.mkdtemp(prefix=f"bench-{name}-")
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 @dataclass

@@ -20,12 +20,11 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from typing import Callable
 
 from bench._common import (PROJECT_DIR, Figure, Report, alternate, gateway_event,
-                           offline_aws_env, scaled)
+                           offline_aws_env, scaled, workdir)
 
 ROUNDS = scaled(21, 3)
 GOAL = 1.3
@@ -49,11 +48,11 @@ def child(name: str, mode: str, event: dict[str, object],
     return run
 
 
-def sqlite_setup(workdir: str) -> tuple[dict[str, str], int]:
+def sqlite_setup(tmp: str) -> tuple[dict[str, str], int]:
     """A database file with one run in it; the environment that names it."""
     from chalicelib.storage import sqlite
 
-    path = os.path.join(workdir, "cold.sqlite3")
+    path = os.path.join(tmp, "cold.sqlite3")
     storage = sqlite.SQLiteStorage(path)
     workflow = storage.create_workflow("po", "", ["Manager", "Finance"], "2026-01-01T00:00:00Z")
     run = storage.create_run(workflow, "PO-1", "2026-01-01T00:00:00Z")
@@ -92,10 +91,10 @@ def run_event(run_id: int) -> dict[str, object]:
 def main() -> None:
     from bench.moto_process import MotoProcess
 
-    workdir = tempfile.mkdtemp(prefix="bench-cold-")
+    tmp = workdir("cold")
     subprocess.run([sys.executable, "-m", "compileall", "-q", "app.py", "chalicelib", "bench"],
                    cwd=PROJECT_DIR, check=True, stdout=subprocess.DEVNULL)
-    sqlite_env, sqlite_run = sqlite_setup(workdir)
+    sqlite_env, sqlite_run = sqlite_setup(tmp)
     with MotoProcess() as moto:
         ddb_env, ddb_run = dynamodb_setup(moto.endpoint)
         query = {"TableName": "cold", "ConsistentRead": True,

@@ -10,9 +10,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import tempfile
 
-from bench._common import offline_aws_env
+from bench._common import offline_aws_env, workdir
 
 JSON = {"Content-Type": "application/json"}
 
@@ -25,11 +24,11 @@ def main() -> None:
     args = parser.parse_args()
     from pyinstrument import Profiler
 
-    workdir = tempfile.mkdtemp(prefix="bench-profile-")
+    tmp = workdir("profile")
     server = None
     if args.backend == "sqlite":
         os.environ["WORKFLOW_STORAGE"] = "sqlite"
-        os.environ["WORKFLOW_SQLITE_PATH"] = os.path.join(workdir, "service.sqlite3")
+        os.environ["WORKFLOW_SQLITE_PATH"] = os.path.join(tmp, "service.sqlite3")
     else:
         from bench.moto_process import MotoProcess
 

@@ -20,11 +20,10 @@ import json
 import os
 import random
 import sqlite3
-import tempfile
 import time
 from typing import Any, Callable
 
-from bench._common import Figure, Report, alternate, scaled
+from bench._common import Figure, Report, alternate, scaled, workdir
 
 SMALL, BIG = 100, scaled(100_000, 20_000)
 OPS_PER_ROUND = scaled(100, 8)
@@ -158,13 +157,13 @@ def full_scans(path: str, statements: list[str]) -> list[str]:
 
 
 def main() -> None:
-    workdir = tempfile.mkdtemp(prefix="bench-scale-")
+    tmp = workdir("scale")
     os.environ["WORKFLOW_STORAGE"] = "sqlite"
-    os.environ["WORKFLOW_SQLITE_PATH"] = os.path.join(workdir, "unused.sqlite3")
+    os.environ["WORKFLOW_SQLITE_PATH"] = os.path.join(tmp, "unused.sqlite3")
     import app as service
 
     started = time.perf_counter()
-    paths = {n: os.path.join(workdir, f"runs-{n}.sqlite3") for n in (SMALL, BIG)}
+    paths = {n: os.path.join(tmp, f"runs-{n}.sqlite3") for n in (SMALL, BIG)}
     built = {n: build(paths[n], n) for n in (SMALL, BIG)}
     build_s = time.perf_counter() - started
     small = Target(service, paths[SMALL], built[SMALL], seed=1)

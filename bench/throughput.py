@@ -17,10 +17,9 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import tempfile
 from typing import Any, Callable
 
-from bench._common import Figure, Report, alternate, per_unit, scaled
+from bench._common import Figure, Report, alternate, per_unit, scaled, workdir
 
 GOAL = 0.7
 UNITS_PER_ROUND = scaled(200, 10)
@@ -159,9 +158,9 @@ def check_unit(app: Any, workflow_id: int) -> None:
 
 
 def main() -> None:
-    workdir = tempfile.mkdtemp(prefix="bench-throughput-")
+    tmp = workdir("throughput")
     os.environ["WORKFLOW_STORAGE"] = "sqlite"
-    os.environ["WORKFLOW_SQLITE_PATH"] = os.path.join(workdir, "service.sqlite3")
+    os.environ["WORKFLOW_SQLITE_PATH"] = os.path.join(tmp, "service.sqlite3")
     import app as service
     from bench import bare_app
     from chalice.test import Client
@@ -170,7 +169,7 @@ def main() -> None:
         "/workflows", headers=JSON,
         body=json.dumps({"name": "po", "steps": ["Manager", "Finance", "CFO"]}))
     assert created.status_code == 201, created.body
-    floor = Floor(os.path.join(workdir, "floor.sqlite3"))
+    floor = Floor(os.path.join(tmp, "floor.sqlite3"))
     check_unit(service.app, created.json_body["id"])
 
     rounds = alternate({
