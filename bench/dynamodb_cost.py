@@ -35,8 +35,9 @@ from bench._common import Figure, Report, offline_aws_env, scaled
 
 CALLS = scaled(60, 6)
 
-# us-east-1 list prices, on-demand, as published on the AWS pricing pages
-# (checked 2026-11; re-check before relying on them).
+# us-east-1 list prices, on-demand, as AWS's pricing pages state them
+# (DynamoDB's after the November 2024 cut); written down 2026-11 from copies of
+# those pages, not fetched live: re-check before relying on them.
 PRICES = {
     "api_gateway_rest_per_million": 3.50,    # REST API, first 333 million a month
     "lambda_per_million_requests": 0.20,
@@ -49,8 +50,10 @@ PRICE_NOTE = ("AWS list prices for us-east-1 (API Gateway REST $3.50 per million
               "Lambda x86 $0.20 per million requests and $0.0000166667 per GB-second, billed "
               "per 1 ms; DynamoDB on-demand $0.625 per million write request units and $0.125 "
               "per million read request units; Step Functions Standard $0.025 per 1,000 state "
-              "transitions), as published in 2026-11, free tiers left out. List prices change: "
-              "re-check them on the AWS pricing pages before relying on these figures.")
+              "transitions; DynamoDB's after its November 2024 price cut), written down in 2026-11 from "
+              "copies of AWS's pricing pages rather than fetched live, free tiers left out. "
+              "List prices change: re-check them on the AWS pricing pages before relying on "
+              "these figures.")
 
 # Assumptions of the Lambda duration model (stated in BENCHMARKS.md):
 # Lambda gives a function CPU in proportion to its memory, one full vCPU at
@@ -284,7 +287,7 @@ def main() -> None:
         mix = ", ".join(f"{op} {count / n:.2f}" for op, count in sorted(ops.items()))
         rows.append(f"| `{route}` | {reqs:.2f} | {mix} | {rcu:.2f} | {wcu:.2f} | "
                     f"{cpu_ms:.2f} | {1e6 * (rcu * PRICES['dynamodb_per_million_rru'] + wcu * PRICES['dynamodb_per_million_wru']) / 1e6:.2f} |")
-        report.add(Figure(f"{route}: requests / RCU / WCU", reqs, "",
+        report.add(Figure(f"{route}: DynamoDB requests per call", reqs, "",
                           note=f"RCU {rcu:.2f}, WCU {wcu:.2f}, CPU {cpu_ms:.2f} ms; {mix}"))
 
     approve = costs["POST /runs/{id}/approve"]
