@@ -3,14 +3,40 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
+import os
+import sys
+import time
+import uuid
 from typing import Any, Callable, Optional
 
-from chalice import Chalice, Response
+from chalice import Chalice, CORSConfig, Response
 
 from chalicelib import engine, errors
 from chalicelib.storage import Storage, create_storage
 
+
+
+class StageCORS(CORSConfig):
+    """CORS whose allowed origin each stage sets with WORKFLOW_CORS_ORIGIN."""
+
+    @property  # type: ignore[override]
+    def allow_origin(self) -> str:
+        return os.environ.get("WORKFLOW_CORS_ORIGIN", "*")
+
+    @allow_origin.setter
+    def allow_origin(self, value: str) -> None:
+        """The origin comes from the environment when asked, not from here."""
+
+
 app = Chalice(app_name="approval-workflows")
+app.api.cors = StageCORS(allow_headers=["Idempotency-Key", "X-Request-Id"],
+                         expose_headers=["Location", "X-Request-Id"], max_age=600)
+
+access_log = logging.getLogger("approval-workflows.access")
+access_log.addHandler(logging.StreamHandler(sys.stdout))
+access_log.setLevel(logging.INFO)
+access_log.propagate = False
 
 _STORAGE: Optional[Storage] = None
 
@@ -35,8 +61,10 @@ def error_response(status: int, message: str, **details: Any) -> Response:
                     headers={"Content-Type": "application/json"})
 
 
-def answers(status: int) -> Callable[[Callable[..., Any]], Callable[..., Response]]:
-    """Serialise what the view returns with `status`; domain errors become 4xx/5xx."""
+def answers(status: int, location: Optional[Callable[[Any], str]] = None
+            ) -> Callable[[Callable[..., Any]], Callable[..., Response]]:
+    """Serialise what the view returns with `status` (and a Location header
+    from `location`); domain errors become 4xx/5xx."""
     def decorate(view: Callable[..., Any]) -> Callable[..., Response]:
         @functools.wraps(view)
         def wrapper(*args: Any, **kwargs: Any) -> Response:
@@ -44,10 +72,20 @@ def answers(status: int) -> Callable[[Callable[..., Any]], Callable[..., Respons
                 result = view(*args, **kwargs)
             except errors.WorkflowError as exc:
                 return error_response(_status_of(exc), exc.message, **exc.details)
-            return Response(body=result.to_dict(), status_code=status,
-                            headers={"Content-Type": "application/json"})
+            headers = {"Content-Type": "application/json"}
+            if location:
+                headers["Location"] = _base_path() + location(result)
+            return Response(body=result.to_dict(), status_code=status, headers=headers)
         return wrapper
     return decorate
+
+
+def _base_path() -> str:
+    """What precedes our routes in the URL: API Gateway's stage or base path."""
+    request = app.current_request
+    full = request.context.get("path") or request.path
+    route_path = request.path
+    return full[:-len(route_path)] if full.endswith(route_path) else ""
 
 
 def json_body() -> Any:
@@ -60,17 +98,42 @@ def json_body() -> Any:
 
 
 @app.middleware("http")
-def uniform_errors(event: Any, get_response: Callable[[Any], Response]) -> Response:
-    """Chalice's own errors (405, 415, 500) in the service's error shape."""
-    response = get_response(event)
+def observe(request: Any, get_response: Callable[[Any], Response]) -> Response:
+    """Give every response a request id and our error shape (also Chalice's
+    own 405, 415 and 500), and log one JSON line per request."""
+    started = time.perf_counter()
+    request_id = request.context.get("requestId") or uuid.uuid4().hex
+    response = get_response(request)
     body = response.body
     if isinstance(body, dict) and set(body) == {"Code", "Message"}:
         response.body = {"error": body["Message"]}
+    response.headers["X-Request-Id"] = request_id
+    access_log.info(json.dumps({
+        "request_id": request_id, "method": request.method,
+        "route": request.context.get("resourcePath"), "status": response.status_code,
+        "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+        **_logged_ids(request, response)}))
     return response
 
 
+def _logged_ids(request: Any, response: Response) -> dict[str, int]:
+    """The workflow and run a request was about, from its path or its answer."""
+    ids = {name: int(value) for name, value in (request.uri_params or {}).items()
+           if value.isdigit()}
+    body = response.body
+    if not isinstance(body, dict):
+        return ids
+    if request.context.get("resourcePath") in ("/workflows", "/runs") \
+            and isinstance(body.get("id"), int):
+        created = "run_id" if "title" in body else "workflow_id"
+        ids[created] = body["id"]
+    if isinstance(body.get("workflow_id"), int):
+        ids.setdefault("workflow_id", body["workflow_id"])
+    return ids
+
+
 @app.route("/workflows", methods=["POST"])
-@answers(201)
+@answers(201, location=lambda workflow: f"/workflows/{workflow.id}")
 def create_workflow() -> Any:
     return engine.create_workflow(get_storage(), json_body())
 
@@ -82,13 +145,13 @@ def get_workflow(workflow_id: str) -> Any:
 
 
 @app.route("/workflows/{workflow_id}/steps", methods=["POST"])
-@answers(201)
+@answers(201, location=lambda step: f"/workflows/{step.workflow_id}")
 def append_step(workflow_id: str) -> Any:
     return engine.append_step(get_storage(), workflow_id, json_body())
 
 
 @app.route("/runs", methods=["POST"])
-@answers(201)
+@answers(201, location=lambda run: f"/runs/{run.id}")
 def start_run() -> Any:
     return engine.start_run(get_storage(), json_body())
 

@@ -93,19 +93,38 @@ def reject(storage: Storage, run_id: str, body: Any, clock: Clock = utc_now) -> 
 
 def _decide(storage: Storage, run_id: str, body: Any, action: str, clock: Clock) -> Run:
     rid = path_id(run_id, "Run")
-    fields = _fields(body, required=("actor",), optional=("comment",))
+    fields = _fields(body, required=("actor",), optional=("comment", "expected_step_id"))
     actor = _text(fields, "actor", MAX_ACTOR)
     comment = _text(fields, "comment", MAX_TEXT, required=False)
+    expected = _id(fields, "expected_step_id") if fields.get("expected_step_id") is not None \
+        else None
     run = storage.get_run(rid)
-    if run.status != IN_PROGRESS or run.current_step is None:
-        raise errors.Conflict("Run is not in progress")
+    current = _current_step(run, expected)
     if action == REJECT:
         next_step, status = None, REJECTED
     else:
-        next_step = storage.next_step(run.workflow_id, run.current_step.step_order)
+        next_step = storage.next_step(run.workflow_id, current.step_order)
         status = IN_PROGRESS if next_step else COMPLETED
-    return storage.record_decision(
-        run, Decision(action, actor, comment, status, next_step, clock()))
+    try:
+        return storage.record_decision(
+            run, Decision(action, actor, comment, status, next_step, clock()))
+    except errors.StaleRun:
+        # Another decision won the race; say where the run is now.
+        _current_step(storage.get_run(rid), current.id)
+        raise
+
+
+def _current_step(run: Run, expected_step_id: Optional[int]) -> Step:
+    """The step a decision on `run` applies to; Conflict if there is none or
+    it is not the one the caller expected."""
+    if run.status != IN_PROGRESS or run.current_step is None:
+        raise errors.Conflict("Run is not in progress")
+    step = run.current_step
+    if expected_step_id is not None and step.id != expected_step_id:
+        raise errors.StaleRun(
+            f"Run is at step {step.name!r} (id {step.id}), not at step {expected_step_id}",
+            current_step_id=step.id)
+    return step
 
 
 # -- input validation --------------------------------------------------------

@@ -1,10 +1,7 @@
 """Domain errors: what went wrong, in the engine's words (no HTTP here)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from chalicelib.models import Step
+from typing import Any
 
 
 class WorkflowError(Exception):
@@ -33,8 +30,8 @@ class Unavailable(WorkflowError):
 
 
 class StaleRun(Conflict):
-    """A decision lost the race: the run left the step the caller decided on."""
+    """The run is no longer at the step the caller decided on."""
 
-    def __init__(self, step: "Step") -> None:
-        super().__init__(f"Run is no longer at step {step.name!r}: another decision "
-                         "was recorded first; reload the run")
+    def __init__(self, message: str = "Run is no longer at the step decided on; reload it",
+                 **details: Any) -> None:
+        super().__init__(message, **details)

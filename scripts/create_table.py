@@ -1,23 +1,40 @@
 """Create the service's DynamoDB table if it does not exist (idempotent).
 
 The endpoint, region and credentials come from boto3's usual configuration
-(AWS_ENDPOINT_URL_DYNAMODB, AWS_REGION, AWS_PROFILE, ...); the table name from
-WORKFLOW_TABLE.
+(AWS_ENDPOINT_URL_DYNAMODB, AWS_DEFAULT_REGION or AWS_REGION, AWS_PROFILE, ...);
+the table name from WORKFLOW_TABLE. The definition is `dynamodb.TABLE_KEYS`, the
+same one `make package` deploys.
 """
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from chalicelib import errors  # noqa: E402
 from chalicelib.storage import dynamodb  # noqa: E402
 
+if TYPE_CHECKING:
+    from botocore.client import BaseClient
 
-def main() -> int:
-    table = dynamodb.table_name()
-    created = dynamodb.ensure_table(dynamodb.create_client(), table)
-    print(f"DynamoDB table {table!r} {'created' if created else 'already exists'}")
+
+def main(client: BaseClient | None = None) -> int:
+    try:
+        table = dynamodb.table_name()
+    except errors.Unavailable as exc:
+        print(exc.message, file=sys.stderr)
+        return 2
+    if client is None:
+        # botocore reads AWS_DEFAULT_REGION only; Lambda and other tools set AWS_REGION.
+        if os.environ.get("AWS_REGION") and not os.environ.get("AWS_DEFAULT_REGION"):
+            os.environ["AWS_DEFAULT_REGION"] = os.environ["AWS_REGION"]
+        client = dynamodb.create_client()
+    created = dynamodb.ensure_table(client, table)
+    where = client.meta.endpoint_url
+    print(f"DynamoDB table {table!r} {'created' if created else 'already exists'} at {where}")
     return 0
 
 

@@ -219,7 +219,7 @@ class DynamoDBStorage:
                 ":in_progress": _s(IN_PROGRESS), ":step": _n(step.id), ":prev": _n(seq - 1)},
         }}
         if self._transact([update, self._put_new(_action_item(action, seq))]):
-            raise errors.StaleRun(step)
+            raise errors.StaleRun()
         return Run(run.id, run.workflow_id, run.title, decision.status, decision.next_step,
                    run.created_at, decision.at, run.actions + (action,))
 
@@ -354,7 +354,10 @@ def create_client() -> "BaseClient":
 
     config = Config(retries={"mode": "standard", "total_max_attempts": MAX_ATTEMPTS},
                     connect_timeout=3, read_timeout=10, tcp_keepalive=True)
-    return boto3.session.Session().client("dynamodb", config=config)
+    session = boto3.session.Session()
+    # Lambda and some tools set only AWS_REGION, which botocore does not read.
+    region = session.region_name or os.environ.get("AWS_REGION")
+    return session.client("dynamodb", region_name=region, config=config)
 
 
 def table_name() -> str:

@@ -137,7 +137,7 @@ class SQLiteStorage:
         steps = conn.execute(
             f"SELECT {_STEP_COLUMNS} FROM workflow_steps WHERE workflow_id = ? "
             "ORDER BY step_order", (workflow_id,)).fetchall()
-        return Workflow(*row, steps=tuple(Step(*step) for step in steps))
+        return Workflow(row[0], row[1], row[2], row[3], tuple(Step(*step) for step in steps))
 
     def append_step(self, workflow_id: int, name: str) -> Step:
         # The write lock taken by BEGIN IMMEDIATE makes max()+1 and the insert
@@ -207,7 +207,7 @@ class SQLiteStorage:
                 (decision.status, decision.next_step.id if decision.next_step else None,
                  decision.at, run.id, IN_PROGRESS, step.id)).rowcount
             if moved != 1:
-                raise errors.StaleRun(step)
+                raise errors.StaleRun()
             cursor = conn.execute(
                 "INSERT INTO workflow_actions (run_id, step_id, action, actor, comment, "
                 "created_at) VALUES (?, ?, ?, ?, ?, ?)",

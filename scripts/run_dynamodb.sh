@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# `make run-dynamodb`: the API on `chalice local`, stored in a throwaway moto
+# DynamoDB on loopback. Dummy credentials only, so no AWS account is touched.
+# Make passes HOST, PORT, MOTO_PORT, WORKFLOW_TABLE and BIN.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BIN=${BIN:-.venv/bin}
+HOST=${HOST:-127.0.0.1}
+PORT=${PORT:-8000}
+MOTO_HOST=127.0.0.1
+MOTO_PORT=${MOTO_PORT:-5000}
+MOTO_LOG=.data/moto.log
+
+unset AWS_PROFILE AWS_SESSION_TOKEN AWS_IGNORE_CONFIGURED_ENDPOINT_URLS
+export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing
+export AWS_DEFAULT_REGION=${AWS_DEFAULT_REGION:-${AWS_REGION:-us-east-1}}
+export AWS_ENDPOINT_URL_DYNAMODB=http://$MOTO_HOST:$MOTO_PORT
+export WORKFLOW_STORAGE=dynamodb WORKFLOW_TABLE=${WORKFLOW_TABLE:-approval-workflows}
+
+answers() { (: <"/dev/tcp/$MOTO_HOST/$MOTO_PORT") 2>/dev/null; }
+
+if answers; then
+    echo "Port $MOTO_PORT is already in use; choose another with MOTO_PORT=..." >&2
+    exit 1
+fi
+mkdir -p .data
+"$BIN/python" scripts/moto_server.py --host "$MOTO_HOST" --port "$MOTO_PORT" >"$MOTO_LOG" 2>&1 &
+moto=$!
+trap 'kill "$moto" 2>/dev/null || true; wait "$moto" 2>/dev/null || true' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+for _ in $(seq 100); do
+    answers && break
+    if ! kill -0 "$moto" 2>/dev/null; then
+        echo "moto server did not start:" >&2
+        cat "$MOTO_LOG" >&2
+        exit 1
+    fi
+    sleep 0.1
+done
+answers || { echo "moto server does not answer on $AWS_ENDPOINT_URL_DYNAMODB" >&2; exit 1; }
+echo "moto DynamoDB on $AWS_ENDPOINT_URL_DYNAMODB (log: $MOTO_LOG); stops with this server"
+
+"$BIN/python" scripts/create_table.py
+"$BIN/chalice" local --host "$HOST" --port "$PORT" --stage dev

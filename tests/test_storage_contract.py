@@ -1,0 +1,119 @@
+"""What every Storage adapter promises the engine, tested on each backend."""
+from __future__ import annotations
+
+from typing import Callable
+
+import pytest
+
+from chalicelib import errors
+from chalicelib.models import (APPROVE, COMPLETED, IN_PROGRESS, REJECT, REJECTED, Decision,
+                               Run, Workflow)
+from chalicelib.storage import Storage
+
+NOW = "2030-01-02T03:04:05.000Z"
+LATER = "2030-01-02T03:04:06.000Z"
+
+
+def workflow_with_steps(storage: Storage, *names: str) -> Workflow:
+    return storage.create_workflow("Purchase", "", list(names), NOW)
+
+
+def decide(storage: Storage, run: Run, action: str = APPROVE, actor: str = "alice") -> Run:
+    assert run.current_step is not None
+    if action == REJECT:
+        return storage.record_decision(run, Decision(REJECT, actor, "", REJECTED, None, LATER))
+    following = storage.next_step(run.workflow_id, run.current_step.step_order)
+    status = IN_PROGRESS if following else COMPLETED
+    return storage.record_decision(run, Decision(APPROVE, actor, "", status, following, LATER))
+
+
+def test_ids_and_orders_are_python_ints(storage: Storage) -> None:
+    workflow = workflow_with_steps(storage, "A")
+    run = decide(storage, storage.create_run(workflow, "t", NOW))
+    stored = storage.get_run(run.id)
+
+    values = [workflow.id, workflow.steps[0].id, workflow.steps[0].step_order,
+              workflow.steps[0].workflow_id, stored.id, stored.workflow_id,
+              stored.actions[0].id, stored.actions[0].run_id, stored.actions[0].step_id]
+    assert all(type(value) is int for value in values), values
+
+
+def test_next_step_follows_step_order_and_is_none_after_the_last(storage: Storage) -> None:
+    workflow = workflow_with_steps(storage, "A", "B")
+    c = storage.append_step(workflow.id, "C")
+
+    assert storage.next_step(workflow.id, 0) == workflow.steps[0]
+    assert storage.next_step(workflow.id, 1) == workflow.steps[1]
+    assert storage.next_step(workflow.id, 2) == c
+    assert storage.next_step(workflow.id, 3) is None
+
+
+def test_next_step_never_crosses_into_another_workflow(storage: Storage) -> None:
+    first = workflow_with_steps(storage, "A")
+    storage.create_workflow("Other", "", ["X", "Y"], NOW)
+
+    assert storage.next_step(first.id, 1) is None
+
+
+def test_losing_create_writes_none_of_its_steps(storage: Storage) -> None:
+    winner = workflow_with_steps(storage, "Mine")
+
+    with pytest.raises(errors.Conflict):
+        storage.create_workflow("Purchase", "other", ["Theirs", "More"], NOW)
+
+    assert storage.get_workflow(winner.id) == winner
+
+
+def test_missing_records_raise_not_found(storage: Storage) -> None:
+    workflow = workflow_with_steps(storage, "A")
+    run = storage.create_run(workflow, "t", NOW)
+
+    with pytest.raises(errors.NotFound):
+        storage.get_workflow(workflow.id + 1000)
+    with pytest.raises(errors.NotFound):
+        storage.append_step(workflow.id + 1000, "x")
+    with pytest.raises(errors.NotFound):
+        storage.get_run(run.id + 1000)
+
+
+def test_record_decision_returns_what_get_run_reads_back(storage: Storage) -> None:
+    run = storage.create_run(workflow_with_steps(storage, "A", "B"), "t", NOW)
+
+    moved = decide(storage, run)
+    done = decide(storage, moved)
+
+    assert storage.get_run(run.id) == done
+    assert done.status == COMPLETED and done.current_step is None
+
+
+@pytest.mark.parametrize("second", [APPROVE, REJECT])
+@pytest.mark.parametrize("first", [APPROVE, REJECT])
+def test_decision_on_a_stale_snapshot_raises_stale_run_and_writes_nothing(
+        storage: Storage, first: str, second: str) -> None:
+    run = storage.create_run(workflow_with_steps(storage, "A", "B", "C"), "t", NOW)
+    after_first = decide(storage, run, first, "winner")
+
+    with pytest.raises(errors.StaleRun):
+        decide(storage, run, second, "loser")
+
+    assert storage.get_run(run.id) == after_first
+
+
+def test_stale_run_is_a_conflict() -> None:
+    assert issubclass(errors.StaleRun, errors.Conflict)
+
+
+def test_another_storage_on_the_same_data_shares_state_and_refuses_stale_decisions(
+        storage: Storage, storage_factory: Callable[[], Storage]) -> None:
+    workflow = workflow_with_steps(storage, "A", "B")
+    initial = storage.create_run(workflow, "t", NOW)
+    moved = decide(storage, initial)
+
+    other = storage_factory()
+
+    assert other.get_workflow(workflow.id) == workflow
+    assert other.get_run(initial.id) == moved
+    with pytest.raises(errors.StaleRun):
+        decide(other, initial)
+    done = decide(other, moved)
+    assert storage.get_run(initial.id) == done
