@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import json
+import logging
 import os
 import shutil
 import statistics
@@ -163,6 +164,18 @@ def per_unit(work: Callable[[], None], units: int) -> Callable[[], float]:
     return measure
 
 
+def quiet_access_log(service: Any) -> None:
+    """Send the service's access log (one JSON line per request) to /dev/null.
+
+    The lines are still formatted and written, as they would be to Lambda's
+    stdout, but not into the benchmark's own output.
+    """
+    log = getattr(service, "access_log", None)
+    for handler in getattr(log, "handlers", []):
+        if isinstance(handler, logging.StreamHandler):
+            handler.setStream(open(os.devnull, "w", encoding="utf-8"))
+
+
 AWS_TEST_ENV = {"AWS_DEFAULT_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "testing",
                 "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing"}
 
@@ -187,6 +200,7 @@ def gateway_event(method: str, resource: str, path: str,
         "stageVariables": None, "isBase64Encoded": False,
         "body": None if body is None else json.dumps(body),
         "requestContext": {"resourcePath": resource, "httpMethod": method,
+                           "requestId": "c6af9ac6-7b61-11e6-9a41-93e8deadbeef",
                            "path": f"/api{path}", "stage": "api",
                            "identity": {"sourceIp": "127.0.0.1"}},
     }

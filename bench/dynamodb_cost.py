@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from bench._common import Figure, Report, offline_aws_env, scaled
+from bench._common import Figure, Report, offline_aws_env, quiet_access_log, scaled
 
 CALLS = scaled(60, 6)
 
@@ -222,6 +222,7 @@ def main() -> None:
         os.environ.update(WORKFLOW_STORAGE="dynamodb", WORKFLOW_TABLE="cost",
                           AWS_ENDPOINT_URL_DYNAMODB=moto.endpoint)
         import app as service
+        quiet_access_log(service)
         from chalice.test import Client
         from chalicelib.storage import dynamodb
 

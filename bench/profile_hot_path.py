@@ -11,7 +11,7 @@ import argparse
 import json
 import os
 
-from bench._common import offline_aws_env, workdir
+from bench._common import offline_aws_env, quiet_access_log, workdir
 
 JSON = {"Content-Type": "application/json"}
 
@@ -40,6 +40,7 @@ def main() -> None:
         from chalicelib.storage import dynamodb
         dynamodb.ensure_table(dynamodb.create_client(), "bench")
     import app as service
+    quiet_access_log(service)
     from bench.throughput import http_unit
     from chalice.test import Client
 

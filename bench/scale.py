@@ -23,7 +23,7 @@ import sqlite3
 import time
 from typing import Any, Callable
 
-from bench._common import Figure, Report, alternate, scaled, workdir
+from bench._common import Figure, Report, alternate, quiet_access_log, scaled, workdir
 
 SMALL, BIG = 100, scaled(100_000, 20_000)
 OPS_PER_ROUND = scaled(100, 8)
@@ -161,6 +161,7 @@ def main() -> None:
     os.environ["WORKFLOW_STORAGE"] = "sqlite"
     os.environ["WORKFLOW_SQLITE_PATH"] = os.path.join(tmp, "unused.sqlite3")
     import app as service
+    quiet_access_log(service)
 
     started = time.perf_counter()
     paths = {n: os.path.join(tmp, f"runs-{n}.sqlite3") for n in (SMALL, BIG)}

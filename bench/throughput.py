@@ -20,7 +20,8 @@ import os
 import sqlite3
 from typing import Any, Callable
 
-from bench._common import Figure, Report, alternate, per_unit, scaled, workdir
+from bench._common import (Figure, Report, alternate, per_unit, quiet_access_log, scaled,
+                           workdir)
 
 GOAL = 0.7
 UNITS_PER_ROUND = scaled(200, 10)
@@ -173,6 +174,7 @@ def main() -> None:
     os.environ["WORKFLOW_STORAGE"] = "sqlite"
     os.environ["WORKFLOW_SQLITE_PATH"] = os.path.join(tmp, "service.sqlite3")
     import app as service
+    quiet_access_log(service)
     from bench import bare_app
     from chalice.test import Client
 
