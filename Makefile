@@ -1,5 +1,6 @@
 # The two commands: `make run` serves the API locally, `make test` runs the suite.
 # DynamoDB: `make dynamodb-table`, `make run-dynamodb`, `make package` (docs/deploy.md).
+# `make bench` runs the benchmarks (bench/) and writes their figures into BENCHMARKS.md.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -8,7 +9,7 @@ HOST ?= 127.0.0.1
 MOTO_PORT ?= 5000
 WORKFLOW_TABLE ?= approval-workflows
 
-.PHONY: run test venv clean dynamodb-table run-dynamodb package
+.PHONY: run test bench profile venv clean dynamodb-table run-dynamodb package
 
 venv: $(VENV)/.installed
 
@@ -37,6 +38,14 @@ run-dynamodb: venv
 # dist/sam.json and dist/deployment.zip for CloudFormation, table included; offline.
 package: venv
 	$(BIN)/python scripts/package.py --stage prod --out dist
+
+bench: venv
+	$(BIN)/python -m bench.run
+
+# The call tree of the hot path (BACKEND=sqlite or dynamodb).
+BACKEND ?= sqlite
+profile: venv
+	$(BIN)/python -m bench.profile_hot_path $(BACKEND)
 
 clean:
 	rm -rf $(VENV) .data

@@ -178,27 +178,25 @@ class SQLiteStorage:
         return Run(_last_id(cursor), workflow.id, title, IN_PROGRESS, first, now, now)
 
     def get_run(self, run_id: int) -> Run:
-        # One read transaction, so the run and its history are one snapshot.
-        conn = self._connection()
-        conn.execute("BEGIN")
-        try:
-            row = conn.execute(
-                "SELECT r.id, r.workflow_id, r.title, r.status, r.created_at, r.updated_at, "
-                "s.id, s.workflow_id, s.name, s.step_order FROM workflow_runs r "
-                "LEFT JOIN workflow_steps s ON s.id = r.current_step_id WHERE r.id = ?",
-                (run_id,)).fetchone()
-            if row is None:
-                raise errors.NotFound(f"Run {run_id} not found")
-            actions = conn.execute(
-                "SELECT wa.id, wa.run_id, wa.step_id, ws.name, wa.action, wa.actor, "
-                "wa.comment, wa.created_at FROM workflow_actions wa "
-                "JOIN workflow_steps ws ON wa.step_id = ws.id "
-                "WHERE wa.run_id = ? ORDER BY wa.id ASC", (run_id,)).fetchall()
-        finally:
-            conn.execute("COMMIT")
-        current = Step(*row[6:]) if row[6] is not None else None
-        return Run(row[0], row[1], row[2], row[3], current, row[4], row[5],
-                   tuple(Action(*action) for action in actions))
+        # One statement, so the run and its history are one snapshot without a
+        # read transaction around two queries: a row per action (one if none),
+        # each repeating the run's columns. Foreign keys guarantee every
+        # action's step, so joining it LEFT drops nothing the inner join kept.
+        rows = self._connection().execute(
+            "SELECT r.id, r.workflow_id, r.title, r.status, r.created_at, r.updated_at, "
+            "s.id, s.workflow_id, s.name, s.step_order, "
+            "wa.id, wa.run_id, wa.step_id, ws.name, wa.action, wa.actor, "
+            "wa.comment, wa.created_at FROM workflow_runs r "
+            "LEFT JOIN workflow_steps s ON s.id = r.current_step_id "
+            "LEFT JOIN workflow_actions wa ON wa.run_id = r.id "
+            "LEFT JOIN workflow_steps ws ON ws.id = wa.step_id "
+            "WHERE r.id = ? ORDER BY wa.id ASC", (run_id,)).fetchall()
+        if not rows:
+            raise errors.NotFound(f"Run {run_id} not found")
+        row = rows[0]
+        current = Step(*row[6:10]) if row[6] is not None else None
+        actions = tuple(Action(*action[10:]) for action in rows) if row[10] is not None else ()
+        return Run(row[0], row[1], row[2], row[3], current, row[4], row[5], actions)
 
     def record_decision(self, run: Run, decision: Decision) -> Run:
         step = run.current_step

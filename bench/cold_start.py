@@ -1,0 +1,134 @@
+"""Benchmark 3: cold start, a fresh process importing the handler and serving one request.
+
+  SQLite     app.py serving GET /runs/{id} from an existing database file, versus
+             the same request to a Chalice app whose routes do nothing
+  DynamoDB   app.py serving GET /runs/{id} from a moto server on loopback, versus
+             importing boto3, creating a client and making the same Query
+
+Goal: <= 1.3x the bare figure in each case. The figure is the time from before
+the import to the first answer, in the fresh process (what Lambda's init plus
+first invoke add on top of the runtime's own start); the whole process's wall
+time, interpreter start included, is shown beside it. The service's code is
+compiled to .pyc first (compileall), as the installed packages already are, and
+each contender runs once before the rounds: every run then finds its bytecode
+ready and on the OS cache. (Without .pyc files, each cold start would compile
+app.py and chalicelib/ again; ship them in the deployment bundle.)
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Callable
+
+from bench._common import (PROJECT_DIR, Figure, Report, alternate, gateway_event,
+                           offline_aws_env, scaled, workdir)
+
+ROUNDS = scaled(21, 3)
+GOAL = 1.3
+CHILD = os.path.join(PROJECT_DIR, "bench", "cold_child.py")
+walls: dict[str, list[float]] = {}
+
+
+def child(name: str, mode: str, event: dict[str, object],
+          env: dict[str, str]) -> Callable[[], float]:
+    env = {**env, "PYTHONPATH": PROJECT_DIR}
+    argv = [sys.executable, CHILD, mode, json.dumps(event)]
+
+    def run() -> float:
+        start = time.perf_counter()
+        done = subprocess.run(argv, env=env, cwd=PROJECT_DIR, capture_output=True, text=True)
+        wall = time.perf_counter() - start
+        if done.returncode != 0:
+            raise SystemExit(f"{name} failed:\n{done.stderr}{done.stdout}")
+        walls.setdefault(name, []).append(wall)
+        return float(json.loads(done.stdout.splitlines()[-1])["seconds"])
+    return run
+
+
+def sqlite_setup(tmp: str) -> tuple[dict[str, str], int]:
+    """A database file with one run in it; the environment that names it."""
+    from chalicelib.storage import sqlite
+
+    path = os.path.join(tmp, "cold.sqlite3")
+    storage = sqlite.SQLiteStorage(path)
+    workflow = storage.create_workflow("po", "", ["Manager", "Finance"], "2026-01-01T00:00:00Z")
+    run = storage.create_run(workflow, "PO-1", "2026-01-01T00:00:00Z")
+    storage.close()
+    env = {key: value for key, value in os.environ.items() if not key.startswith("WORKFLOW_")}
+    env.update(WORKFLOW_STORAGE="sqlite", WORKFLOW_SQLITE_PATH=path)
+    return env, run.id
+
+
+def dynamodb_setup(endpoint: str) -> tuple[dict[str, str], int]:
+    """A table on the moto server with one run in it; the environment that names it."""
+    env = offline_aws_env()
+    env.update(WORKFLOW_STORAGE="dynamodb", WORKFLOW_TABLE="cold",
+               AWS_ENDPOINT_URL_DYNAMODB=endpoint)
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        from chalicelib.storage import dynamodb
+
+        client = dynamodb.create_client()
+        dynamodb.ensure_table(client, "cold")
+        storage = dynamodb.DynamoDBStorage(client, "cold")
+        workflow = storage.create_workflow("po", "", ["Manager", "Finance"], "2026-01-01T00:00:00Z")
+        run = storage.create_run(workflow, "PO-1", "2026-01-01T00:00:00Z")
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return env, run.id
+
+
+def run_event(run_id: int) -> dict[str, object]:
+    return gateway_event("GET", "/runs/{run_id}", f"/runs/{run_id}", {"run_id": str(run_id)})
+
+
+def main() -> None:
+    from bench.moto_process import MotoProcess
+
+    tmp = workdir("cold")
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "app.py", "chalicelib", "bench"],
+                   cwd=PROJECT_DIR, check=True, stdout=subprocess.DEVNULL)
+    sqlite_env, sqlite_run = sqlite_setup(tmp)
+    with MotoProcess() as moto:
+        ddb_env, ddb_run = dynamodb_setup(moto.endpoint)
+        query = {"TableName": "cold", "ConsistentRead": True,
+                 "KeyConditionExpression": "PK = :pk",
+                 "ExpressionAttributeValues": {":pk": {"S": f"RUN#{ddb_run}"}}}
+        contenders = {
+            "sqlite_service": child("sqlite_service", "service", run_event(sqlite_run), sqlite_env),
+            "sqlite_bare": child("sqlite_bare", "bare", run_event(sqlite_run), sqlite_env),
+            "ddb_service": child("ddb_service", "service", run_event(ddb_run), ddb_env),
+            "ddb_boto3": child("ddb_boto3", "boto3", query, ddb_env),
+        }
+        rounds = alternate(contenders, ROUNDS, progress="cold start")
+
+    import statistics
+
+    report = Report("cold_start", "3. Cold start (import + first request, fresh process)")
+    labels = {"sqlite_service": "SQLite: app.py", "sqlite_bare": "SQLite: bare Chalice app",
+              "ddb_service": "DynamoDB: app.py", "ddb_boto3": "DynamoDB: boto3 + one Query"}
+    for service, bare in (("sqlite_service", "sqlite_bare"), ("ddb_service", "ddb_boto3")):
+        for name in (service, bare):
+            report.add(Figure(labels[name], rounds.median(name), "s",
+                              note=f"whole process {statistics.median(walls[name]) * 1e3:.0f} ms"))
+        ratio = rounds.ratio(service, bare)
+        report.add(Figure(f"{labels[service]} / bare", ratio, "x", goal=f"<= {GOAL}",
+                          met=ratio <= GOAL))
+        whole = statistics.median(a / b for a, b in zip(walls[service][1:], walls[bare][1:]))
+        report.add(Figure(f"{labels[service]} / bare, whole process", whole, "x"))
+    report.markdown = (
+        f"{ROUNDS} rounds of one fresh process per contender, alternating; medians and "
+        "the median of per-round ratios. The request is GET /runs/{id} as an API Gateway "
+        "proxy event handed to the Chalice handler, as Lambda does. The moto server runs in "
+        "its own process on 127.0.0.1.")
+    report.finish()
+
+
+if __name__ == "__main__":
+    main()

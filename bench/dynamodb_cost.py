@@ -1,0 +1,383 @@
+"""Benchmark 4: DynamoDB requests and capacity units per route, and what a million approvals cost.
+
+Every route runs through chalice.test.Client against a moto server in its own
+process on 127.0.0.1. A botocore hook records each DynamoDB request; capacity
+units are computed from the sizes of the items each request reads or writes,
+by AWS's documented rules (Developer Guide, "DynamoDB read and write
+operations" and "DynamoDB item sizes and formats"):
+
+  item size   sum over attributes of UTF-8 name length + value size; strings
+              UTF-8 bytes, numbers 1 byte per 2 significant digits + 1, lists
+              and maps 3 + 1 per element
+  reads       per 4 KB, rounded up; a Query sums the sizes of all the items it
+              reads, then rounds up; strongly consistent 1 unit, eventually
+              consistent 1/2; at least one unit per request
+  writes      per 1 KB, rounded up, per item; an update or a replacing put counts
+              the larger of the item before and after; transactions count double
+  indexes     every write to an item projected into a secondary index is one
+              more write there (the table has none, and the script checks)
+
+A second pass over fresh data, with no hook, measures the CPU time each route
+takes in this process (botocore's work included, the server's not), which with
+the assumptions below gives the Lambda duration.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from bench._common import Figure, Report, offline_aws_env, quiet_access_log, scaled
+
+CALLS = scaled(60, 6)
+
+# us-east-1 list prices, on-demand, as AWS's pricing pages state them
+# (DynamoDB's after the November 2024 cut); written down 2026-11 from copies of
+# those pages, not fetched live: re-check before relying on them.
+PRICES = {
+    "api_gateway_rest_per_million": 3.50,    # REST API, first 333 million a month
+    "lambda_per_million_requests": 0.20,
+    "lambda_per_gb_second": 0.0000166667,    # x86_64
+    "dynamodb_per_million_wru": 0.625,       # on-demand, since the Nov 2024 cut
+    "dynamodb_per_million_rru": 0.125,
+    "step_functions_per_1000_transitions": 0.025,  # Standard workflows
+}
+PRICE_NOTE = ("AWS list prices for us-east-1 (API Gateway REST $3.50 per million requests; "
+              "Lambda x86 $0.20 per million requests and $0.0000166667 per GB-second, billed "
+              "per 1 ms; DynamoDB on-demand $0.625 per million write request units and $0.125 "
+              "per million read request units; Step Functions Standard $0.025 per 1,000 state "
+              "transitions; DynamoDB's after its November 2024 price cut), written down in 2026-11 from "
+              "copies of AWS's pricing pages rather than fetched live, free tiers left out. "
+              "List prices change: re-check them on the AWS pricing pages before relying on "
+              "these figures.")
+
+# Assumptions of the Lambda duration model (stated in BENCHMARKS.md):
+# Lambda gives a function CPU in proportion to its memory, one full vCPU at
+# 1,769 MB; a DynamoDB request from Lambda in the same region takes a few ms.
+FULL_VCPU_MB = 1769
+LATENCY_MS = {"TransactWriteItems": 10.0}
+DEFAULT_LATENCY_MS = 5.0
+MEMORY_SIZES = (128, 256, 512)
+
+
+# -- item sizes and capacity units -------------------------------------------------
+
+def value_size(value: dict[str, Any]) -> int:
+    (kind, data), = value.items()
+    if kind == "S":
+        return len(data.encode("utf-8"))
+    if kind == "N":
+        digits = data.lstrip("-").replace(".", "").lstrip("0").rstrip("0") or "0"
+        return math.ceil(len(digits) / 2) + 1
+    if kind == "B":
+        return len(data)
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "L":
+        return 3 + sum(value_size(v) + 1 for v in data)
+    if kind == "M":
+        return 3 + sum(len(k.encode("utf-8")) + value_size(v) + 1 for k, v in data.items())
+    if kind in ("SS", "NS", "BS"):
+        return sum(value_size({kind[0]: v}) for v in data)
+    raise ValueError(f"unknown attribute type {kind}")
+
+
+def item_size(item: dict[str, dict[str, Any]] | None) -> int:
+    if not item:
+        return 0
+    return sum(len(name.encode("utf-8")) + value_size(value) for name, value in item.items())
+
+
+def read_units(total_bytes: int, consistent: bool) -> float:
+    units = max(1, math.ceil(total_bytes / 4096))
+    return units if consistent else units / 2
+
+
+def write_units(before: int, after: int) -> int:
+    return max(1, math.ceil(max(before, after) / 1024))
+
+
+@dataclass
+class Request:
+    operation: str
+    params: dict[str, Any]
+    before: list[int] = field(default_factory=list)  # sizes of written items, before
+    rcu: float = 0.0
+    wcu: float = 0.0
+
+
+class Ledger:
+    """Records the service client's requests and prices each in capacity units."""
+
+    def __init__(self, client: Any, admin: Any, table: str) -> None:
+        self.admin, self.table = admin, table
+        self.requests: list[Request] = []
+        client.meta.events.register("before-parameter-build.dynamodb", self._before)
+        client.meta.events.register("after-call.dynamodb", self._after)
+
+    def _written_keys(self, operation: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        if operation == "PutItem":
+            return [{"PK": params["Item"]["PK"], "SK": params["Item"]["SK"]}]
+        if operation in ("UpdateItem", "DeleteItem"):
+            return [params["Key"]]
+        if operation == "TransactWriteItems":
+            keys = []
+            for entry in params["TransactItems"]:
+                (kind, body), = entry.items()
+                keys.append(body["Key"] if "Key" in body
+                            else {"PK": body["Item"]["PK"], "SK": body["Item"]["SK"]})
+            return keys
+        return []
+
+    def _fetch(self, key: dict[str, Any]) -> int:
+        answer = self.admin.get_item(TableName=self.table, Key=key, ConsistentRead=True)
+        return item_size(answer.get("Item"))
+
+    def _before(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        request = Request(model.name, copy.deepcopy(params))
+        request.before = [self._fetch(k) for k in self._written_keys(model.name, params)]
+        self.requests.append(request)
+
+    def _after(self, http_response: Any, parsed: dict[str, Any], model: Any, **_: Any) -> None:
+        request = self.requests[-1]
+        params = request.params
+        if model.name in ("Query", "Scan"):
+            total = sum(item_size(item) for item in parsed.get("Items", []))
+            request.rcu = read_units(total, params.get("ConsistentRead", False))
+        elif model.name == "GetItem":
+            request.rcu = read_units(item_size(parsed.get("Item")),
+                                     params.get("ConsistentRead", False))
+        elif model.name in ("PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"):
+            keys = self._written_keys(model.name, params)
+            units = sum(write_units(before, self._fetch(key))
+                        for before, key in zip(request.before, keys))
+            request.wcu = units * (2 if model.name == "TransactWriteItems" else 1)
+
+    def take(self) -> list[Request]:
+        taken, self.requests = self.requests, []
+        return taken
+
+
+# -- the workload ----------------------------------------------------------------------
+
+JSON = {"Content-Type": "application/json"}
+ROUTES = ("POST /workflows", "GET /workflows/{id}", "POST /workflows/{id}/steps",
+          "POST /runs", "POST /runs/{id}/approve", "POST /runs/{id}/reject", "GET /runs/{id}")
+
+
+class Workload:
+    """Calls every route CALLS times; `around` wraps each measured call."""
+
+    def __init__(self, http: Any, tag: str, around: Callable[[str, Callable[[], Any]], Any]):
+        self.http, self.tag, self.around = http, tag, around
+
+    def post(self, route: str, path: str, body: dict[str, Any], status: int) -> Any:
+        response = self.around(route, lambda: self.http.post(path, headers=JSON,
+                                                             body=json.dumps(body)))
+        assert response.status_code == status, response.body
+        return response.json_body
+
+    def run(self) -> None:
+        tag = self.tag
+        workflows = [self.post("POST /workflows", "/workflows",
+                               {"name": f"{tag}-{i}", "steps": ["Manager", "Finance", "CFO"]}, 201)
+                     for i in range(CALLS)]
+        main = workflows[0]["id"]
+        for i in range(CALLS):
+            self.post("POST /workflows/{id}/steps", f"/workflows/{workflows[-1]['id']}/steps",
+                      {"name": f"extra {i}"}, 201)
+        for _ in range(CALLS):
+            response = self.around("GET /workflows/{id}",
+                                   lambda: self.http.get(f"/workflows/{main}"))
+            assert response.status_code == 200
+        runs = [self.post("POST /runs", "/runs", {"workflow_id": main, "title": f"PO-{i}"}, 201)["id"]
+                for i in range(CALLS)]
+        # Three approvals complete each run: the average is that of a 3-step run's approvals.
+        for _ in range(3):
+            for run_id in runs:
+                self.post("POST /runs/{id}/approve", f"/runs/{run_id}/approve",
+                          {"actor": "maria.rossi@example.com", "comment": "Within budget"}, 200)
+        for run_id in runs:
+            response = self.around("GET /runs/{id}", lambda: self.http.get(f"/runs/{run_id}"))
+            assert response.status_code == 200
+        rejected = [self.post("POST /runs", "/runs", {"workflow_id": main, "title": "r"}, 201)["id"]
+                    for _ in range(CALLS)]
+        for run_id in rejected:
+            self.post("POST /runs/{id}/reject", f"/runs/{run_id}/reject",
+                      {"actor": "finn", "comment": "Over budget"}, 200)
+
+
+# -- main ----------------------------------------------------------------------------
+
+def main() -> None:
+    from bench.moto_process import MotoProcess
+
+    os.environ.clear()
+    os.environ.update(offline_aws_env())
+    with MotoProcess() as moto:
+        os.environ.update(WORKFLOW_STORAGE="dynamodb", WORKFLOW_TABLE="cost",
+                          AWS_ENDPOINT_URL_DYNAMODB=moto.endpoint)
+        import app as service
+        quiet_access_log(service)
+        from chalice.test import Client
+        from chalicelib.storage import dynamodb
+
+        admin = dynamodb.create_client()
+        dynamodb.ensure_table(admin, "cost")
+        table = admin.describe_table(TableName="cost")["Table"]
+        indexes = len(table.get("GlobalSecondaryIndexes", [])) + \
+            len(table.get("LocalSecondaryIndexes", []))
+        http = Client(service.app).http
+
+        # Pass 1: requests and capacity units per route.
+        storage = service.get_storage()
+        ledger = Ledger(storage.client, admin, "cost")
+        per_route: dict[str, list[list[Request]]] = {route: [] for route in ROUTES}
+
+        def account(route: str, call: Callable[[], Any]) -> Any:
+            ledger.take()
+            answer = call()
+            per_route[route].append(ledger.take())
+            return answer
+        Workload(http, "units", account).run()
+        storage.client.meta.events.unregister("before-parameter-build.dynamodb", ledger._before)
+        storage.client.meta.events.unregister("after-call.dynamodb", ledger._after)
+
+        # Pass 2: CPU time per route in this process, no hook.
+        cpu: dict[str, list[float]] = {route: [] for route in ROUTES}
+
+        def timed(route: str, call: Callable[[], Any]) -> Any:
+            start = time.process_time()
+            answer = call()
+            cpu[route].append(time.process_time() - start)
+            return answer
+        Workload(http, "warmup", lambda route, call: call()).run()
+        Workload(http, "cpu", timed).run()
+
+        # One boto3 call, warm, for the Lambda functions of the Step Functions pattern.
+        key = {"PK": {"S": "COUNTER"}, "SK": {"S": "#ID"}}
+        for _ in range(20):
+            admin.get_item(TableName="cost", Key=key)
+        start = time.process_time()
+        for _ in range(200):
+            admin.get_item(TableName="cost", Key=key)
+        one_call_cpu = (time.process_time() - start) / 200
+
+    report = Report("dynamodb_cost", "4. DynamoDB cost (requests, capacity units, list prices)")
+    rows = []
+    costs: dict[str, dict[str, float]] = {}
+    for route in ROUTES:
+        calls = per_route[route]
+        n = len(calls)
+        ops: dict[str, int] = {}
+        for requests in calls:
+            for r in requests:
+                ops[r.operation] = ops.get(r.operation, 0) + 1
+        reqs = sum(len(c) for c in calls) / n
+        rcu = sum(r.rcu for c in calls for r in c) / n
+        wcu = sum(r.wcu for c in calls for r in c) / n
+        cpu_ms = sorted(cpu[route])[len(cpu[route]) // 2] * 1e3
+        latency = sum(LATENCY_MS.get(op, DEFAULT_LATENCY_MS) * count
+                      for op, count in ops.items()) / n
+        costs[route] = {"requests": reqs, "rcu": rcu, "wcu": wcu, "cpu_ms": cpu_ms,
+                        "latency_ms": latency}
+        mix = ", ".join(f"{op} {count / n:.2f}" for op, count in sorted(ops.items()))
+        rows.append(f"| `{route}` | {reqs:.2f} | {mix} | {rcu:.2f} | {wcu:.2f} | "
+                    f"{cpu_ms:.2f} | {1e6 * (rcu * PRICES['dynamodb_per_million_rru'] + wcu * PRICES['dynamodb_per_million_wru']) / 1e6:.2f} |")
+        report.add(Figure(f"{route}: DynamoDB requests per call", reqs, "",
+                          note=f"RCU {rcu:.2f}, WCU {wcu:.2f}, CPU {cpu_ms:.2f} ms; {mix}"))
+
+    approve = costs["POST /runs/{id}/approve"]
+    service_rows, sfn_rows = [], []
+    service_total: dict[int, float] = {}
+    sfn_total: dict[int, float] = {}
+    p = PRICES
+    ddb = approve["rcu"] * p["dynamodb_per_million_rru"] + approve["wcu"] * p["dynamodb_per_million_wru"]
+    for mb in MEMORY_SIZES:
+        slow = max(1.0, FULL_VCPU_MB / mb)
+        duration = math.ceil(approve["cpu_ms"] * slow + approve["latency_ms"])
+        compute = 1e6 * duration / 1000 * mb / 1024 * p["lambda_per_gb_second"]
+        total = p["api_gateway_rest_per_million"] + p["lambda_per_million_requests"] + compute + ddb
+        service_total[mb] = total
+        service_rows.append(
+            f"| {mb} MB | {approve['cpu_ms']:.2f} ms x {slow:.2f} + {approve['latency_ms']:.0f} ms "
+            f"= {duration} ms billed | ${p['api_gateway_rest_per_million']:.2f} | "
+            f"${p['lambda_per_million_requests']:.2f} | 1M x {duration} ms x {mb}/1024 GB x "
+            f"${p['lambda_per_gb_second']} = ${compute:.2f} | ${ddb:.2f} | **${total:.2f}** |")
+        # Step Functions: per approval, the task-token state and the Choice state
+        # after it (2 transitions) plus the Succeed state once per 3-step run;
+        # two Lambda invocations (one hands the token to the approver, one
+        # takes the approver's click from API Gateway and calls SendTaskSuccess),
+        # each one AWS call.
+        sfn_duration = math.ceil(one_call_cpu * 1e3 * slow + DEFAULT_LATENCY_MS)
+        transitions = 2 + 1 / 3
+        sfn_states = transitions * 1e6 / 1000 * p["step_functions_per_1000_transitions"]
+        sfn_lambda = 2 * (p["lambda_per_million_requests"]
+                          + 1e6 * sfn_duration / 1000 * mb / 1024 * p["lambda_per_gb_second"])
+        sfn = sfn_states + p["api_gateway_rest_per_million"] + sfn_lambda
+        sfn_total[mb] = sfn
+        sfn_rows.append(
+            f"| {mb} MB | {transitions:.2f} x 1M / 1,000 x ${p['step_functions_per_1000_transitions']}"
+            f" = ${sfn_states:.2f} | ${p['api_gateway_rest_per_million']:.2f} | 2 x ($0.20 + 1M x "
+            f"{sfn_duration} ms x {mb}/1024 GB x ${p['lambda_per_gb_second']}) = ${sfn_lambda:.2f} "
+            f"| **${sfn:.2f}** |")
+    for mb in MEMORY_SIZES:
+        report.add(Figure(f"1M approvals, service, {mb} MB", service_total[mb], "$",
+                          note=f"Step Functions pattern ${sfn_total[mb]:,.2f} "
+                               f"({sfn_total[mb] / service_total[mb]:.1f}x)"))
+    report.add(Figure("secondary indexes written", indexes, "", goal="0 extra writes",
+                      met=indexes == 0))
+
+    report.markdown = "\n".join([
+        f"{CALLS} calls per route (approvals: the three of {CALLS} 3-step runs), on a moto "
+        "server; capacity units from item sizes by AWS's rounding rules (see the script's "
+        "docstring). `$ per 1M` is the DynamoDB on-demand cost of a million calls. CPU is "
+        "the median per call in this process (service, Chalice and botocore; the server "
+        "excluded).",
+        "",
+        "| route | requests | of which | RCU | WCU | CPU ms | DynamoDB $ per 1M |",
+        "|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+        f"The table has {indexes} secondary indexes, so no write is counted twice. Every read "
+        "is strongly consistent (a decision must see the latest state), so a read costs one "
+        "unit per 4 KB, not half.",
+        "",
+        "**One million approvals, this service** (API Gateway REST + Lambda + DynamoDB "
+        "on-demand). Lambda duration = CPU per approval measured here, stretched by "
+        f"1,769 MB / memory (Lambda's CPU share below one vCPU), plus {DEFAULT_LATENCY_MS:.0f} ms "
+        f"per DynamoDB request ({LATENCY_MS['TransactWriteItems']:.0f} ms per transaction) of "
+        "waiting; billed per 1 ms. DynamoDB per approval: "
+        f"{approve['rcu']:.2f} RRU x $0.125/M + {approve['wcu']:.2f} WRU x $0.625/M = "
+        f"${ddb:.2f} per million.",
+        "",
+        "| memory | Lambda duration | API Gateway | Lambda requests | Lambda compute | "
+        "DynamoDB | total |",
+        "|---|---|---|---|---|---|---|",
+        *service_rows,
+        "",
+        "**The same approvals with the AWS Step Functions human-approval pattern** (Standard "
+        "workflow; each step a `.waitForTaskToken` task whose Lambda hands the token to the "
+        "approver, then a Choice state on the answer; the approver's click goes through API "
+        "Gateway to a Lambda that calls `SendTaskSuccess`). Per approval: 2 state "
+        "transitions, plus the final Succeed state once per 3-step run (1/3 per approval); "
+        "one API Gateway request; two Lambda invocations of one AWS call each (duration "
+        f"modelled as above from the measured CPU of one warm boto3 call, "
+        f"{one_call_cpu * 1e3:.2f} ms, plus {DEFAULT_LATENCY_MS:.0f} ms). Run history is kept "
+        "by Step Functions at no charge, so no DynamoDB.",
+        "",
+        "| memory | state transitions | API Gateway | Lambda | total |",
+        "|---|---|---|---|---|",
+        *sfn_rows,
+        "",
+        PRICE_NOTE,
+    ])
+    report.finish()
+
+
+if __name__ == "__main__":
+    main()
