@@ -7,7 +7,6 @@ same one `make package` deploys.
 """
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,10 +27,7 @@ def main(client: BaseClient | None = None) -> int:
         print(exc.message, file=sys.stderr)
         return 2
     if client is None:
-        # botocore reads AWS_DEFAULT_REGION only; Lambda and other tools set AWS_REGION.
-        if os.environ.get("AWS_REGION") and not os.environ.get("AWS_DEFAULT_REGION"):
-            os.environ["AWS_DEFAULT_REGION"] = os.environ["AWS_REGION"]
-        client = dynamodb.create_client()
+        client = dynamodb.create_client()  # falls back to AWS_REGION itself
     created = dynamodb.ensure_table(client, table)
     where = client.meta.endpoint_url
     print(f"DynamoDB table {table!r} {'created' if created else 'already exists'} at {where}")
