@@ -22,44 +22,16 @@ from typing import Any, Callable
 
 from bench._common import (Figure, Report, alternate, per_unit, quiet_access_log, scaled,
                            workdir)
+from chalicelib.storage import sqlite
 
 GOAL = 0.7
 UNITS_PER_ROUND = scaled(200, 10)
 ROUNDS = scaled(31, 3)
 JSON = {"Content-Type": "application/json"}
 
-# The spec's schema verbatim, plus the one index any implementation needs to
-# read a run's history without scanning every action (the service has it too).
-FLOOR_SCHEMA = """
-CREATE TABLE workflows (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    name TEXT NOT NULL UNIQUE, description TEXT NOT NULL DEFAULT '',
-    created_at TEXT NOT NULL
-);
-CREATE TABLE workflow_steps (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    workflow_id INTEGER NOT NULL REFERENCES workflows(id) ON DELETE CASCADE,
-    name TEXT NOT NULL, step_order INTEGER NOT NULL,
-    UNIQUE(workflow_id, step_order)
-);
-CREATE TABLE workflow_runs (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    workflow_id INTEGER NOT NULL REFERENCES workflows(id),
-    title TEXT NOT NULL,
-    status TEXT NOT NULL DEFAULT 'pending' CHECK(status IN ('pending','in_progress','completed','rejected')),
-    current_step_id INTEGER REFERENCES workflow_steps(id),
-    created_at TEXT NOT NULL, updated_at TEXT NOT NULL
-);
-CREATE TABLE workflow_actions (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_id INTEGER NOT NULL REFERENCES workflow_runs(id) ON DELETE CASCADE,
-    step_id INTEGER NOT NULL REFERENCES workflow_steps(id),
-    action TEXT NOT NULL CHECK(action IN ('approve','reject')),
-    actor TEXT NOT NULL, comment TEXT NOT NULL DEFAULT '',
-    created_at TEXT NOT NULL
-);
-CREATE INDEX workflow_actions_run ON workflow_actions(run_id, id);
-"""
+# The service's own schema: the spec's tables verbatim plus the indexes any
+# implementation needs not to scan a table.
+FLOOR_SCHEMA = sqlite.SCHEMA
 
 PRAGMAS = ("PRAGMA journal_mode = WAL", "PRAGMA busy_timeout = 10000",
            "PRAGMA foreign_keys = ON", "PRAGMA synchronous = NORMAL")
