@@ -33,6 +33,7 @@ from chalicelib.storage import dynamodb  # noqa: E402
 TABLE = "WorkflowTable"
 FUNCTION = "APIHandler"
 ROLE = "ApiHandlerRole"
+REST_API = "RestAPI"
 TABLE_POLICY = "WorkflowTableAccess"
 
 # The DynamoDB calls the adapter makes at run time, as IAM actions. There is no
@@ -116,9 +117,25 @@ def merge_template(table_keys: dict[str, Any]) -> dict[str, Any]:
                     "WORKFLOW_TABLE": {"Ref": TABLE},
                 }}},
             },
+            **gateway_errors(),
         },
         "Outputs": {"WorkflowTableName": {"Value": {"Ref": TABLE}}},
     }
+
+
+def gateway_errors() -> dict[str, Any]:
+    """API Gateway's own answers (unknown route, throttling, timeouts) in the
+    service's error shape, {"error": "..."}, instead of {"message": "..."}."""
+    return {
+        f"GatewayResponse{kind}": {
+            "Type": "AWS::ApiGateway::GatewayResponse",
+            "Properties": {
+                "RestApiId": {"Ref": REST_API},
+                "ResponseType": f"DEFAULT_{kind}",
+                # messageString is already a quoted JSON string.
+                "ResponseTemplates": {"application/json": '{"error": $context.error.messageString}'},
+            },
+        } for kind in ("4XX", "5XX")}
 
 
 def check_packaged(template: dict[str, Any]) -> None:
@@ -129,6 +146,8 @@ def check_packaged(template: dict[str, Any]) -> None:
     if functions != [FUNCTION]:
         raise RuntimeError(f"Expected one function {FUNCTION!r}, chalice made {functions}: "
                            "give each the table's environment and policy in scripts/package.py")
+    if resources.get(REST_API, {}).get("Type") != "AWS::Serverless::Api":
+        raise RuntimeError(f"Expected the REST API {REST_API!r}: the gateway responses need it")
     role = resources[FUNCTION]["Properties"].get("Role")
     if role != {"Fn::GetAtt": [ROLE, "Arn"]}:
         raise RuntimeError(f"{FUNCTION} does not use the role {ROLE!r} (it has {role}); "

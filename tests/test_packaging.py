@@ -143,6 +143,18 @@ def test_function_is_told_to_use_the_packaged_table(template: dict[str, Any]) ->
     assert variables["WORKFLOW_TABLE"] == {"Ref": TABLE}
 
 
+def test_api_gateways_own_errors_answer_in_the_service_error_shape(
+        template: dict[str, Any]) -> None:
+    responses = {resource["Properties"]["ResponseType"]: resource["Properties"]
+                 for resource in template["Resources"].values()
+                 if resource["Type"] == "AWS::ApiGateway::GatewayResponse"}
+    assert set(responses) == {"DEFAULT_4XX", "DEFAULT_5XX"}
+    for properties in responses.values():
+        assert properties["RestApiId"] == {"Ref": "RestAPI"}
+        assert properties["ResponseTemplates"] == {
+            "application/json": '{"error": $context.error.messageString}'}
+
+
 def test_packaged_template_passes_cfn_lint(sam_path: Path) -> None:
     from cfnlint.api import lint_file
 
