@@ -146,6 +146,12 @@ def create_workflow() -> Any:
     return engine.create_workflow(get_storage(), json_body())
 
 
+@app.route("/workflows", methods=["GET"])
+@answers(200)
+def list_workflows() -> Any:
+    return engine.list_workflows(get_storage(), app.current_request.query_params or {})
+
+
 @app.route("/workflows/{workflow_id}", methods=["GET"])
 @answers(200)
 def get_workflow(workflow_id: str) -> Any:
@@ -162,6 +168,12 @@ def append_step(workflow_id: str) -> Any:
 @answers(201, location=lambda run: f"/runs/{run.id}")
 def start_run() -> Any:
     return engine.start_run(get_storage(), json_body())
+
+
+@app.route("/runs", methods=["GET"])
+@answers(200)
+def list_runs() -> Any:
+    return engine.list_runs(get_storage(), app.current_request.query_params or {})
 
 
 @app.route("/runs/{run_id}", methods=["GET"])

@@ -8,9 +8,9 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Callable, Mapping, Optional
 
-from chalicelib import errors
+from chalicelib import cursors, errors
 from chalicelib.models import (APPROVE, COMPLETED, IN_PROGRESS, REJECT, REJECTED,
-                               Decision, Run, Step, Workflow)
+                               RUN_STATUSES, Decision, Page, Run, Slice, Step, Workflow)
 from chalicelib.storage import Storage
 
 MAX_NAME = 200
@@ -20,6 +20,10 @@ MAX_TEXT = 5_000
 MAX_INITIAL_STEPS = 50
 # Ids are 64-bit in SQLite and exact up to 2**53 in JSON numbers everywhere.
 MAX_ID = 2**53 - 1
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 100
+WORKFLOWS = "workflows"
+RUNS = "runs"
 
 Clock = Callable[[], str]
 
@@ -125,6 +129,84 @@ def _current_step(run: Run, expected_step_id: Optional[int]) -> Step:
             f"Run is at step {step.name!r} (id {step.id}), not at step {expected_step_id}",
             current_step_id=step.id)
     return step
+
+
+# -- lists -------------------------------------------------------------------
+
+def list_workflows(storage: Storage, query: Mapping[str, Any]) -> Page:
+    """One page of workflows by id ascending (query parameters: limit, cursor)."""
+    params = _query(query, ("limit", "cursor"))
+    limit = _limit(params)
+    after = _position(params, WORKFLOWS, {})
+    return _page(storage.list_workflows(after, limit), WORKFLOWS, {})
+
+
+def list_runs(storage: Storage, query: Mapping[str, Any]) -> Page:
+    """One page of runs newest first (query: workflow_id, status, limit, cursor)."""
+    params = _query(query, ("workflow_id", "status", "limit", "cursor"))
+    workflow_id = _positive(params, "workflow_id")
+    status = params.get("status")
+    if status is not None and status not in RUN_STATUSES:
+        raise errors.InvalidInput(f"'status' must be one of {', '.join(RUN_STATUSES)}")
+    limit = _limit(params)
+    filters = {"workflow_id": workflow_id, "status": status}
+    before = _position(params, RUNS, filters)
+    if workflow_id is not None and workflow_id > MAX_ID:
+        return Page((), None)  # no workflow has such an id
+    found = storage.list_runs(workflow_id, status, before, limit)
+    return _page(found, RUNS, filters)
+
+
+def _page(found: Slice[Any], list_name: str, filters: cursors.Filter) -> Page:
+    """The page of `found`, with a cursor that continues after its last item."""
+    more = found.more and found.items
+    return Page(found.items,
+                cursors.issue(list_name, filters, found.items[-1].id) if more else None)
+
+
+def _query(query: Mapping[str, Any], allowed: tuple[str, ...]) -> dict[str, str]:
+    """The query parameters, each given once, all of them known."""
+    unknown = sorted(set(query) - set(allowed))
+    if unknown:
+        raise errors.InvalidInput(
+            f"Unknown query parameter {unknown[0]!r}; allowed: {', '.join(allowed)}")
+    params: dict[str, str] = {}
+    getlist = getattr(query, "getlist", None)  # Chalice's MultiDict keeps repeats
+    for name in query:
+        values = getlist(name) if getlist else [query[name]]
+        if len(values) != 1:
+            raise errors.InvalidInput(f"Give the query parameter {name!r} at most once")
+        params[name] = values[0]
+    return params
+
+
+def _limit(params: Mapping[str, str]) -> int:
+    raw = params.get("limit")
+    if raw is None:
+        return DEFAULT_LIMIT
+    digits = raw.lstrip("0")
+    if not (raw.isascii() and raw.isdigit()) or not digits or len(digits) > 3 \
+            or int(digits) > MAX_LIMIT:
+        raise errors.InvalidInput(f"'limit' must be an integer from 1 to {MAX_LIMIT}")
+    return int(digits)
+
+
+def _positive(params: Mapping[str, str], name: str) -> Optional[int]:
+    """A positive integer query parameter; above MAX_ID it names nothing."""
+    raw = params.get(name)
+    if raw is None:
+        return None
+    digits = raw.lstrip("0")
+    if not (raw.isascii() and raw.isdigit()) or not digits:
+        raise errors.InvalidInput(f"{name!r} must be a positive integer")
+    # No int() of thousands of digits: past 16 it is beyond any id anyway.
+    return int(digits) if len(digits) <= 16 else MAX_ID + 1
+
+
+def _position(params: Mapping[str, str], list_name: str,
+              filters: cursors.Filter) -> Optional[int]:
+    cursor = params.get("cursor")
+    return None if cursor is None else cursors.position(cursor, list_name, filters)
 
 
 # -- input validation --------------------------------------------------------

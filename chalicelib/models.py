@@ -7,7 +7,7 @@ take 0.7 ms. Keep dataclasses out of the import path of app.py.
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional
+from typing import Any, Generic, NamedTuple, Optional, TypeVar, Union
 
 IN_PROGRESS = "in_progress"
 COMPLETED = "completed"
@@ -40,6 +40,10 @@ class Workflow(NamedTuple):
         return {"id": self.id, "name": self.name, "description": self.description,
                 "created_at": self.created_at,
                 "steps": [step.to_dict() for step in self.steps]}
+
+    def listed(self) -> dict[str, Any]:
+        """The workflow as lists show it: all of it, steps included."""
+        return self.to_dict()
 
 
 class Action(NamedTuple):
@@ -74,11 +78,14 @@ class Run(NamedTuple):
         return self.current_step.id if self.current_step else None
 
     def to_dict(self) -> dict[str, Any]:
+        return {**self.listed(), "actions": [action.to_dict() for action in self.actions]}
+
+    def listed(self) -> dict[str, Any]:
+        """The run as lists show it: everything but its actions."""
         return {"id": self.id, "workflow_id": self.workflow_id, "title": self.title,
                 "status": self.status, "current_step_id": self.current_step_id,
                 "current_step": self.current_step.to_dict() if self.current_step else None,
-                "created_at": self.created_at, "updated_at": self.updated_at,
-                "actions": [action.to_dict() for action in self.actions]}
+                "created_at": self.created_at, "updated_at": self.updated_at}
 
 
 class Decision(NamedTuple):
@@ -90,3 +97,24 @@ class Decision(NamedTuple):
     status: str
     next_step: Optional[Step]
     at: str
+
+
+Listed = TypeVar("Listed", Workflow, Run)
+
+
+class Slice(NamedTuple, Generic[Listed]):
+    """What the storage read for one page: its items, and whether any follow."""
+
+    items: tuple[Listed, ...]
+    more: bool
+
+
+class Page(NamedTuple):
+    """One page of a list, and the cursor of the next (None after the last)."""
+
+    items: tuple[Union[Workflow, Run], ...]
+    next_cursor: Optional[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"items": [item.listed() for item in self.items],
+                "next_cursor": self.next_cursor}

@@ -422,7 +422,7 @@ def test_decision_accepts_actor_of_200_and_comment_of_5000_characters(
 # -- methods that no route answers ---------------------------------------------
 
 @pytest.mark.parametrize("method, path", [
-    ("GET", "/runs"),
+    ("PUT", "/runs"),
     ("DELETE", "/runs"),
     ("DELETE", "/runs/{id}"),
     ("PUT", "/runs/{id}"),

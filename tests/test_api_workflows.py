@@ -294,8 +294,8 @@ def test_append_step_with_text_plain_content_type_answers_4xx_and_changes_nothin
 # -- methods that no route answers -------------------------------------------
 
 @pytest.mark.parametrize("method, path", [
-    ("GET", "/workflows"),
     ("PUT", "/workflows"),
+    ("DELETE", "/workflows"),
     ("DELETE", "/workflows/{id}"),
     ("PUT", "/workflows/{id}"),
     ("PATCH", "/workflows/{id}"),

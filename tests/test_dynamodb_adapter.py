@@ -203,6 +203,25 @@ def test_a_passing_transaction_conflict_is_invisible(served: MotoServer, run_id:
     assert len(response.json_body["actions"]) == 1
 
 
+def test_a_transaction_that_would_outgrow_an_item_answers_409(served: MotoServer) -> None:
+    # What DynamoDB answers (moto raises a plain ValidationException instead).
+    too_large = {"__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+                 "message": "Transaction cancelled [None, ValidationError]",
+                 "CancellationReasons": [
+                     {"Code": "None"},
+                     {"Code": "ValidationError",
+                      "Message": "Item size to update has exceeded the maximum allowed size"}]}
+    with Client(app_module.app) as client:
+        workflow = _post(client, "/workflows", {"name": "full", "steps": ["a"]}, 201)
+        fault = served.inject("TransactWriteItems", Fault(400, too_large))
+        response = client.http.post(f"/workflows/{workflow['id']}/steps", headers=JSON,
+                                    body=json.dumps({"name": "b"}))
+        fault.remaining = 0
+        assert response.status_code == 409
+        assert fault.seen == 1
+        assert client.http.get(f"/workflows/{workflow['id']}").json_body == workflow
+
+
 def test_failing_reads_answer_503(served: MotoServer, run_id: int) -> None:
     served.inject("Query", Fault(500, INTERNAL))
     with Client(app_module.app) as client:

@@ -7,7 +7,7 @@ import pytest
 
 from chalicelib import errors
 from chalicelib.models import (APPROVE, COMPLETED, IN_PROGRESS, REJECT, REJECTED, Decision,
-                               Run, Workflow)
+                               Run, Slice, Workflow)
 from chalicelib.storage import Storage
 
 NOW = "2030-01-02T03:04:05.000Z"
@@ -117,3 +117,91 @@ def test_another_storage_on_the_same_data_shares_state_and_refuses_stale_decisio
         decide(other, initial)
     done = decide(other, moved)
     assert storage.get_run(initial.id) == done
+
+
+# -- lists ----------------------------------------------------------------------------
+
+def test_empty_store_lists_nothing(storage: Storage) -> None:
+    assert storage.list_workflows(None, 10) == Slice((), False)
+    assert storage.list_runs(None, None, None, 10) == Slice((), False)
+    assert storage.list_runs(1, IN_PROGRESS, 5, 10) == Slice((), False)
+
+
+def test_list_workflows_gives_them_by_id_as_get_workflow_reads_them(storage: Storage) -> None:
+    first = storage.create_workflow("First", "one", ["A", "B"], NOW)
+    storage.append_step(first.id, "C")
+    second = storage.create_workflow("Second", "", [], NOW)
+    third = storage.create_workflow("Third", "", ["X"], LATER)
+    storage.append_step(second.id, "Y")
+
+    listed = storage.list_workflows(None, 10)
+
+    assert listed == Slice(tuple(storage.get_workflow(workflow.id)
+                                 for workflow in sorted((first, second, third),
+                                                        key=lambda workflow: workflow.id)), False)
+    assert [step.name for step in listed.items[0].steps] == ["A", "B", "C"]
+
+
+def test_list_workflows_says_more_exactly_when_another_follows(storage: Storage) -> None:
+    ids = sorted(storage.create_workflow(f"W{i}", "", [], NOW).id for i in range(3))
+
+    assert [w.id for w in storage.list_workflows(None, 2).items] == ids[:2]
+    assert storage.list_workflows(None, 2).more
+    assert storage.list_workflows(ids[0], 2) == Slice(storage.list_workflows(ids[0], 3).items,
+                                                      False)
+    assert storage.list_workflows(ids[1], 2).items[0].id == ids[2]
+    assert storage.list_workflows(ids[2], 2) == Slice((), False)
+
+
+def _runs(storage: Storage) -> tuple[Workflow, Workflow, list[Run]]:
+    """Two workflows, and runs of them that are in progress, completed and rejected."""
+    first = workflow_with_steps(storage, "A", "B")
+    second = storage.create_workflow("Other", "", ["X"], NOW)
+    runs = []
+    for i, (workflow, action) in enumerate([(first, None), (second, APPROVE), (first, REJECT),
+                                            (first, APPROVE), (second, None), (first, None)]):
+        run = storage.create_run(workflow, f"Run {i}", NOW)
+        runs.append(decide(storage, run, action) if action else run)
+    return first, second, runs
+
+
+def test_list_runs_gives_them_newest_first_as_get_run_reads_them_without_actions(
+        storage: Storage) -> None:
+    _, _, runs = _runs(storage)
+
+    listed = storage.list_runs(None, None, None, 10)
+
+    newest_first = sorted(runs, key=lambda run: -run.id)
+    assert listed == Slice(tuple(storage.get_run(run.id)._replace(actions=())
+                                 for run in newest_first), False)
+
+
+@pytest.mark.parametrize("which, status", [
+    ("first", None), ("second", None), (None, IN_PROGRESS), (None, COMPLETED),
+    (None, REJECTED), ("first", IN_PROGRESS), ("first", REJECTED), ("second", COMPLETED),
+    ("second", REJECTED),
+])
+def test_list_runs_filters_by_workflow_and_status_and_pages_by_id(
+        storage: Storage, which: str, status: str) -> None:
+    first, second, runs = _runs(storage)
+    workflow_id = {"first": first.id, "second": second.id, None: None}[which]
+    expected = [run.id for run in sorted(runs, key=lambda run: -run.id)
+                if workflow_id in (None, run.workflow_id) and status in (None, run.status)]
+
+    everything = storage.list_runs(workflow_id, status, None, 10)
+    assert [run.id for run in everything.items] == expected and not everything.more
+    first_page = storage.list_runs(workflow_id, status, None, 1)
+    assert [run.id for run in first_page.items] == expected[:1]
+    assert first_page.more == (len(expected) > 1)
+    if expected:
+        rest = storage.list_runs(workflow_id, status, expected[0], 10)
+        assert [run.id for run in rest.items] == expected[1:] and not rest.more
+
+
+def test_list_runs_of_a_workflow_without_runs_is_empty(storage: Storage) -> None:
+    first, _, _ = _runs(storage)
+    idle = storage.create_workflow("Idle", "", ["A"], NOW)
+
+    assert storage.list_runs(idle.id, None, None, 10) == Slice((), False)
+    assert storage.list_runs(first.id + 10_000, None, None, 10) == Slice((), False)
+    assert storage.list_runs(None, "pending", None, 10) == Slice((), False)

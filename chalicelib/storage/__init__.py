@@ -5,7 +5,7 @@ import os
 from typing import Optional, Protocol, Sequence
 
 from chalicelib import errors
-from chalicelib.models import Decision, Run, Step, Workflow
+from chalicelib.models import Decision, Run, Slice, Step, Workflow
 
 # os.path, not pathlib: pathlib is not imported by Chalice, and importing it
 # cost every cold start 1.2 ms.
@@ -44,6 +44,16 @@ class Storage(Protocol):
     def record_decision(self, run: Run, decision: Decision) -> Run:
         """Record the decision and move the run, only if it is still in progress at
         run.current_step; otherwise raise Conflict and write nothing."""
+        ...
+
+    def list_workflows(self, after_id: Optional[int], limit: int) -> Slice[Workflow]:
+        """At most `limit` workflows after id `after_id` (None: the first), by id, with steps."""
+        ...
+
+    def list_runs(self, workflow_id: Optional[int], status: Optional[str],
+                  before_id: Optional[int], limit: int) -> Slice[Run]:
+        """At most `limit` runs before id `before_id` (None: the newest), newest first, of
+        that workflow and status where given; without actions."""
         ...
 
 

@@ -3,17 +3,54 @@
 Key schema (PK, SK are strings):
 
     item         PK                 SK                    holds
-    workflow     WF#<id>            #WORKFLOW             name, description, created_at
+    workflow     WF#<id>            #WORKFLOW             name, description, created_at,
+                                                          steps (a copy of its step items)
     step         WF#<workflow id>   STEP#<order, 10 digits>  id, name, step_order
     name guard   WFNAME#<name>      #WFNAME               workflow_id (makes names unique)
     run          RUN#<id>           #RUN                  status, current step, seq
     action       RUN#<run id>       ACT#<seq, 10 digits>  the decision, step name
     id counter   COUNTER            #ID                   next id block (hi/lo)
 
-A workflow and its steps share a partition, so GET /workflows/{id} is one
-Query; a run and its history share one, so GET /runs/{id} is one Query. Step
-keys make (workflow, step_order) unique; an action's key makes one action per
-position in a run's history.
+A workflow item carries its steps, so GET /workflows/{id} is one Query and a
+page of workflows needs no read per workflow; the step items make (workflow,
+step_order) unique and answer next_step. Appending a step writes both in one
+transaction. A run and its history share a partition, so GET /runs/{id} is one
+Query; an action's key makes one action per position in a run's history.
+
+Lists: four global secondary indexes, each sorted by `id` (a number) and
+projecting whole items, so every page is one Query with no follow-up read. An
+index holds only the items that carry its partition key attribute:
+
+    index               partition key         value                  items
+    all                 all_pk                WORKFLOWS | RUNS       workflows, runs
+    by_workflow         workflow_pk           WF#<workflow id>       runs
+    by_status           status_pk             <status>               runs
+    by_workflow_status  workflow_status_pk    WF#<id>#<status>       runs
+
+A run updates its status keys with its status, in the same conditional write.
+Reads of an index are eventually consistent: a run just written may show up in
+a list (or leave a status's list) a moment later.
+
+The trade-off of these indexes, chosen knowingly:
+
+- Hot partitions. `all`/RUNS takes a write for every run created or decided,
+  and `by_status` funnels them into four values. DynamoDB serves about 1,000
+  writes per second per partition, and a throttled index throttles the table's
+  writes too (they retry, then answer 503). So run writes, service-wide, are
+  capped near 1,000 per second: the ceiling that the id blocks avoided for
+  the counter comes back here. Spreading a list over N shards (RUNS#0..N-1)
+  would lift it N-fold, but a newest-first page would then cost N Queries
+  merged; one Query per page was asked for, and approval traffic is far below
+  the cap. Workflows (WORKFLOWS) are written rarely.
+- Write cost. Every run write also writes four index entries (six when the
+  status changes: an entry moves between partitions); appending a step
+  rewrites the whole workflow item, in the table and in `all`.
+- Item size. A workflow item, its steps included, must stay under 400 KB:
+  about 1,700 steps with 200-character ASCII names (460 with 4-byte
+  characters, thousands with short names). Past that, appending answers 409;
+  SQLite has no such limit.
+- Query size. A Query reads at most 1 MB, so a page of big workflows may hold
+  fewer than `limit` items; next_cursor is still set exactly when more follow.
 """
 from __future__ import annotations
 
@@ -24,7 +61,7 @@ import time
 from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
 from chalicelib import errors
-from chalicelib.models import (IN_PROGRESS, Action, Decision, Run, Step,
+from chalicelib.models import (IN_PROGRESS, Action, Decision, Run, Slice, Step,
                                Workflow)
 
 if TYPE_CHECKING:
@@ -32,12 +69,30 @@ if TYPE_CHECKING:
 
 Item = dict[str, dict[str, Any]]
 
+# The list indexes: name -> partition key attribute. Every one sorts by `id`.
+ALL_INDEX = "all"
+BY_WORKFLOW_INDEX = "by_workflow"
+BY_STATUS_INDEX = "by_status"
+BY_WORKFLOW_STATUS_INDEX = "by_workflow_status"
+INDEX_KEYS = {ALL_INDEX: "all_pk", BY_WORKFLOW_INDEX: "workflow_pk",
+              BY_STATUS_INDEX: "status_pk", BY_WORKFLOW_STATUS_INDEX: "workflow_status_pk"}
+
 TABLE_KEYS: dict[str, Any] = {
     "KeySchema": [{"AttributeName": "PK", "KeyType": "HASH"},
                   {"AttributeName": "SK", "KeyType": "RANGE"}],
-    "AttributeDefinitions": [{"AttributeName": "PK", "AttributeType": "S"},
-                             {"AttributeName": "SK", "AttributeType": "S"}],
+    "AttributeDefinitions": [
+        {"AttributeName": "PK", "AttributeType": "S"},
+        {"AttributeName": "SK", "AttributeType": "S"},
+        {"AttributeName": "id", "AttributeType": "N"},
+        *({"AttributeName": key, "AttributeType": "S"} for key in INDEX_KEYS.values())],
     "BillingMode": "PAY_PER_REQUEST",
+    "GlobalSecondaryIndexes": [
+        {"IndexName": index,
+         "KeySchema": [{"AttributeName": key, "KeyType": "HASH"},
+                       {"AttributeName": "id", "KeyType": "RANGE"}],
+         # A page is read whole from the index: no follow-up read per item.
+         "Projection": {"ProjectionType": "ALL"}}
+        for index, key in INDEX_KEYS.items()],
 }
 
 WORKFLOW_SK = "#WORKFLOW"
@@ -46,6 +101,9 @@ RUN_SK = "#RUN"
 STEP_PREFIX = "STEP#"
 ACTION_PREFIX = "ACT#"
 COUNTER_KEY = {"PK": {"S": "COUNTER"}, "SK": {"S": "#ID"}}
+# Partitions of the `all` index.
+WORKFLOWS_PK = "WORKFLOWS"
+RUNS_PK = "RUNS"
 
 # Ids come from the counter item in blocks: one counter write per block, so
 # the counter stays far from its partition's write limit however many
@@ -73,6 +131,10 @@ def _step_sk(order: int) -> str:
 
 def _action_sk(seq: int) -> str:
     return f"{ACTION_PREFIX}{seq:010d}"
+
+
+class ItemTooLarge(errors.Conflict):
+    """DynamoDB refused a write that would grow an item past 400 KB."""
 
 
 def _s(value: str) -> dict[str, str]:
@@ -122,28 +184,27 @@ class DynamoDBStorage:
         workflow_id, *step_ids = self._ids.take(1 + len(step_names))
         steps = tuple(Step(step_id, workflow_id, step_name, order) for order, (step_id, step_name)
                       in enumerate(zip(step_ids, step_names), start=1))
+        workflow = Workflow(workflow_id, name, description, now, steps)
         items: list[dict[str, Any]] = [
             self._put_new({"PK": _s(f"WFNAME#{name}"), "SK": _s(NAME_SK),
                            "workflow_id": _n(workflow_id)}),
-            self._put_new({"PK": _s(_wf_key(workflow_id)), "SK": _s(WORKFLOW_SK),
-                           "id": _n(workflow_id), "name": _s(name),
-                           "description": _s(description), "created_at": _s(now)}),
+            self._put_new(_workflow_item(workflow)),
         ]
         items += [self._put_new(_step_item(step)) for step in steps]
         reasons = self._transact(items)
         if reasons:
             raise errors.Conflict(f"A workflow named {name!r} already exists")
-        return Workflow(workflow_id, name, description, now, steps)
+        return workflow
 
     def get_workflow(self, workflow_id: int) -> Workflow:
-        items = list(self._query_partition(_wf_key(workflow_id)))
-        head = next((item for item in items if item["SK"]["S"] == WORKFLOW_SK), None)
-        if head is None:
+        # The workflow item carries its steps: the step items need not be read.
+        items = self._call("query", TableName=self.table, ConsistentRead=True,
+                           KeyConditionExpression="PK = :pk AND SK = :sk",
+                           ExpressionAttributeValues={":pk": _s(_wf_key(workflow_id)),
+                                                      ":sk": _s(WORKFLOW_SK)})["Items"]
+        if not items:
             raise _workflow_not_found(workflow_id)
-        steps = tuple(_step(item, workflow_id) for item in items
-                      if item["SK"]["S"].startswith(STEP_PREFIX))
-        return Workflow(int(head["id"]["N"]), head["name"]["S"], head["description"]["S"],
-                        head["created_at"]["S"], steps)
+        return _workflow(items[0])
 
     def append_step(self, workflow_id: int, name: str) -> Step:
         # The partition sorts the workflow item before its steps, so the last
@@ -157,12 +218,38 @@ class DynamoDBStorage:
         order = int(last[0]["step_order"]["N"]) + 1 if "step_order" in last[0] else 1
         (step_id,) = self._ids.take()
         # A lost race means `order` is taken: the next free one is right after
-        # it, so orders stay consecutive without reading again.
+        # it, so orders stay consecutive without reading again. A transaction
+        # that adds step n + 1 to the workflow's list runs only after the one
+        # that wrote step n, so the list stays in step order.
         while True:
             step = Step(step_id, workflow_id, name, order)
-            if self._put_if_new(_step_item(step)):
+            try:
+                reasons = self._transact([self._put_new(_step_item(step)),
+                                          self._listed_step(step)])
+            except ItemTooLarge as exc:
+                raise ItemTooLarge(
+                    f"Workflow {workflow_id} cannot take another step: its steps fill the "
+                    "400 KB that DynamoDB stores per workflow") from exc
+            if not reasons:
                 return step
+            if reasons[1] == "ConditionalCheckFailed":
+                raise _workflow_not_found(workflow_id)
             order += 1
+
+    def _listed_step(self, step: Step) -> dict[str, Any]:
+        """The update that appends `step` to the steps its workflow item carries."""
+        return {"Update": {
+            "TableName": self.table,
+            "Key": {"PK": _s(_wf_key(step.workflow_id)), "SK": _s(WORKFLOW_SK)},
+            "UpdateExpression": "SET #steps = list_append(#steps, :step)",
+            "ConditionExpression": "attribute_exists(PK)",
+            "ExpressionAttributeNames": {"#steps": "steps"},
+            "ExpressionAttributeValues": {":step": {"L": [_step_entry(step)]}},
+        }}
+
+    def list_workflows(self, after_id: Optional[int], limit: int) -> Slice[Workflow]:
+        items, more = self._list_page(ALL_INDEX, WORKFLOWS_PK, after_id, limit, newest_first=False)
+        return Slice(tuple(_workflow(item) for item in items), more)
 
     def next_step(self, workflow_id: int, after_order: int) -> Optional[Step]:
         items = self._call("query", TableName=self.table, ConsistentRead=True,
@@ -180,7 +267,9 @@ class DynamoDBStorage:
         item = {"PK": _s(_run_key(run_id)), "SK": _s(RUN_SK), "id": _n(run_id),
                 "workflow_id": _n(workflow.id), "title": _s(title),
                 "status": _s(IN_PROGRESS), "created_at": _s(now), "updated_at": _s(now),
-                "seq": _n(0), **_current_step_attrs(first)}
+                "seq": _n(0), **_current_step_attrs(first),
+                "all_pk": _s(RUNS_PK), "workflow_pk": _s(_wf_key(workflow.id)),
+                **_status_keys(workflow.id, IN_PROGRESS)}
         if not self._put_if_new(item):
             raise errors.Unavailable(f"Run id {run_id} is already taken; retry")
         return Run(run_id, workflow.id, title, IN_PROGRESS, first, now, now)
@@ -201,7 +290,8 @@ class DynamoDBStorage:
         (action_id,) = self._ids.take()
         action = Action(action_id, run.id, step.id, step.name, decision.action,
                         decision.actor, decision.comment, decision.at)
-        moved = {"status": _s(decision.status), "updated_at": _s(decision.at), "seq": _n(seq)}
+        moved = {"status": _s(decision.status), "updated_at": _s(decision.at), "seq": _n(seq),
+                 **_status_keys(run.workflow_id, decision.status)}
         if decision.next_step:
             moved.update(_current_step_attrs(decision.next_step))
             remove = ""
@@ -223,7 +313,44 @@ class DynamoDBStorage:
         return Run(run.id, run.workflow_id, run.title, decision.status, decision.next_step,
                    run.created_at, decision.at, run.actions + (action,))
 
+    def list_runs(self, workflow_id: Optional[int], status: Optional[str],
+                  before_id: Optional[int], limit: int) -> Slice[Run]:
+        if workflow_id is not None and status is not None:
+            index, pk = BY_WORKFLOW_STATUS_INDEX, _workflow_status_pk(workflow_id, status)
+        elif workflow_id is not None:
+            index, pk = BY_WORKFLOW_INDEX, _wf_key(workflow_id)
+        elif status is not None:
+            index, pk = BY_STATUS_INDEX, status
+        else:
+            index, pk = ALL_INDEX, RUNS_PK
+        items, more = self._list_page(index, pk, before_id, limit, newest_first=True)
+        return Slice(tuple(_run(item, ()) for item in items), more)
+
     # -- requests --------------------------------------------------------
+
+    def _list_page(self, index: str, pk: str, after: Optional[int], limit: int,
+                   newest_first: bool) -> tuple[list[Item], bool]:
+        """One Query of `index`: up to `limit` items of partition `pk` past id
+        `after`, and whether any follow."""
+        condition = "#pk = :pk"
+        names = {"#pk": INDEX_KEYS[index]}
+        values: Item = {":pk": _s(pk)}
+        if after is not None:
+            condition += f" AND #id {'<' if newest_first else '>'} :after"
+            names["#id"] = "id"
+            values[":after"] = _n(after)
+        page = self._call("query", TableName=self.table, IndexName=index,
+                          KeyConditionExpression=condition,
+                          ExpressionAttributeNames=names, ExpressionAttributeValues=values,
+                          ScanIndexForward=not newest_first, Limit=limit + 1)
+        items: list[Item] = page["Items"]
+        if len(items) > limit:
+            return items[:limit], True
+        if "LastEvaluatedKey" in page and len(items) > 1:
+            # Stopped at DynamoDB's 1 MB per Query, not at our Limit: the last
+            # item read proves that one follows, so return the ones before it.
+            return items[:-1], True
+        return items, "LastEvaluatedKey" in page and bool(items)
 
     def _call(self, operation: str, **params: Any) -> Any:
         from botocore.exceptions import BotoCoreError, ClientError
@@ -234,6 +361,9 @@ class DynamoDBStorage:
             code = exc.response.get("Error", {}).get("Code", "")
             if code in ("ConditionalCheckFailedException", "TransactionCanceledException"):
                 raise
+            if code == "ValidationException" and "size" in exc.response["Error"].get(
+                    "Message", ""):
+                raise ItemTooLarge("The item would exceed DynamoDB's 400 KB") from exc
             if code == "ResourceNotFoundException":
                 raise errors.Unavailable(
                     f"DynamoDB table {self.table!r} does not exist; create it with "
@@ -284,6 +414,10 @@ class DynamoDBStorage:
                            for reason in exc.response.get("CancellationReasons", [])]
                 if "ConditionalCheckFailed" in reasons:
                     return reasons
+                if "ValidationError" in reasons:
+                    # Our requests are well formed: what the transaction's
+                    # changes can break is an item's 400 KB limit.
+                    raise ItemTooLarge("The item would exceed DynamoDB's 400 KB") from exc
                 if attempt < CONFLICT_RETRIES and "TransactionConflict" in reasons:
                     time.sleep(random.uniform(0, 0.02 * 2**attempt))
                     continue
@@ -309,6 +443,28 @@ def _step_item(step: Step) -> Item:
             "id": _n(step.id), "name": _s(step.name), "step_order": _n(step.step_order)}
 
 
+def _workflow_item(workflow: Workflow) -> Item:
+    return {"PK": _s(_wf_key(workflow.id)), "SK": _s(WORKFLOW_SK), "id": _n(workflow.id),
+            "name": _s(workflow.name), "description": _s(workflow.description),
+            "created_at": _s(workflow.created_at),
+            "steps": {"L": [_step_entry(step) for step in workflow.steps]},
+            "all_pk": _s(WORKFLOWS_PK)}
+
+
+def _workflow(item: Item) -> Workflow:
+    workflow_id = int(item["id"]["N"])
+    steps = (_step(entry["M"], workflow_id) for entry in item["steps"]["L"])
+    return Workflow(workflow_id, item["name"]["S"], item["description"]["S"],
+                    item["created_at"]["S"],
+                    tuple(sorted(steps, key=lambda step: step.step_order)))
+
+
+def _step_entry(step: Step) -> dict[str, Item]:
+    """A step as its workflow item lists it."""
+    return {"M": {"id": _n(step.id), "name": _s(step.name),
+                  "step_order": _n(step.step_order)}}
+
+
 def _step(item: Item, workflow_id: int) -> Step:
     return Step(int(item["id"]["N"]), workflow_id, item["name"]["S"],
                 int(item["step_order"]["N"]))
@@ -317,6 +473,16 @@ def _step(item: Item, workflow_id: int) -> Step:
 def _current_step_attrs(step: Step) -> Item:
     return {"step_id": _n(step.id), "step_name": _s(step.name),
             "step_order": _n(step.step_order)}
+
+
+def _workflow_status_pk(workflow_id: int, status: str) -> str:
+    return f"{_wf_key(workflow_id)}#{status}"
+
+
+def _status_keys(workflow_id: int, status: str) -> Item:
+    """The index keys of a run that follow its status."""
+    return {"status_pk": _s(status),
+            "workflow_status_pk": _s(_workflow_status_pk(workflow_id, status))}
 
 
 def _run(item: Item, actions: tuple[Action, ...]) -> Run:

@@ -6,10 +6,10 @@ import sqlite3
 import threading
 import time
 from contextlib import contextmanager
-from typing import Iterator, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 from chalicelib import errors
-from chalicelib.models import (IN_PROGRESS, Action, Decision, Run, Step,
+from chalicelib.models import (IN_PROGRESS, Action, Decision, Run, Slice, Step,
                                Workflow)
 
 SCHEMA = """
@@ -43,12 +43,18 @@ CREATE TABLE IF NOT EXISTS workflow_actions (
 -- The history join reads a run's actions; foreign keys are looked up by the
 -- cascade. UNIQUE(workflow_id, step_order) already indexes the step queries.
 CREATE INDEX IF NOT EXISTS workflow_actions_run ON workflow_actions(run_id, id);
+-- The run lists, one index per filter: SQLite ends every index with the rowid
+-- (the id), so each walks its filter's runs in id order, from the cursor on.
 CREATE INDEX IF NOT EXISTS workflow_runs_workflow ON workflow_runs(workflow_id);
+CREATE INDEX IF NOT EXISTS workflow_runs_status ON workflow_runs(status);
+CREATE INDEX IF NOT EXISTS workflow_runs_workflow_status ON workflow_runs(workflow_id, status);
 """
 
 BUSY_TIMEOUT_MS = 10_000
 
 _STEP_COLUMNS = "id, workflow_id, name, step_order"
+_RUN_COLUMNS = ("r.id, r.workflow_id, r.title, r.status, r.created_at, r.updated_at, "
+                "s.id, s.workflow_id, s.name, s.step_order")
 
 
 class SQLiteStorage:
@@ -140,6 +146,26 @@ class SQLiteStorage:
             "ORDER BY step_order", (workflow_id,)).fetchall()
         return Workflow(row[0], row[1], row[2], row[3], tuple(Step(*step) for step in steps))
 
+    def list_workflows(self, after_id: Optional[int], limit: int) -> Slice[Workflow]:
+        conn = self._connection()
+        rows = conn.execute(
+            "SELECT id, name, description, created_at FROM workflows WHERE id > ? "
+            "ORDER BY id LIMIT ?", (after_id or 0, limit + 1)).fetchall()
+        page = rows[:limit]
+        # The steps of the whole page in one statement, not one per workflow.
+        # Steps are only ever appended, so reading them second shows each
+        # workflow as it was at one moment after the first statement.
+        steps: dict[int, list[Step]] = {row[0]: [] for row in page}
+        if page:
+            for step in conn.execute(
+                    f"SELECT {_STEP_COLUMNS} FROM workflow_steps WHERE workflow_id IN "
+                    f"({', '.join('?' * len(page))}) ORDER BY workflow_id, step_order",
+                    list(steps)):
+                steps[step[1]].append(Step(*step))
+        workflows = tuple(Workflow(row[0], row[1], row[2], row[3], tuple(steps[row[0]]))
+                          for row in page)
+        return Slice(workflows, len(rows) > limit)
+
     def append_step(self, workflow_id: int, name: str) -> Step:
         # The write lock taken by BEGIN IMMEDIATE makes max()+1 and the insert
         # one step: no other writer can slip in between.
@@ -198,6 +224,21 @@ class SQLiteStorage:
         actions = tuple(Action(*action[10:]) for action in rows) if row[10] is not None else ()
         return Run(row[0], row[1], row[2], row[3], current, row[4], row[5], actions)
 
+    def list_runs(self, workflow_id: Optional[int], status: Optional[str],
+                  before_id: Optional[int], limit: int) -> Slice[Run]:
+        # Keyset pagination: with the id bound and LIMIT, a page is one walk of
+        # at most limit + 1 entries of an index however deep it lies in the list.
+        bounds = {"r.id < ?": before_id, "r.workflow_id = ?": workflow_id,
+                  "r.status = ?": status}
+        given = {condition: value for condition, value in bounds.items() if value is not None}
+        where = f"WHERE {' AND '.join(given)} " if given else ""
+        rows = self._connection().execute(
+            f"SELECT {_RUN_COLUMNS} FROM workflow_runs r "
+            "LEFT JOIN workflow_steps s ON s.id = r.current_step_id "
+            f"{where}ORDER BY r.id DESC LIMIT ?", (*given.values(), limit + 1)).fetchall()
+        runs = tuple(_listed_run(row) for row in rows[:limit])
+        return Slice(runs, len(rows) > limit)
+
     def record_decision(self, run: Run, decision: Decision) -> Run:
         step = run.current_step
         assert step is not None, "only a run in progress has a decision to record"
@@ -233,6 +274,12 @@ def _use_wal(conn: sqlite3.Connection) -> None:
             if time.monotonic() > deadline:
                 raise errors.Unavailable("The database is busy; retry shortly") from exc
             time.sleep(0.005)
+
+
+def _listed_run(row: tuple[Any, ...]) -> Run:
+    """A run from a row of _RUN_COLUMNS, without its actions."""
+    current = Step(*row[6:10]) if row[6] is not None else None
+    return Run(row[0], row[1], row[2], row[3], current, row[4], row[5])
 
 
 def _last_id(cursor: sqlite3.Cursor) -> int:
