@@ -90,3 +90,32 @@ class Decision(NamedTuple):
     status: str
     next_step: Optional[Step]
     at: str
+
+
+class StoredResponse(NamedTuple):
+    """A response kept for an Idempotency-Key: replayed as it was first sent."""
+
+    status: int
+    body: str  # the JSON text of the body
+    location: Optional[str] = None
+
+
+class IdempotencyClaim(NamedTuple):
+    """One request's attempt to take an Idempotency-Key (times in epoch seconds)."""
+
+    key: str
+    fingerprint: str
+    token: str  # this attempt's own, so that only it may save or release the key
+    now: float
+    lease_until: float
+    expires_at: int
+
+
+class IdempotencyRecord(NamedTuple):
+    """What the storage holds for a key: in flight until `response` is set."""
+
+    fingerprint: str
+    token: str
+    lease_until: float
+    expires_at: int
+    response: Optional[StoredResponse] = None
