@@ -13,6 +13,13 @@ after 29 s. If it died after its change was written but before its response
 was stored, the retry does the change again: that window is the residual risk.
 
 Pure rules except `respond_once`, which takes the storage as engine functions do.
+
+Not AWS Lambda Powertools' idempotency utility: its lease is the Lambda's
+remaining time (none under `chalice local` or in tests, so a dead request would
+hold its key for the whole day), it reads datetime.now() where tests set the
+clock, its DynamoDB layer puts every key of a single-table design under one
+partition key, SQLite would need a persistence layer of our own anyway, and the
+Lambda would have to bundle it, where it bundles nothing today.
 """
 from __future__ import annotations
 
