@@ -235,6 +235,21 @@ def test_storage_replays_the_saved_response(storage: Storage, response: StoredRe
         storage.claim_idempotency_key(claim("k", "/runs/1", {"a": 1}, T0 + 3600))
 
 
+def test_storage_keeps_a_response_larger_than_a_dynamodb_item(storage: Storage) -> None:
+    # A run's answer holds its whole history: 200 decisions with 5,000-character
+    # comments make a megabyte, over DynamoDB's 400 KB per item.
+    actions = [{"id": n, "actor": f"approver {n}", "comment": f"{n} " + "looks fine " * 455}
+               for n in range(200)]
+    response = StoredResponse(200, json.dumps({"id": 1, "actions": actions}))
+    assert len(response.body) > 1_000_000
+    first = claim("k", "/runs/1/approve", {"actor": "a"})
+    assert storage.claim_idempotency_key(first) is None
+    storage.save_idempotent_response(first, response)
+
+    assert storage.claim_idempotency_key(claim("k", "/runs/1/approve", {"actor": "a"},
+                                               T0 + 1)) == response
+
+
 def test_storage_lets_a_retry_take_over_after_the_lease(storage: Storage) -> None:
     first = claim("k", "/runs", {"a": 1})
     assert storage.claim_idempotency_key(first) is None

@@ -54,6 +54,9 @@ STEP_PREFIX = "STEP#"
 ACTION_PREFIX = "ACT#"
 COUNTER_KEY = {"PK": {"S": "COUNTER"}, "SK": {"S": "#ID"}}
 IDEMPOTENCY_SK = "#IDEM"
+# Kept response bodies longer than this are stored zlib-compressed (binary): a
+# run's answer holds its whole history and may outgrow a 400 KB item.
+INLINE_BODY_LIMIT = 64 * 1024
 # idempotency.may_claim, as DynamoDB evaluates it against the stored item.
 CLAIM_CONDITION = (
     "attribute_not_exists(PK) OR #expires_at <= :now OR (fingerprint = :fingerprint "
@@ -268,7 +271,7 @@ class DynamoDBStorage:
 
     def save_idempotent_response(self, claim: IdempotencyClaim,
                                  response: StoredResponse) -> None:
-        values = {":status": _n(response.status), ":body": _s(response.body),
+        values = {":status": _n(response.status), ":body": _body_value(response.body),
                   ":token": _s(claim.token)}
         sets = "response_status = :status, response_body = :body"
         if response.location is not None:
@@ -422,12 +425,28 @@ def _number(value: float) -> dict[str, str]:
     return {"N": repr(float(value))}
 
 
+def _body_value(body: str) -> dict[str, Any]:
+    if len(body) <= INLINE_BODY_LIMIT:
+        return _s(body)
+    import zlib
+
+    return {"B": zlib.compress(body.encode("utf-8"))}
+
+
+def _body_text(value: dict[str, Any]) -> str:
+    if "S" in value:
+        return str(value["S"])
+    import zlib
+
+    return zlib.decompress(value["B"]).decode("utf-8")
+
+
 def _idempotency_record(item: Item) -> IdempotencyRecord:
     response = None
     if "response_status" in item:
         location = item.get("response_location")
         response = StoredResponse(int(item["response_status"]["N"]),
-                                  item["response_body"]["S"],
+                                  _body_text(item["response_body"]),
                                   location["S"] if location else None)
     return IdempotencyRecord(item["fingerprint"]["S"], item["claim_token"]["S"],
                              float(item["lease_until"]["N"]),
