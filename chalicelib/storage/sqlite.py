@@ -8,7 +8,7 @@ import time
 from contextlib import contextmanager
 from typing import Any, Iterator, Optional, Sequence
 
-from chalicelib import errors, idempotency
+from chalicelib import errors
 from chalicelib.models import (IN_PROGRESS, Action, Decision, IdempotencyClaim,
                                IdempotencyRecord, Run, Step, StoredResponse, Workflow)
 
@@ -235,6 +235,9 @@ class SQLiteStorage:
     # -- idempotency keys --------------------------------------------------
 
     def claim_idempotency_key(self, claim: IdempotencyClaim) -> Optional[StoredResponse]:
+        # Imported here, as in app.py: requests without a key do not pay for it.
+        from chalicelib import idempotency
+
         # Read, decide and write under BEGIN IMMEDIATE's write lock: one step.
         with self._write() as conn:
             conn.execute(
