@@ -23,6 +23,7 @@ Lambda would have to bundle it, where it bundles nothing today.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -37,7 +38,8 @@ if TYPE_CHECKING:
 KEY_HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 MAX_KEY_LENGTH = 255
-# Longer than any request can take behind API Gateway's 29 s limit.
+# Longer than any request can run: API Gateway and the function (lambda_timeout
+# in .chalice/config.json) both stop at 29 s.
 LEASE_SECONDS = 30
 TTL_SECONDS = 24 * 60 * 60
 
@@ -57,8 +59,6 @@ def checked_key(raw: str) -> str:
 def fingerprint(method: str, path: str, body: bytes) -> str:
     """What makes two requests the same: method, path and body, a JSON body
     compared canonically (parsed, dumped with sorted keys), any other as bytes."""
-    import hashlib  # only requests with a key pay for it
-
     try:
         canonical = b"json:" + json.dumps(json.loads(body), sort_keys=True,
                                           separators=(",", ":")).encode("ascii")

@@ -248,3 +248,12 @@ def test_create_table_turns_time_to_live_on_once_also_on_an_older_table(aws: Non
     ttl = client.describe_time_to_live(TableName="workflows-test")["TimeToLiveDescription"]
     assert (ttl["TimeToLiveStatus"], ttl["AttributeName"]) == \
         ("ENABLED", dynamodb.TTL_ATTRIBUTE)
+
+
+def test_no_request_outlives_an_idempotency_keys_lease(template: dict[str, Any]) -> None:
+    # API Gateway stops waiting after 29 s, but the function runs on to its own
+    # timeout: past the lease, a retry would take the key over and run again.
+    from chalicelib import idempotency
+
+    timeout = template["Resources"][FUNCTION]["Properties"]["Timeout"]
+    assert timeout < idempotency.LEASE_SECONDS
