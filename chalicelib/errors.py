@@ -35,3 +35,19 @@ class StaleRun(Conflict):
     def __init__(self, message: str = "Run is no longer at the step decided on; reload it",
                  **details: Any) -> None:
         super().__init__(message, **details)
+
+
+class IdempotencyMismatch(WorkflowError):
+    """The Idempotency-Key was first used for a different request."""
+
+    def __init__(self, message: str = "This Idempotency-Key was used for a different "
+                 "request (method, path or body); use a new key", **details: Any) -> None:
+        super().__init__(message, **details)
+
+
+class RequestInProgress(Conflict):
+    """The first request with this Idempotency-Key has not answered yet."""
+
+    def __init__(self, message: str = "A request with this Idempotency-Key is still in "
+                 "progress; retry shortly", **details: Any) -> None:
+        super().__init__(message, **details)

@@ -118,3 +118,32 @@ class Page(NamedTuple):
     def to_dict(self) -> dict[str, Any]:
         return {"items": [item.listed() for item in self.items],
                 "next_cursor": self.next_cursor}
+
+
+class StoredResponse(NamedTuple):
+    """A response kept for an Idempotency-Key: replayed as it was first sent."""
+
+    status: int
+    body: str  # the JSON text of the body
+    location: Optional[str] = None
+
+
+class IdempotencyClaim(NamedTuple):
+    """One request's attempt to take an Idempotency-Key (times in epoch seconds)."""
+
+    key: str
+    fingerprint: str
+    token: str  # this attempt's own, so that only it may save or release the key
+    now: float
+    lease_until: float
+    expires_at: int
+
+
+class IdempotencyRecord(NamedTuple):
+    """What the storage holds for a key: in flight until `response` is set."""
+
+    fingerprint: str
+    token: str
+    lease_until: float
+    expires_at: int
+    response: Optional[StoredResponse] = None

@@ -3,8 +3,9 @@
     python scripts/package.py [--stage prod] [--out dist]
 
 writes OUT/sam.json and OUT/deployment.zip. The merge template given to
-`chalice package --merge-template` is generated from `dynamodb.TABLE_KEYS`, the
-definition `make dynamodb-table` creates, so keys and indexes cannot drift. It
+`chalice package --merge-template` is generated from `dynamodb.TABLE_KEYS` and
+`dynamodb.TTL_ATTRIBUTE`, the definition `make dynamodb-table` creates, so keys,
+indexes and Time to Live cannot drift. It
 adds the table, passes its name to the function, and grants the function's role
 the adapter's DynamoDB actions on that table (and its indexes) only.
 
@@ -39,8 +40,10 @@ TABLE_POLICY = "WorkflowTableAccess"
 # The DynamoDB calls the adapter makes at run time, as IAM actions. There is no
 # IAM action for TransactWriteItems: DynamoDB authorises each Put/Update inside
 # a transaction as PutItem/UpdateItem (and a ConditionCheck as
-# dynamodb:ConditionCheckItem, which the adapter does not use).
-TABLE_ACTIONS = ("dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem")
+# dynamodb:ConditionCheckItem, which the adapter does not use). DeleteItem
+# releases an Idempotency-Key after a failed request.
+TABLE_ACTIONS = ("dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem",
+                 "dynamodb:DeleteItem")
 # On an index only reads are possible, and the adapter's only read is Query.
 INDEX_ACTIONS = ("dynamodb:Query",)
 
@@ -58,7 +61,8 @@ def has_indexes(table_keys: dict[str, Any]) -> bool:
 
 
 def table_properties(table_keys: dict[str, Any]) -> dict[str, Any]:
-    """AWS::DynamoDB::Table properties for the CreateTable parameters `table_keys`."""
+    """AWS::DynamoDB::Table properties for the CreateTable parameters `table_keys`,
+    with the Time to Live that `make dynamodb-table` turns on."""
     unknown = sorted(set(table_keys) - set(SAME_IN_CLOUDFORMATION))
     if unknown:
         raise ValueError(f"scripts/package.py cannot translate {', '.join(unknown)} "
@@ -68,6 +72,8 @@ def table_properties(table_keys: dict[str, Any]) -> dict[str, Any]:
                          "BillingMode PAY_PER_REQUEST")
     return {
         **json.loads(json.dumps(table_keys)),  # a deep copy
+        # UpdateTimeToLive's TimeToLiveSpecification is CloudFormation's too.
+        "TimeToLiveSpecification": dynamodb.time_to_live_specification(),
         "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
         "DeletionProtectionEnabled": True,
     }

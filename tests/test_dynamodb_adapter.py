@@ -250,3 +250,70 @@ def test_missing_table_answers_503_naming_the_fix(ddb: dynamodb.DynamoDBStorage,
         response = client.http.get("/workflows/1")
     assert response.status_code == 503
     assert "make dynamodb-table" in response.json_body["error"]
+
+
+# -- Idempotency-Key ----------------------------------------------------------------
+
+def _keyed(key: str) -> dict[str, str]:
+    return {**JSON, "Idempotency-Key": key}
+
+
+def test_a_key_costs_one_put_and_one_update_and_a_replay_one_put(
+        ddb: dynamodb.DynamoDBStorage) -> None:
+    log = RequestLog(ddb)
+    with Client(app_module.app) as client:
+        workflow = _post(client, "/workflows", {"name": "keyed", "steps": ["a", "b"]}, 201)
+        run = _post(client, "/runs", {"workflow_id": workflow["id"], "title": "t"}, 201)
+        path, body = f"/runs/{run['id']}/approve", json.dumps({"actor": "ann"})
+
+        log.reset()
+        assert client.http.post(path, headers=_keyed("k"), body=body).status_code == 200
+        first = dict(log.counts)
+        log.reset()
+        assert client.http.post(path, headers=_keyed("k"), body=body).status_code == 200
+        replayed = dict(log.counts)
+    # Without a key approve is Query, Query, TransactWriteItems.
+    assert first == {"PutItem": 1, "Query": 2, "TransactWriteItems": 1, "UpdateItem": 1}
+    assert replayed == {"PutItem": 1}
+
+
+def _decide_keyed(run_id: int, key: str) -> Any:
+    with Client(app_module.app) as client:
+        return client.http.post(f"/runs/{run_id}/approve", headers=_keyed(key),
+                                body=json.dumps({"actor": "ann"}))
+
+
+def test_a_503_releases_the_key_for_the_retry(served: MotoServer, run_id: int) -> None:
+    fault = served.inject("TransactWriteItems", Fault(500, INTERNAL))
+    assert _decide_keyed(run_id, "k").status_code == 503
+    fault.remaining = 0
+
+    retried = _decide_keyed(run_id, "k")
+
+    assert retried.status_code == 200
+    assert "Idempotent-Replayed" not in retried.headers
+    assert len(_get_run(run_id)["actions"]) == 1
+    assert _decide_keyed(run_id, "k").headers["Idempotent-Replayed"] == "true"
+
+
+def test_a_claim_that_cannot_be_written_answers_503_and_does_nothing(
+        served: MotoServer, run_id: int) -> None:
+    before = _get_run(run_id)
+    fault = served.inject("PutItem", Fault(500, INTERNAL))
+    assert _decide_keyed(run_id, "k").status_code == 503
+    fault.remaining = 0
+    assert _get_run(run_id) == before
+    assert _decide_keyed(run_id, "k").status_code == 200
+
+
+def test_a_response_that_cannot_be_kept_is_answered_and_the_key_stays_in_flight(
+        served: MotoServer, run_id: int) -> None:
+    fault = served.inject("UpdateItem", Fault(500, INTERNAL))
+    first = _decide_keyed(run_id, "k")
+    fault.remaining = 0
+
+    assert first.status_code == 200
+    assert len(first.json_body["actions"]) == 1
+    # Until the lease ends; then a retry would run again (README, "Safe retries").
+    assert _decide_keyed(run_id, "k").status_code == 409
+    assert len(_get_run(run_id)["actions"]) == 1

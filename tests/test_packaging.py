@@ -24,10 +24,11 @@ PROJECT_DIR = Path(__file__).resolve().parents[1]
 TABLE = "WorkflowTable"
 FUNCTION = "APIHandler"
 
-# What the adapter calls (Query, PutItem, UpdateItem, TransactWriteItems) as IAM
-# actions: a transaction's Put and Update are authorised as PutItem and UpdateItem,
-# and there is no IAM action named TransactWriteItems.
-ADAPTER_ACTIONS = {"dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"}
+# What the adapter calls (Query, PutItem, UpdateItem, DeleteItem, TransactWriteItems)
+# as IAM actions: a transaction's Put and Update are authorised as PutItem and
+# UpdateItem, and there is no IAM action named TransactWriteItems.
+ADAPTER_ACTIONS = {"dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem",
+                   "dynamodb:DeleteItem"}
 LOG_ACTIONS = {"logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"}
 TABLE_ARN = {"Fn::GetAtt": [TABLE, "Arn"]}
 INDEX_ARNS = {"Fn::Sub": f"${{{TABLE}.Arn}}/index/*"}
@@ -110,14 +111,19 @@ def test_packaged_table_is_the_table_make_dynamodb_table_creates(
 
     client = boto3.client("dynamodb")
     sent: list[dict[str, Any]] = []
+    time_to_live: list[dict[str, Any]] = []
     client.meta.events.register("provide-client-params.dynamodb.CreateTable",
                                 lambda params, **_: sent.append(dict(params)))
+    client.meta.events.register("provide-client-params.dynamodb.UpdateTimeToLive",
+                                lambda params, **_: time_to_live.append(dict(params)))
     assert load_script("create_table").main(client) == 0
 
     (created,) = sent
     created.pop("TableName")
     deployed = dict(template["Resources"][TABLE]["Properties"])
     deploy_only = {key: deployed.pop(key) for key in DEPLOY_ONLY}
+    (ttl_update,) = time_to_live
+    assert deployed.pop("TimeToLiveSpecification") == ttl_update["TimeToLiveSpecification"]
     assert sorted(deployed) == sorted(created)
     for key, value in created.items():
         assert deployed[key] == value, key
@@ -233,3 +239,33 @@ def test_create_table_is_idempotent(aws: None, capsys: pytest.CaptureFixture[str
     assert "'workflows-test' created" in out[0]
     assert "'workflows-test' already exists" in out[1]
     assert boto3.client("dynamodb").list_tables()["TableNames"] == ["workflows-test"]
+
+
+def test_create_table_turns_time_to_live_on_once_also_on_an_older_table(aws: None) -> None:
+    import boto3
+
+    from chalicelib.storage import dynamodb
+
+    client = boto3.client("dynamodb")
+    # A table made before idempotency keys: the same keys, no Time to Live.
+    client.create_table(TableName="workflows-test", **dynamodb.TABLE_KEYS)
+    updates: list[dict[str, Any]] = []
+    client.meta.events.register("provide-client-params.dynamodb.UpdateTimeToLive",
+                                lambda params, **_: updates.append(dict(params)))
+
+    assert load_script("create_table").main(client) == 0
+    assert load_script("create_table").main(client) == 0
+
+    assert len(updates) == 1
+    ttl = client.describe_time_to_live(TableName="workflows-test")["TimeToLiveDescription"]
+    assert (ttl["TimeToLiveStatus"], ttl["AttributeName"]) == \
+        ("ENABLED", dynamodb.TTL_ATTRIBUTE)
+
+
+def test_no_request_outlives_an_idempotency_keys_lease(template: dict[str, Any]) -> None:
+    # API Gateway stops waiting after 29 s, but the function runs on to its own
+    # timeout: past the lease, a retry would take the key over and run again.
+    from chalicelib import idempotency
+
+    timeout = template["Resources"][FUNCTION]["Properties"]["Timeout"]
+    assert timeout < idempotency.LEASE_SECONDS

@@ -5,7 +5,8 @@ import os
 from typing import Optional, Protocol, Sequence
 
 from chalicelib import errors
-from chalicelib.models import Decision, Run, Slice, Step, Workflow
+from chalicelib.models import (Decision, IdempotencyClaim, Run, Slice, Step,
+                               StoredResponse, Workflow)
 
 # os.path, not pathlib: pathlib is not imported by Chalice, and importing it
 # cost every cold start 1.2 ms.
@@ -54,6 +55,22 @@ class Storage(Protocol):
                   before_id: Optional[int], limit: int) -> Slice[Run]:
         """At most `limit` runs before id `before_id` (None: the newest), newest first, of
         that workflow and status where given; without actions."""
+        ...
+
+    def claim_idempotency_key(self, claim: IdempotencyClaim) -> Optional[StoredResponse]:
+        """Take claim.key for claim's request in one atomic write, where
+        idempotency.may_claim allows, and return None; otherwise write nothing and
+        return the response to replay, or raise IdempotencyMismatch or
+        RequestInProgress (idempotency.replay)."""
+        ...
+
+    def save_idempotent_response(self, claim: IdempotencyClaim,
+                                 response: StoredResponse) -> None:
+        """Keep the response for claim.key, if the claim still holds the key."""
+        ...
+
+    def release_idempotency_key(self, claim: IdempotencyClaim) -> None:
+        """Forget claim.key, if the claim still holds it, so that a retry runs again."""
         ...
 
 

@@ -10,6 +10,8 @@ Key schema (PK, SK are strings):
     run          RUN#<id>           #RUN                  status, current step, seq
     action       RUN#<run id>       ACT#<seq, 10 digits>  the decision, step name
     id counter   COUNTER            #ID                   next id block (hi/lo)
+    idempotency  IDEM#<key>         #IDEM                 request fingerprint, claim,
+                                                          lease, response; expires_at (TTL)
 
 A workflow item carries its steps, so GET /workflows/{id} is one Query and a
 page of workflows needs no read per workflow; the step items make (workflow,
@@ -51,6 +53,10 @@ The trade-off of these indexes, chosen knowingly:
   SQLite has no such limit.
 - Query size. A Query reads at most 1 MB, so a page of big workflows may hold
   fewer than `limit` items; next_cursor is still set exactly when more follow.
+
+An Idempotency-Key is claimed with one conditional put (see CLAIM_CONDITION);
+DynamoDB's TTL deletes it some time after expires_at, so the condition checks
+expiry itself.
 """
 from __future__ import annotations
 
@@ -60,8 +66,9 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
-from chalicelib import errors
-from chalicelib.models import (IN_PROGRESS, Action, Decision, Run, Slice, Step,
+from chalicelib import errors, idempotency
+from chalicelib.models import (IN_PROGRESS, Action, Decision, IdempotencyClaim,
+                               IdempotencyRecord, Run, Slice, Step, StoredResponse,
                                Workflow)
 
 if TYPE_CHECKING:
@@ -94,6 +101,9 @@ TABLE_KEYS: dict[str, Any] = {
          "Projection": {"ProjectionType": "ALL"}}
         for index, key in INDEX_KEYS.items()],
 }
+# The attribute DynamoDB's Time to Live reads (epoch seconds). Like TABLE_KEYS,
+# ensure_table and scripts/package.py both take it from here.
+TTL_ATTRIBUTE = "expires_at"
 
 WORKFLOW_SK = "#WORKFLOW"
 NAME_SK = "#WFNAME"
@@ -104,6 +114,15 @@ COUNTER_KEY = {"PK": {"S": "COUNTER"}, "SK": {"S": "#ID"}}
 # Partitions of the `all` index.
 WORKFLOWS_PK = "WORKFLOWS"
 RUNS_PK = "RUNS"
+IDEMPOTENCY_SK = "#IDEM"
+# Kept response bodies longer than this are stored zlib-compressed (binary): a
+# run's answer holds its whole history and may outgrow a 400 KB item.
+INLINE_BODY_LIMIT = 64 * 1024
+# idempotency.may_claim, as DynamoDB evaluates it against the stored item.
+CLAIM_CONDITION = (
+    "attribute_not_exists(PK) OR #expires_at <= :now OR (fingerprint = :fingerprint "
+    "AND attribute_not_exists(response_status) "
+    "AND (lease_until <= :now OR claim_token = :token))")
 
 # Ids come from the counter item in blocks: one counter write per block, so
 # the counter stays far from its partition's write limit however many
@@ -326,6 +345,64 @@ class DynamoDBStorage:
         items, more = self._list_page(index, pk, before_id, limit, newest_first=True)
         return Slice(tuple(_run(item, ()) for item in items), more)
 
+    # -- idempotency keys --------------------------------------------------
+
+    def claim_idempotency_key(self, claim: IdempotencyClaim) -> Optional[StoredResponse]:
+        from botocore.exceptions import ClientError
+
+        item = {**_idempotency_key(claim.key), "fingerprint": _s(claim.fingerprint),
+                "claim_token": _s(claim.token), "lease_until": _number(claim.lease_until),
+                TTL_ATTRIBUTE: _n(claim.expires_at)}
+        try:
+            # One write decides; on refusal DynamoDB returns the item that refused
+            # it, so no read follows (and none could race with the write).
+            self._call("put_item", TableName=self.table, Item=item,
+                       ConditionExpression=CLAIM_CONDITION,
+                       ExpressionAttributeNames={"#expires_at": TTL_ATTRIBUTE},
+                       ExpressionAttributeValues={":now": _number(claim.now),
+                                                  ":fingerprint": _s(claim.fingerprint),
+                                                  ":token": _s(claim.token)},
+                       ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            held = exc.response.get("Item")
+            record = _idempotency_record(held) if held else None
+            if record is None or idempotency.may_claim(record, claim):
+                # Only an endpoint that does not return the refusing item gets
+                # here; do nothing rather than guess.
+                raise errors.RequestInProgress() from exc
+            return idempotency.replay(record, claim)
+        return None
+
+    def save_idempotent_response(self, claim: IdempotencyClaim,
+                                 response: StoredResponse) -> None:
+        values = {":status": _n(response.status), ":body": _body_value(response.body),
+                  ":token": _s(claim.token)}
+        sets = "response_status = :status, response_body = :body"
+        if response.location is not None:
+            sets += ", response_location = :location"
+            values[":location"] = _s(response.location)
+        self._write_if_claimed("update_item", UpdateExpression=f"SET {sets}",
+                               ExpressionAttributeValues=values, claim=claim)
+
+    def release_idempotency_key(self, claim: IdempotencyClaim) -> None:
+        self._write_if_claimed("delete_item", ExpressionAttributeValues={
+            ":token": _s(claim.token)}, claim=claim)
+
+    def _write_if_claimed(self, operation: str, claim: IdempotencyClaim,
+                          **params: Any) -> None:
+        """Update or delete claim's key item while the claim holds it; else nothing."""
+        from botocore.exceptions import ClientError
+
+        try:
+            self._call(operation, TableName=self.table, Key=_idempotency_key(claim.key),
+                       ConditionExpression="claim_token = :token", **params)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            # A retry took the key over after the lease ended: it is its key now.
+
     # -- requests --------------------------------------------------------
 
     def _list_page(self, index: str, pk: str, after: Optional[int], limit: int,
@@ -509,6 +586,42 @@ def _action(item: Item, run_id: int) -> Action:
                   item["comment"]["S"], item["created_at"]["S"])
 
 
+def _idempotency_key(key: str) -> Item:
+    return {"PK": _s(f"IDEM#{key}"), "SK": _s(IDEMPOTENCY_SK)}
+
+
+def _number(value: float) -> dict[str, str]:
+    return {"N": repr(float(value))}
+
+
+def _body_value(body: str) -> dict[str, Any]:
+    if len(body) <= INLINE_BODY_LIMIT:
+        return _s(body)
+    import zlib
+
+    return {"B": zlib.compress(body.encode("utf-8"))}
+
+
+def _body_text(value: dict[str, Any]) -> str:
+    if "S" in value:
+        return str(value["S"])
+    import zlib
+
+    return zlib.decompress(value["B"]).decode("utf-8")
+
+
+def _idempotency_record(item: Item) -> IdempotencyRecord:
+    response = None
+    if "response_status" in item:
+        location = item.get("response_location")
+        response = StoredResponse(int(item["response_status"]["N"]),
+                                  _body_text(item["response_body"]),
+                                  location["S"] if location else None)
+    return IdempotencyRecord(item["fingerprint"]["S"], item["claim_token"]["S"],
+                             float(item["lease_until"]["N"]),
+                             int(item[TTL_ATTRIBUTE]["N"]), response)
+
+
 def _workflow_not_found(workflow_id: int) -> errors.NotFound:
     return errors.NotFound(f"Workflow {workflow_id} not found")
 
@@ -534,11 +647,29 @@ def table_name() -> str:
 
 
 def ensure_table(client: "BaseClient", table: str) -> bool:
-    """Create the table and wait until it is active; False if it already existed."""
+    """Create the table, wait until it is active and turn its Time to Live on;
+    False if it already existed (its TTL is turned on all the same)."""
     try:
         client.create_table(TableName=table, **TABLE_KEYS)
+        created = True
     except client.exceptions.ResourceInUseException:
-        return False
+        created = False
     client.get_waiter("table_exists").wait(TableName=table,
                                            WaiterConfig={"Delay": 1, "MaxAttempts": 60})
-    return True
+    ensure_time_to_live(client, table)
+    return created
+
+
+def time_to_live_specification() -> dict[str, Any]:
+    """The table's TTL, as UpdateTimeToLive and CloudFormation both spell it."""
+    return {"AttributeName": TTL_ATTRIBUTE, "Enabled": True}
+
+
+def ensure_time_to_live(client: "BaseClient", table: str) -> None:
+    """Turn TTL on TTL_ATTRIBUTE on, unless it is on (DynamoDB refuses it twice)."""
+    ttl = client.describe_time_to_live(TableName=table)["TimeToLiveDescription"]
+    if ttl.get("TimeToLiveStatus") in ("ENABLED", "ENABLING") \
+            and ttl.get("AttributeName") == TTL_ATTRIBUTE:
+        return
+    client.update_time_to_live(TableName=table,
+                               TimeToLiveSpecification=time_to_live_specification())

@@ -9,7 +9,8 @@ from contextlib import contextmanager
 from typing import Any, Iterator, Optional, Sequence
 
 from chalicelib import errors
-from chalicelib.models import (IN_PROGRESS, Action, Decision, Run, Slice, Step,
+from chalicelib.models import (IN_PROGRESS, Action, Decision, IdempotencyClaim,
+                               IdempotencyRecord, Run, Slice, Step, StoredResponse,
                                Workflow)
 
 SCHEMA = """
@@ -48,9 +49,22 @@ CREATE INDEX IF NOT EXISTS workflow_actions_run ON workflow_actions(run_id, id);
 CREATE INDEX IF NOT EXISTS workflow_runs_workflow ON workflow_runs(workflow_id);
 CREATE INDEX IF NOT EXISTS workflow_runs_status ON workflow_runs(status);
 CREATE INDEX IF NOT EXISTS workflow_runs_workflow_status ON workflow_runs(workflow_id, status);
+-- Idempotency-Key claims and the responses kept for them (chalicelib/idempotency.py):
+-- in flight while response_status is NULL. Claims delete expired rows a few at
+-- a time, oldest first, through the expiry index.
+CREATE TABLE IF NOT EXISTS idempotency_keys (
+    key TEXT PRIMARY KEY,
+    fingerprint TEXT NOT NULL, token TEXT NOT NULL,
+    lease_until REAL NOT NULL, expires_at INTEGER NOT NULL,
+    response_status INTEGER, response_body TEXT, response_location TEXT
+);
+CREATE INDEX IF NOT EXISTS idempotency_keys_expiry ON idempotency_keys(expires_at);
 """
 
 BUSY_TIMEOUT_MS = 10_000
+# Expired idempotency keys deleted per claim: more than the one row a claim can
+# add, so the table shrinks back, and a bounded cost for every request.
+EXPIRED_KEYS_PER_CLAIM = 10
 
 _STEP_COLUMNS = "id, workflow_id, name, step_order"
 _RUN_COLUMNS = ("r.id, r.workflow_id, r.title, r.status, r.created_at, r.updated_at, "
@@ -259,6 +273,54 @@ class SQLiteStorage:
                         decision.actor, decision.comment, decision.at)
         return Run(run.id, run.workflow_id, run.title, decision.status, decision.next_step,
                    run.created_at, decision.at, run.actions + (action,))
+
+    # -- idempotency keys --------------------------------------------------
+
+    def claim_idempotency_key(self, claim: IdempotencyClaim) -> Optional[StoredResponse]:
+        # Imported here, as in app.py: requests without a key do not pay for it.
+        from chalicelib import idempotency
+
+        # Read, decide and write under BEGIN IMMEDIATE's write lock: one step.
+        with self._write() as conn:
+            conn.execute(
+                "DELETE FROM idempotency_keys WHERE key IN (SELECT key FROM idempotency_keys "
+                "WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)",
+                (claim.now, EXPIRED_KEYS_PER_CLAIM))
+            row = conn.execute(
+                "SELECT fingerprint, token, lease_until, expires_at, response_status, "
+                "response_body, response_location FROM idempotency_keys WHERE key = ?",
+                (claim.key,)).fetchone()
+            record = _idempotency_record(row) if row else None
+            claimed = idempotency.may_claim(record, claim)
+            if claimed:
+                conn.execute(
+                    "INSERT OR REPLACE INTO idempotency_keys (key, fingerprint, token, "
+                    "lease_until, expires_at) VALUES (?, ?, ?, ?, ?)",
+                    (claim.key, claim.fingerprint, claim.token, claim.lease_until,
+                     claim.expires_at))
+        if claimed:
+            return None
+        assert record is not None
+        return idempotency.replay(record, claim)
+
+    def save_idempotent_response(self, claim: IdempotencyClaim,
+                                 response: StoredResponse) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE idempotency_keys SET response_status = ?, response_body = ?, "
+                "response_location = ? WHERE key = ? AND token = ?",
+                (response.status, response.body, response.location, claim.key, claim.token))
+
+    def release_idempotency_key(self, claim: IdempotencyClaim) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM idempotency_keys WHERE key = ? AND token = ?",
+                         (claim.key, claim.token))
+
+
+def _idempotency_record(row: tuple[Any, ...]) -> IdempotencyRecord:
+    fingerprint, token, lease_until, expires_at, status, body, location = row
+    response = StoredResponse(status, body, location) if status is not None else None
+    return IdempotencyRecord(fingerprint, token, lease_until, expires_at, response)
 
 
 def _use_wal(conn: sqlite3.Connection) -> None:

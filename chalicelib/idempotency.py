@@ -1,0 +1,130 @@
+"""Safe retries with an Idempotency-Key: the rules, and running a request once per key.
+
+A POST may carry `Idempotency-Key`. The first request with a key claims it in
+the storage for a lease, runs, and stores its response (every 2xx and 4xx:
+outcomes a retry would only repeat); a 5xx releases the key so that a retry
+runs again. Within TTL_SECONDS a retry of the same request (method, path and
+body, see `fingerprint`) gets the stored response; a different request with
+the key is refused, and so is a retry while the first is still in flight.
+
+A claim whose lease has run out may be taken over by a retry of the same
+request: its request is presumed dead, as API Gateway gives up on any request
+after 29 s. If it died after its change was written but before its response
+was stored, the retry does the change again: that window is the residual risk.
+
+Pure rules except `respond_once`, which takes the storage as engine functions do.
+
+Not AWS Lambda Powertools' idempotency utility: its lease is the Lambda's
+remaining time (none under `chalice local` or in tests, so a dead request would
+hold its key for the whole day), it reads datetime.now() where tests set the
+clock, its DynamoDB layer puts every key of a single-table design under one
+partition key, SQLite would need a persistence layer of our own anyway, and the
+Lambda would have to bundle it, where it bundles nothing today.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from typing import TYPE_CHECKING, Callable, Optional
+
+from chalicelib import errors
+from chalicelib.models import IdempotencyClaim, IdempotencyRecord, StoredResponse
+
+if TYPE_CHECKING:
+    from chalicelib.storage import Storage
+
+KEY_HEADER = "Idempotency-Key"
+REPLAYED_HEADER = "Idempotent-Replayed"
+MAX_KEY_LENGTH = 255
+# Longer than any request can run: API Gateway and the function (lambda_timeout
+# in .chalice/config.json) both stop at 29 s.
+LEASE_SECONDS = 30
+TTL_SECONDS = 24 * 60 * 60
+
+Clock = Callable[[], float]
+
+
+def checked_key(raw: str) -> str:
+    """The key if it is 1 to 255 visible ASCII characters; InvalidInput otherwise."""
+    if not 1 <= len(raw) <= MAX_KEY_LENGTH or not raw.isascii() or not raw.isprintable() \
+            or " " in raw:
+        raise errors.InvalidInput(
+            f"{KEY_HEADER} must be 1 to {MAX_KEY_LENGTH} visible ASCII characters "
+            "(0x21-0x7E)")
+    return raw
+
+
+def fingerprint(method: str, path: str, body: bytes) -> str:
+    """What makes two requests the same: method, path and body, a JSON body
+    compared canonically (parsed, dumped with sorted keys), any other as bytes."""
+    try:
+        canonical = b"json:" + json.dumps(json.loads(body), sort_keys=True,
+                                          separators=(",", ":")).encode("ascii")
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        canonical = b"raw:" + body
+    digest = hashlib.sha256(f"{method.upper()} {path}\n".encode("utf-8"))
+    digest.update(canonical)
+    return digest.hexdigest()
+
+
+def new_claim(key: str, request_fingerprint: str, now: float) -> IdempotencyClaim:
+    """A claim on `key` for one request, leased from `now`."""
+    return IdempotencyClaim(key, request_fingerprint, os.urandom(16).hex(), now,
+                            now + LEASE_SECONDS, math.ceil(now) + TTL_SECONDS)
+
+
+def may_claim(record: Optional[IdempotencyRecord], claim: IdempotencyClaim) -> bool:
+    """Whether `claim` may take its key over what the storage holds (None: nothing).
+
+    The DynamoDB adapter states the same rule as a condition expression."""
+    return (record is None or record.expires_at <= claim.now
+            or (record.fingerprint == claim.fingerprint and record.response is None
+                and (record.lease_until <= claim.now or record.token == claim.token)))
+
+
+def replay(record: IdempotencyRecord, claim: IdempotencyClaim) -> StoredResponse:
+    """For a key `claim` may not take: the response to replay; IdempotencyMismatch
+    if the key belongs to another request, RequestInProgress if it is in flight."""
+    if record.fingerprint != claim.fingerprint:
+        raise errors.IdempotencyMismatch()
+    if record.response is None:
+        raise errors.RequestInProgress()
+    return record.response
+
+
+def is_final(status: int) -> bool:
+    """Whether a response is the request's outcome (kept) or a passing fault (not)."""
+    return 200 <= status < 300 or 400 <= status < 500
+
+
+def respond_once(storage: Storage, claim: IdempotencyClaim,
+                 respond: Callable[[], StoredResponse]) -> tuple[StoredResponse, bool]:
+    """The response to the claimed request, and whether it is a replay: the stored
+    one if the request was answered before, else respond()'s, kept if final."""
+    stored = storage.claim_idempotency_key(claim)
+    if stored is not None:
+        return stored, True
+    try:
+        response = respond()
+    except BaseException:
+        _release(storage, claim)
+        raise
+    if not is_final(response.status):
+        _release(storage, claim)
+        return response, False
+    try:
+        storage.save_idempotent_response(claim, response)
+    except errors.Unavailable:
+        # The change is made: answer it. The key stays in flight until its
+        # lease ends, then a retry runs again (the residual risk above).
+        pass
+    return response, False
+
+
+def _release(storage: Storage, claim: IdempotencyClaim) -> None:
+    try:
+        storage.release_idempotency_key(claim)
+    except errors.Unavailable:
+        pass  # the lease ends on its own
