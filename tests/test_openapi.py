@@ -7,6 +7,8 @@ check the document itself, what GET /openapi.json serves, and that check.
 from __future__ import annotations
 
 import json
+import re
+import sys
 from typing import Any, Iterator
 
 import botocore.retries.standard
@@ -126,11 +128,30 @@ def test_request_limits_are_the_engines() -> None:
         assert schema(name)["additionalProperties"] is False, name
 
 
+def required_texts() -> dict[str, dict[str, Any]]:
+    """The schemas of the strings the engine trims and refuses when blank."""
+    return {"NewWorkflow.name": schema("NewWorkflow")["properties"]["name"],
+            "NewWorkflow.steps[]": schema("NewWorkflow")["properties"]["steps"]["items"],
+            "NewStep.name": schema("NewStep")["properties"]["name"],
+            "NewRun.title": schema("NewRun")["properties"]["title"],
+            "Decision.actor": schema("Decision")["properties"]["actor"]}
+
+
+def test_not_blank_pattern_is_what_str_strip_keeps() -> None:
+    (pattern,) = {text["pattern"] for text in required_texts().values()}
+    not_blank = re.compile(pattern)
+    for code in range(sys.maxunicode + 1):
+        char = chr(code)
+        assert bool(not_blank.search(char)) is not char.isspace(), hex(code)
+
+
 @pytest.mark.parametrize("value, valid", [
     ("Finance", True), (" x ", True), ("", False), ("   ", False), ("\t\n", False),
-    ("\u2003", False), ("n" * 200, True), ("n" * 201, False)])
-def test_a_required_name_must_not_be_blank_as_the_engine_says(value: str, valid: bool) -> None:
-    name_schema = schema("NewStep")["properties"]["name"]
+    ("\u2003", False), ("\x1c", False), ("\ufeff", True), ("n" * 200, True),
+    ("n" * 201, False)])
+def test_a_required_name_is_valid_exactly_when_the_engine_accepts_it(
+        value: str, valid: bool) -> None:
+    name_schema = required_texts()["NewStep.name"]
     assert jsonschema.Draft202012Validator(name_schema).is_valid(value) is valid
     assert (value.strip() != "" and len(value) <= engine.MAX_NAME) is valid
 
