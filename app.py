@@ -40,6 +40,7 @@ access_log.setLevel(logging.INFO)
 access_log.propagate = False
 
 _STORAGE: Optional[Storage] = None
+_OPENAPI: Optional[dict[str, Any]] = None
 
 _STATUS = {errors.InvalidInput: 400, errors.NotFound: 404, errors.Conflict: 409,
            errors.IdempotencyMismatch: 422, errors.Unavailable: 503}
@@ -243,3 +244,22 @@ def approve(run_id: str) -> Any:
 @answers(200)
 def reject(run_id: str) -> Any:
     return engine.reject(get_storage(), run_id, json_body())
+
+
+@app.route("/openapi.json", methods=["GET"])
+def openapi_document() -> Response:
+    """The OpenAPI document, its servers pointing at the stage that served it."""
+    document = {**_openapi(), "servers": [{"url": _base_path() or "/"}]}
+    return Response(body=document, status_code=200,
+                    headers={"Content-Type": "application/json"})
+
+
+def _openapi() -> dict[str, Any]:
+    """chalicelib/openapi.json, read on first use: no request but this one needs it."""
+    global _OPENAPI
+    if _OPENAPI is None:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "chalicelib",
+                            "openapi.json")
+        with open(path, encoding="utf-8") as document:
+            _OPENAPI = json.load(document)
+    return _OPENAPI

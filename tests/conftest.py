@@ -28,6 +28,7 @@ from chalice.test import Client, HTTPResponse
 import app as app_module
 from chalicelib.storage import Storage
 from chalicelib.storage.sqlite import SQLiteStorage
+from tests import openapi_contract
 from tests.dynamodb_backends import dynamodb_backend, dynamodb_race_backend
 
 Opener = Callable[[], Storage]
@@ -100,6 +101,7 @@ class Api:
 
     The typed helpers assert the success status and return the parsed body;
     `request`, `get` and `post` return the raw response for tests of failures.
+    Every response is first checked against the OpenAPI document (status, headers, body).
     """
 
     def __init__(self, client: Client) -> None:
@@ -113,8 +115,11 @@ class Api:
                 headers: Optional[dict[str, str]] = None) -> HTTPResponse:
         if raw is None:
             raw = b"" if body is _NO_BODY else json.dumps(body).encode("utf-8")
-        return self.client.http.request(method, path, headers=headers or JSON_HEADERS,
-                                        body=raw)
+        response = self.client.http.request(method, path, headers=headers or JSON_HEADERS,
+                                            body=raw)
+        openapi_contract.assert_conforms(method, path, response.status_code,
+                                         response.headers, response.body)
+        return response
 
     def get(self, path: str) -> HTTPResponse:
         return self.request("GET", path)
