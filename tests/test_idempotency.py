@@ -450,7 +450,10 @@ def test_an_unexpected_error_releases_the_key(api: Api, clock: FakeClock,
 
     with monkeypatch.context() as patched:
         patched.setattr(engine, "approve", broken)
-        assert send(api, f"/runs/{run['id']}/approve", {"actor": "a"}, "k").status_code == 500
+        # Past the Api helper: a 500 is what this test provokes, not a contract break.
+        failed = api.client.http.post(f"/runs/{run['id']}/approve", headers=keyed("k"),
+                                      body=json.dumps({"actor": "a"}))
+        assert failed.status_code == 500
     assert send(api, f"/runs/{run['id']}/approve", {"actor": "a"}, "k").status_code == 200
 
 
