@@ -35,6 +35,7 @@ TABLE = "WorkflowTable"
 FUNCTION = "APIHandler"
 ROLE = "ApiHandlerRole"
 REST_API = "RestAPI"
+CURSOR_SECRET = "CursorSecret"
 TABLE_POLICY = "WorkflowTableAccess"
 
 # The DynamoDB calls the adapter makes at run time, as IAM actions. There is no
@@ -121,10 +122,14 @@ def merge_template(table_keys: dict[str, Any]) -> dict[str, Any]:
                 "Properties": {"Environment": {"Variables": {
                     "WORKFLOW_STORAGE": "dynamodb",
                     "WORKFLOW_TABLE": {"Ref": TABLE},
+                    "WORKFLOW_CURSOR_SECRET": {"Ref": CURSOR_SECRET},
                 }}},
             },
             **gateway_errors(),
         },
+        "Parameters": {CURSOR_SECRET: {
+            "Type": "String", "NoEcho": True, "MinLength": 32,
+            "Description": "Signs list cursors: a long random secret, kept across deploys"}},
         "Outputs": {"WorkflowTableName": {"Value": {"Ref": TABLE}}},
     }
 

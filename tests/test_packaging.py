@@ -149,6 +149,13 @@ def test_function_is_told_to_use_the_packaged_table(template: dict[str, Any]) ->
     assert variables["WORKFLOW_TABLE"] == {"Ref": TABLE}
 
 
+def test_cursor_secret_is_a_hidden_deploy_parameter(template: dict[str, Any]) -> None:
+    parameter = template["Parameters"]["CursorSecret"]
+    assert parameter["NoEcho"] is True and parameter["MinLength"] >= 32
+    variables = template["Resources"]["APIHandler"]["Properties"]["Environment"]["Variables"]
+    assert variables["WORKFLOW_CURSOR_SECRET"] == {"Ref": "CursorSecret"}
+
+
 def test_api_gateways_own_errors_answer_in_the_service_error_shape(
         template: dict[str, Any]) -> None:
     responses = {resource["Properties"]["ResponseType"]: resource["Properties"]
