@@ -16,7 +16,6 @@ from chalicelib.models import StoredResponse
 from chalicelib.storage import Storage, create_storage
 
 
-
 class StageCORS(CORSConfig):
     """CORS whose allowed origin each stage sets with WORKFLOW_CORS_ORIGIN."""
 

@@ -26,7 +26,7 @@ import pytest
 from chalice.test import Client, HTTPResponse
 
 import app as app_module
-from chalicelib.storage import Storage
+from chalicelib.storage import Storage, dynamodb
 from chalicelib.storage.sqlite import SQLiteStorage
 from tests import openapi_contract
 from tests.dynamodb_backends import dynamodb_backend, dynamodb_race_backend
@@ -82,6 +82,16 @@ def race_storage_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iter
     """Like storage_factory, on a backend that refuses lost races as production does."""
     with RACE_BACKENDS[request.param](tmp_path) as open_storage:
         yield open_storage
+
+
+@pytest.fixture
+def ddb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dynamodb.DynamoDBStorage]:
+    """DynamoDB only: the app on a fresh table in moto's in-process mock."""
+    with dynamodb_backend(tmp_path) as open_storage:
+        storage = open_storage()
+        assert isinstance(storage, dynamodb.DynamoDBStorage)
+        monkeypatch.setattr(app_module, "_STORAGE", storage)
+        yield storage
 
 
 @pytest.fixture

@@ -13,21 +13,11 @@ from chalice.test import Client
 
 import app as app_module
 from chalicelib.storage import dynamodb
-from tests.dynamodb_backends import aws_env, dynamodb_backend, dynamodb_race_backend, moto_server
+from tests.dynamodb_backends import aws_env, dynamodb_race_backend, moto_server
 from tests.dynamodb_server import Fault, MotoServer
 
 JSON = {"Content-Type": "application/json"}
 CALLS = 100
-
-
-@pytest.fixture
-def ddb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dynamodb.DynamoDBStorage]:
-    """The app on a fresh table in moto's in-process mock."""
-    with dynamodb_backend(tmp_path) as open_storage:
-        storage = open_storage()
-        assert isinstance(storage, dynamodb.DynamoDBStorage)
-        monkeypatch.setattr(app_module, "_STORAGE", storage)
-        yield storage
 
 
 class RequestLog:

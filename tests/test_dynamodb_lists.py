@@ -3,8 +3,7 @@ correct where DynamoDB cuts a Query short (1 MB) or refuses a big item (400 KB).
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import pytest
 from chalice.test import Client
@@ -12,7 +11,6 @@ from chalice.test import Client
 import app as app_module
 from chalicelib import engine
 from chalicelib.storage import dynamodb
-from tests.dynamodb_backends import dynamodb_backend
 from tests.test_dynamodb_adapter import RequestLog
 from tests.test_storage_contract import NOW
 
@@ -33,16 +31,6 @@ class QueryLog(RequestLog):
     def reset(self) -> None:
         super().reset()
         self.params.clear()
-
-
-@pytest.fixture
-def ddb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dynamodb.DynamoDBStorage]:
-    """The app on a fresh table in moto's in-process mock."""
-    with dynamodb_backend(tmp_path) as open_storage:
-        storage = open_storage()
-        assert isinstance(storage, dynamodb.DynamoDBStorage)
-        monkeypatch.setattr(app_module, "_STORAGE", storage)
-        yield storage
 
 
 def _post(client: Client, path: str, body: dict[str, Any]) -> dict[str, Any]:
