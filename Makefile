@@ -7,6 +7,10 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 HOST ?= 127.0.0.1
 MOTO_PORT ?= 5000
+# chalice's autoreload polls every file under the project (.venv and the SQLite
+# file in .data included) and restarts the server, dropping requests in flight,
+# whenever one changes: every write would do. Restart by hand after a code change.
+CHALICE_LOCAL_FLAGS ?= --no-autoreload
 WORKFLOW_TABLE ?= approval-workflows
 
 .PHONY: run test bench profile venv clean dynamodb-table run-dynamodb package
@@ -20,7 +24,7 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 	touch $@
 
 run: venv
-	$(BIN)/chalice local --host $(HOST) --port $(PORT) --stage dev
+	$(BIN)/chalice local --host $(HOST) --port $(PORT) --stage dev $(CHALICE_LOCAL_FLAGS)
 
 test: venv
 	$(BIN)/python -m pytest -q
@@ -33,7 +37,7 @@ dynamodb-table: venv
 # The API on a throwaway moto DynamoDB (port MOTO_PORT); no AWS account needed.
 run-dynamodb: venv
 	HOST=$(HOST) PORT=$(PORT) MOTO_PORT=$(MOTO_PORT) WORKFLOW_TABLE=$(WORKFLOW_TABLE) \
-		BIN=$(BIN) bash scripts/run_dynamodb.sh
+		BIN=$(BIN) CHALICE_LOCAL_FLAGS="$(CHALICE_LOCAL_FLAGS)" bash scripts/run_dynamodb.sh
 
 # dist/sam.json and dist/deployment.zip for CloudFormation, table included; offline.
 package: venv

@@ -44,4 +44,4 @@ answers || { echo "moto server does not answer on $AWS_ENDPOINT_URL_DYNAMODB" >&
 echo "moto DynamoDB on $AWS_ENDPOINT_URL_DYNAMODB (log: $MOTO_LOG); stops with this server"
 
 "$BIN/python" scripts/create_table.py
-"$BIN/chalice" local --host "$HOST" --port "$PORT" --stage dev
+"$BIN/chalice" local --host "$HOST" --port "$PORT" --stage dev ${CHALICE_LOCAL_FLAGS:-}
