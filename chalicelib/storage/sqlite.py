@@ -256,12 +256,18 @@ class SQLiteStorage:
     def record_decision(self, run: Run, decision: Decision) -> Run:
         step = run.current_step
         assert step is not None, "only a run in progress has a decision to record"
+        # Set status only when it changes: SQLite rewrites the entries of every
+        # index on a column that SET names, even to the value it had, and the run
+        # lists index status twice.
+        if decision.next_step is not None and decision.status == IN_PROGRESS:
+            sets, values = "current_step_id = ?", (decision.next_step.id,)
+        else:
+            sets, values = "status = ?, current_step_id = NULL", (decision.status,)
         with self._write() as conn:
             moved = conn.execute(
-                "UPDATE workflow_runs SET status = ?, current_step_id = ?, updated_at = ? "
+                f"UPDATE workflow_runs SET {sets}, updated_at = ? "
                 "WHERE id = ? AND status = ? AND current_step_id = ?",
-                (decision.status, decision.next_step.id if decision.next_step else None,
-                 decision.at, run.id, IN_PROGRESS, step.id)).rowcount
+                (*values, decision.at, run.id, IN_PROGRESS, step.id)).rowcount
             if moved != 1:
                 raise errors.StaleRun()
             cursor = conn.execute(
