@@ -223,8 +223,7 @@ class SQLiteStorage:
         # each repeating the run's columns. Foreign keys guarantee every
         # action's step, so joining it LEFT drops nothing the inner join kept.
         rows = self._connection().execute(
-            "SELECT r.id, r.workflow_id, r.title, r.status, r.created_at, r.updated_at, "
-            "s.id, s.workflow_id, s.name, s.step_order, "
+            f"SELECT {_RUN_COLUMNS}, "
             "wa.id, wa.run_id, wa.step_id, ws.name, wa.action, wa.actor, "
             "wa.comment, wa.created_at FROM workflow_runs r "
             "LEFT JOIN workflow_steps s ON s.id = r.current_step_id "
@@ -233,10 +232,8 @@ class SQLiteStorage:
             "WHERE r.id = ? ORDER BY wa.id ASC", (run_id,)).fetchall()
         if not rows:
             raise errors.NotFound(f"Run {run_id} not found")
-        row = rows[0]
-        current = Step(*row[6:10]) if row[6] is not None else None
-        actions = tuple(Action(*action[10:]) for action in rows) if row[10] is not None else ()
-        return Run(row[0], row[1], row[2], row[3], current, row[4], row[5], actions)
+        actions = tuple(Action(*row[10:]) for row in rows) if rows[0][10] is not None else ()
+        return _listed_run(rows[0])._replace(actions=actions)
 
     def list_runs(self, workflow_id: Optional[int], status: Optional[str],
                   before_id: Optional[int], limit: int) -> Slice[Run]:
@@ -345,7 +342,7 @@ def _use_wal(conn: sqlite3.Connection) -> None:
 
 
 def _listed_run(row: tuple[Any, ...]) -> Run:
-    """A run from a row of _RUN_COLUMNS, without its actions."""
+    """A run from a row that starts with _RUN_COLUMNS, without its actions."""
     current = Step(*row[6:10]) if row[6] is not None else None
     return Run(row[0], row[1], row[2], row[3], current, row[4], row[5])
 
