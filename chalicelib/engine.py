@@ -72,7 +72,7 @@ def start_run(storage: Storage, body: Any, clock: Clock = utc_now) -> Run:
     workflow_id = _id(fields, "workflow_id")
     title = _text(fields, "title", MAX_TITLE)
     if workflow_id > MAX_ID:
-        raise errors.NotFound(f"Workflow {workflow_id} not found")
+        raise errors.workflow_not_found(workflow_id)
     workflow = storage.get_workflow(workflow_id)
     if not workflow.steps:
         raise errors.Conflict(

@@ -7,7 +7,11 @@ from typing import Any
 class WorkflowError(Exception):
     """Base of every error the engine raises on purpose."""
 
-    def __init__(self, message: str, **details: Any) -> None:
+    # The message when none is given; the kinds that always mean one thing set it.
+    default_message = ""
+
+    def __init__(self, message: str = "", **details: Any) -> None:
+        message = message or self.default_message
         super().__init__(message)
         self.message = message
         self.details = details
@@ -32,22 +36,27 @@ class Unavailable(WorkflowError):
 class StaleRun(Conflict):
     """The run is no longer at the step the caller decided on."""
 
-    def __init__(self, message: str = "Run is no longer at the step decided on; reload it",
-                 **details: Any) -> None:
-        super().__init__(message, **details)
+    default_message = "Run is no longer at the step decided on; reload it"
 
 
 class IdempotencyMismatch(WorkflowError):
     """The Idempotency-Key was first used for a different request."""
 
-    def __init__(self, message: str = "This Idempotency-Key was used for a different "
-                 "request (method, path or body); use a new key", **details: Any) -> None:
-        super().__init__(message, **details)
+    default_message = ("This Idempotency-Key was used for a different request (method, "
+                       "path or body); use a new key")
 
 
 class RequestInProgress(Conflict):
     """The first request with this Idempotency-Key has not answered yet."""
 
-    def __init__(self, message: str = "A request with this Idempotency-Key is still in "
-                 "progress; retry shortly", **details: Any) -> None:
-        super().__init__(message, **details)
+    default_message = "A request with this Idempotency-Key is still in progress; retry shortly"
+
+
+# The not-found answers every storage adapter gives, worded once.
+
+def workflow_not_found(workflow_id: int) -> NotFound:
+    return NotFound(f"Workflow {workflow_id} not found")
+
+
+def run_not_found(run_id: int) -> NotFound:
+    return NotFound(f"Run {run_id} not found")

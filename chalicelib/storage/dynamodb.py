@@ -222,7 +222,7 @@ class DynamoDBStorage:
                            ExpressionAttributeValues={":pk": _s(_wf_key(workflow_id)),
                                                       ":sk": _s(WORKFLOW_SK)})["Items"]
         if not items:
-            raise _workflow_not_found(workflow_id)
+            raise errors.workflow_not_found(workflow_id)
         return _workflow(items[0])
 
     def append_step(self, workflow_id: int, name: str) -> Step:
@@ -233,7 +233,7 @@ class DynamoDBStorage:
                           ExpressionAttributeValues={":pk": _s(_wf_key(workflow_id))},
                           ScanIndexForward=False, Limit=1)["Items"]
         if not last:
-            raise _workflow_not_found(workflow_id)
+            raise errors.workflow_not_found(workflow_id)
         order = int(last[0]["step_order"]["N"]) + 1 if "step_order" in last[0] else 1
         (step_id,) = self._ids.take()
         # A lost race means `order` is taken: the next free one is right after
@@ -252,7 +252,7 @@ class DynamoDBStorage:
             if not reasons:
                 return step
             if reasons[1] == "ConditionalCheckFailed":
-                raise _workflow_not_found(workflow_id)
+                raise errors.workflow_not_found(workflow_id)
             order += 1
 
     def _listed_step(self, step: Step) -> dict[str, Any]:
@@ -297,7 +297,7 @@ class DynamoDBStorage:
         items = list(self._query_partition(_run_key(run_id)))
         head = next((item for item in items if item["SK"]["S"] == RUN_SK), None)
         if head is None:
-            raise errors.NotFound(f"Run {run_id} not found")
+            raise errors.run_not_found(run_id)
         actions = tuple(_action(item, run_id) for item in items
                         if item["SK"]["S"].startswith(ACTION_PREFIX))
         return _run(head, actions)
@@ -620,10 +620,6 @@ def _idempotency_record(item: Item) -> IdempotencyRecord:
     return IdempotencyRecord(item["fingerprint"]["S"], item["claim_token"]["S"],
                              float(item["lease_until"]["N"]),
                              int(item[TTL_ATTRIBUTE]["N"]), response)
-
-
-def _workflow_not_found(workflow_id: int) -> errors.NotFound:
-    return errors.NotFound(f"Workflow {workflow_id} not found")
 
 
 def create_client() -> "BaseClient":

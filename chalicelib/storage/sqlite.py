@@ -154,7 +154,7 @@ class SQLiteStorage:
             "SELECT id, name, description, created_at FROM workflows WHERE id = ?",
             (workflow_id,)).fetchone()
         if row is None:
-            raise _workflow_not_found(workflow_id)
+            raise errors.workflow_not_found(workflow_id)
         steps = conn.execute(
             f"SELECT {_STEP_COLUMNS} FROM workflow_steps WHERE workflow_id = ? "
             "ORDER BY step_order", (workflow_id,)).fetchall()
@@ -186,7 +186,7 @@ class SQLiteStorage:
         with self._write() as conn:
             if conn.execute("SELECT 1 FROM workflows WHERE id = ?",
                             (workflow_id,)).fetchone() is None:
-                raise _workflow_not_found(workflow_id)
+                raise errors.workflow_not_found(workflow_id)
             (max_order,) = conn.execute(
                 "SELECT COALESCE(MAX(step_order), 0) FROM workflow_steps WHERE workflow_id = ?",
                 (workflow_id,)).fetchone()
@@ -231,7 +231,7 @@ class SQLiteStorage:
             "LEFT JOIN workflow_steps ws ON ws.id = wa.step_id "
             "WHERE r.id = ? ORDER BY wa.id ASC", (run_id,)).fetchall()
         if not rows:
-            raise errors.NotFound(f"Run {run_id} not found")
+            raise errors.run_not_found(run_id)
         actions = tuple(Action(*row[10:]) for row in rows) if rows[0][10] is not None else ()
         return _listed_run(rows[0])._replace(actions=actions)
 
@@ -350,7 +350,3 @@ def _listed_run(row: tuple[Any, ...]) -> Run:
 def _last_id(cursor: sqlite3.Cursor) -> int:
     assert cursor.lastrowid is not None
     return cursor.lastrowid
-
-
-def _workflow_not_found(workflow_id: int) -> errors.NotFound:
-    return errors.NotFound(f"Workflow {workflow_id} not found")
