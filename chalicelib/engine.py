@@ -184,11 +184,10 @@ def _limit(params: Mapping[str, str]) -> int:
     raw = params.get("limit")
     if raw is None:
         return DEFAULT_LIMIT
-    digits = raw.lstrip("0")
-    if not (raw.isascii() and raw.isdigit()) or not digits or len(digits) > 3 \
-            or int(digits) > MAX_LIMIT:
+    limit = _query_integer(raw)
+    if limit is None or limit > MAX_LIMIT:
         raise errors.InvalidInput(f"'limit' must be an integer from 1 to {MAX_LIMIT}")
-    return int(digits)
+    return limit
 
 
 def _positive(params: Mapping[str, str], name: str) -> Optional[int]:
@@ -196,9 +195,18 @@ def _positive(params: Mapping[str, str], name: str) -> Optional[int]:
     raw = params.get(name)
     if raw is None:
         return None
+    value = _query_integer(raw)
+    if value is None:
+        raise errors.InvalidInput(f"{name!r} must be a positive integer")
+    return value
+
+
+def _query_integer(raw: str) -> Optional[int]:
+    """A positive integer in ASCII digits (leading zeros allowed), MAX_ID + 1 for
+    any beyond every id; None if `raw` is not one."""
     digits = raw.lstrip("0")
     if not (raw.isascii() and raw.isdigit()) or not digits:
-        raise errors.InvalidInput(f"{name!r} must be a positive integer")
+        return None
     # No int() of thousands of digits: past 16 it is beyond any id anyway.
     return int(digits) if len(digits) <= 16 else MAX_ID + 1
 
