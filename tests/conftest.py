@@ -29,7 +29,7 @@ import app as app_module
 from chalicelib.storage import Storage, dynamodb
 from chalicelib.storage.sqlite import SQLiteStorage
 from tests import openapi_contract
-from tests.dynamodb_backends import dynamodb_backend, dynamodb_race_backend
+from tests.dynamodb_backends import aws_env, dynamodb_backend, dynamodb_race_backend
 
 Opener = Callable[[], Storage]
 Backend = Callable[[Path], ContextManager[Opener]]
@@ -92,6 +92,24 @@ def ddb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dynamodb.Dy
         assert isinstance(storage, dynamodb.DynamoDBStorage)
         monkeypatch.setattr(app_module, "_STORAGE", storage)
         yield storage
+
+
+@pytest.fixture
+def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """DynamoDB retries happen as configured, without waiting between them."""
+    import botocore.retries.standard
+
+    monkeypatch.setattr(botocore.retries.standard.ExponentialBackoff, "delay_amount",
+                        lambda self, context: 0)
+    monkeypatch.setattr(dynamodb.time, "sleep", lambda seconds: None)
+
+
+@pytest.fixture
+def unreachable_dynamodb(no_backoff: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DynamoDB only: the app on an endpoint where nothing listens."""
+    with aws_env(AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:9"):
+        monkeypatch.setattr(app_module, "_STORAGE",
+                            dynamodb.DynamoDBStorage(dynamodb.create_client(), "any"))
 
 
 @pytest.fixture

@@ -7,13 +7,12 @@ from typing import Any, Iterator
 
 from pathlib import Path
 
-import botocore.retries.standard
 import pytest
 from chalice.test import Client
 
 import app as app_module
 from chalicelib.storage import dynamodb
-from tests.dynamodb_backends import aws_env, dynamodb_race_backend, moto_server
+from tests.dynamodb_backends import dynamodb_race_backend, moto_server
 from tests.dynamodb_server import Fault, MotoServer
 
 JSON = {"Content-Type": "application/json"}
@@ -119,11 +118,9 @@ CONFLICTED = {"__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledExc
 
 
 @pytest.fixture
-def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoServer]:
+def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+           no_backoff: None) -> Iterator[MotoServer]:
     """The app on a fresh table of the moto server, retries without waiting."""
-    monkeypatch.setattr(botocore.retries.standard.ExponentialBackoff, "delay_amount",
-                        lambda self, context: 0)
-    monkeypatch.setattr(dynamodb.time, "sleep", lambda seconds: None)
     server = moto_server()
     with dynamodb_race_backend(tmp_path) as open_storage:
         monkeypatch.setattr(app_module, "_STORAGE", open_storage())
@@ -220,12 +217,7 @@ def test_failing_reads_answer_503(served: MotoServer, run_id: int) -> None:
     assert set(response.json_body) == {"error"}
 
 
-def test_unreachable_endpoint_answers_503(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(botocore.retries.standard.ExponentialBackoff, "delay_amount",
-                        lambda self, context: 0)
-    with aws_env(AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:9"):
-        monkeypatch.setattr(app_module, "_STORAGE",
-                            dynamodb.DynamoDBStorage(dynamodb.create_client(), "any"))
+def test_unreachable_endpoint_answers_503(unreachable_dynamodb: None) -> None:
     with Client(app_module.app) as client:
         response = client.http.get("/workflows/1")
     assert response.status_code == 503

@@ -11,7 +11,6 @@ import re
 import sys
 from typing import Any, Iterator
 
-import botocore.retries.standard
 import jsonschema
 import pytest
 from chalice.test import Client
@@ -20,10 +19,8 @@ from openapi_spec_validator import validate
 import app as app_module
 from chalicelib import engine
 from chalicelib.models import Action, Run, Step, Workflow
-from chalicelib.storage import dynamodb
 from tests import openapi_contract
 from tests.conftest import Api
-from tests.dynamodb_backends import aws_env
 
 DOCUMENT = openapi_contract.document()
 METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
@@ -225,13 +222,7 @@ def test_contract_check_accepts_a_405_for_an_undocumented_method() -> None:
                                      b'{"error": "Unsupported method: DELETE"}')
 
 
-def test_storage_unavailable_answers_the_documented_503(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(botocore.retries.standard.ExponentialBackoff, "delay_amount",
-                        lambda self, context: 0)
-    with aws_env(AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:9"):
-        monkeypatch.setattr(app_module, "_STORAGE",
-                            dynamodb.DynamoDBStorage(dynamodb.create_client(), "any"))
+def test_storage_unavailable_answers_the_documented_503(unreachable_dynamodb: None) -> None:
     with Client(app_module.app) as test_client:
         api = Api(test_client)
         assert api.get("/runs/1").status_code == 503
