@@ -1,9 +1,11 @@
 # The two commands: `make run` serves the API locally, `make test` runs the suite.
+# `make test-fast` is the inner loop; `make lint` is ruff and mypy.
 # DynamoDB: `make dynamodb-table`, `make run-dynamodb`, `make package` (docs/deploy.md).
 # `make bench` runs the benchmarks (bench/) and writes their figures into BENCHMARKS.md.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip install --disable-pip-version-check --progress-bar on
 PORT ?= 8000
 HOST ?= 127.0.0.1
 MOTO_PORT ?= 5000
@@ -12,44 +14,78 @@ MOTO_PORT ?= 5000
 # whenever one changes: every write would do. Restart by hand after a code change.
 CHALICE_LOCAL_FLAGS ?= --no-autoreload
 WORKFLOW_TABLE ?= approval-workflows
+# Tests run on every core (pytest-xdist); the longest (fuzzing) start first.
+PYTEST_WORKERS ?= auto
+XDIST := -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
-.PHONY: run test bench profile venv clean dynamodb-table run-dynamodb package
+.PHONY: run test test-fast lint format bench profile venv clean clean-data \
+	dynamodb-table run-dynamodb package
 
-venv: $(VENV)/.installed
-
-$(VENV)/.installed: requirements.txt requirements-dev.txt
-	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed"'
+# Serving needs only Chalice and boto3; the test and benchmark tools come on top.
+$(VENV)/.created:
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed"'
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
-	touch $@
+	@touch $@
 
-run: venv
+$(VENV)/.serve: $(VENV)/.created requirements.txt requirements-serve.txt
+	@echo "Installing what serving needs (requirements-serve.txt) into $(VENV) ..."
+	$(PIP) -r requirements-serve.txt
+	@touch $@
+
+$(VENV)/.dev: $(VENV)/.serve requirements-dev.txt
+	@echo "Installing the test, lint and benchmark tools (requirements-dev.txt) into $(VENV) ..."
+	$(PIP) -r requirements-dev.txt
+	@touch $@
+
+venv: $(VENV)/.dev
+
+run: $(VENV)/.serve
+	@bash scripts/port_free.sh $(HOST) $(PORT)
 	$(BIN)/chalice local --host $(HOST) --port $(PORT) --stage dev $(CHALICE_LOCAL_FLAGS)
 
-test: venv
-	$(BIN)/python -m pytest -q
+lint: $(VENV)/.dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+# Formats the code as `make lint` expects it.
+format: $(VENV)/.dev
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+test: lint
+	$(BIN)/python -m pytest -q $(XDIST) --durations=15
+
+# The unit, contract and API tiers: no race storms, fuzzing or packaging.
+test-fast: $(VENV)/.dev
+	$(BIN)/python -m pytest -q $(XDIST) -m "unit or contract or api"
 
 # Creates WORKFLOW_TABLE where boto3's environment points (AWS_ENDPOINT_URL_DYNAMODB,
 # AWS_PROFILE, AWS_DEFAULT_REGION, ...); does nothing if it exists.
-dynamodb-table: venv
+dynamodb-table: $(VENV)/.serve
 	WORKFLOW_TABLE=$(WORKFLOW_TABLE) $(BIN)/python scripts/create_table.py
 
 # The API on a throwaway moto DynamoDB (port MOTO_PORT); no AWS account needed.
-run-dynamodb: venv
+run-dynamodb: $(VENV)/.dev
 	HOST=$(HOST) PORT=$(PORT) MOTO_PORT=$(MOTO_PORT) WORKFLOW_TABLE=$(WORKFLOW_TABLE) \
 		BIN=$(BIN) CHALICE_LOCAL_FLAGS="$(CHALICE_LOCAL_FLAGS)" bash scripts/run_dynamodb.sh
 
 # dist/sam.json and dist/deployment.zip for CloudFormation, table included; offline.
-package: venv
+package: $(VENV)/.serve
 	$(BIN)/python scripts/package.py --stage prod --out dist
 
-bench: venv
+bench: $(VENV)/.dev
 	$(BIN)/python -m bench.run
 
 # The call tree of the hot path (BACKEND=sqlite or dynamodb).
 BACKEND ?= sqlite
-profile: venv
+profile: $(VENV)/.dev
 	$(BIN)/python -m bench.profile_hot_path $(BACKEND)
 
+# Removes the virtualenv and caches; keeps the local database (.data/).
 clean:
-	rm -rf $(VENV) .data
+	rm -rf $(VENV) .mypy_cache .ruff_cache dist
+
+# Removes the local database (.data/): every workflow and run `make run` stored.
+clean-data:
+	rm -rf .data

@@ -5,6 +5,7 @@ measured in one run, with the contenders alternating round by round, are.
 Each benchmark prints its figures and, with `--json PATH`, writes them for
 `bench/run.py`, which puts them into BENCHMARKS.md.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,8 +18,9 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Optional
 
 PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -120,18 +122,20 @@ class Rounds:
 
     def ratio(self, numerator: str, denominator: str) -> float:
         """The median of the per-round ratios numerator / denominator."""
-        return statistics.median(a / b for a, b in zip(self.samples[numerator],
-                                                       self.samples[denominator]))
+        return statistics.median(
+            a / b for a, b in zip(self.samples[numerator], self.samples[denominator], strict=False)
+        )
 
     def ratio_of(self, per_round: Callable[[Mapping[str, float]], float]) -> float:
         """The median over rounds of any function of one round's samples."""
         names = list(self.samples)
-        rounds = zip(*(self.samples[name] for name in names))
-        return statistics.median(per_round(dict(zip(names, row))) for row in rounds)
+        rounds = zip(*(self.samples[name] for name in names), strict=False)
+        return statistics.median(per_round(dict(zip(names, row, strict=False))) for row in rounds)
 
 
-def alternate(contenders: Mapping[str, Callable[[], float]], rounds: int,
-              warmup: int = 1, progress: str = "") -> Rounds:
+def alternate(
+    contenders: Mapping[str, Callable[[], float]], rounds: int, warmup: int = 1, progress: str = ""
+) -> Rounds:
     """Call each contender once per round, rotating who goes first.
 
     Each contender measures itself and returns one sample (seconds per unit of
@@ -147,8 +151,12 @@ def alternate(contenders: Mapping[str, Callable[[], float]], rounds: int,
             if index >= warmup:
                 samples[name].append(value)
         if progress:
-            print(f"\r  {progress}: round {index + 1}/{warmup + rounds}", end="",
-                  file=sys.stderr, flush=True)
+            print(
+                f"\r  {progress}: round {index + 1}/{warmup + rounds}",
+                end="",
+                file=sys.stderr,
+                flush=True,
+            )
     if progress:
         print(file=sys.stderr)
     return Rounds(samples)
@@ -156,11 +164,13 @@ def alternate(contenders: Mapping[str, Callable[[], float]], rounds: int,
 
 def per_unit(work: Callable[[], None], units: int) -> Callable[[], float]:
     """A contender that runs `work` `units` times: seconds per unit."""
+
     def measure() -> float:
         start = time.perf_counter()
         for _ in range(units):
             work()
         return (time.perf_counter() - start) / units
+
     return measure
 
 
@@ -170,39 +180,56 @@ def quiet_access_log(service: Any) -> None:
     The lines are still formatted and written, as they would be to Lambda's
     stdout, but not into the benchmark's own output.
     """
-    log = getattr(service, "access_log", None)
+    log = getattr(getattr(service, "access_log", None), "LOGGER", None)
     for handler in getattr(log, "handlers", []):
         if isinstance(handler, logging.StreamHandler):
-            handler.setStream(open(os.devnull, "w", encoding="utf-8"))
+            # Open for as long as the handler writes to it: the process's life.
+            handler.setStream(open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
 
 
-AWS_TEST_ENV = {"AWS_DEFAULT_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "testing",
-                "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing"}
+AWS_TEST_ENV = {
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+}
 
 
 def offline_aws_env() -> dict[str, str]:
     """Fake credentials and no profile: boto3 must never reach a real account."""
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith("AWS_")}
+    env = {key: value for key, value in os.environ.items() if not key.startswith("AWS_")}
     env.update(AWS_TEST_ENV)
     return env
 
 
-def gateway_event(method: str, resource: str, path: str,
-                  path_params: Optional[dict[str, str]] = None,
-                  body: Optional[Any] = None) -> dict[str, Any]:
+def gateway_event(
+    method: str,
+    resource: str,
+    path: str,
+    path_params: Optional[dict[str, str]] = None,
+    body: Optional[Any] = None,
+) -> dict[str, Any]:
     """An API Gateway (REST, proxy) event, as Lambda hands it to the handler."""
     return {
-        "resource": resource, "path": path, "httpMethod": method,
+        "resource": resource,
+        "path": path,
+        "httpMethod": method,
         "headers": {"Content-Type": "application/json", "Host": "localhost"},
-        "multiValueHeaders": {}, "queryStringParameters": None,
-        "multiValueQueryStringParameters": None, "pathParameters": path_params,
-        "stageVariables": None, "isBase64Encoded": False,
+        "multiValueHeaders": {},
+        "queryStringParameters": None,
+        "multiValueQueryStringParameters": None,
+        "pathParameters": path_params,
+        "stageVariables": None,
+        "isBase64Encoded": False,
         "body": None if body is None else json.dumps(body),
-        "requestContext": {"resourcePath": resource, "httpMethod": method,
-                           "requestId": "c6af9ac6-7b61-11e6-9a41-93e8deadbeef",
-                           "path": f"/api{path}", "stage": "api",
-                           "identity": {"sourceIp": "127.0.0.1"}},
+        "requestContext": {
+            "resourcePath": resource,
+            "httpMethod": method,
+            "requestId": "c6af9ac6-7b61-11e6-9a41-93e8deadbeef",
+            "path": f"/api{path}",
+            "stage": "api",
+            "identity": {"sourceIp": "127.0.0.1"},
+        },
     }
 
 

@@ -1,4 +1,5 @@
 """A Chalice app with the service's routes, each doing nothing: the framework's own cost."""
+
 from __future__ import annotations
 
 from typing import Any

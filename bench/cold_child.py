@@ -5,6 +5,7 @@ the seconds from before the import to the first answer. The event arrives
 ready-made, as Lambda hands it over; interpreter start-up is outside the figure
 (cold_start.py times the whole process too).
 """
+
 import json
 import sys
 

@@ -14,6 +14,7 @@ each contender runs once before the rounds: every run then finds its bytecode
 ready and on the OS cache. (Without .pyc files, each cold start would compile
 app.py and chalicelib/ again; ship them in the deployment bundle.)
 """
+
 from __future__ import annotations
 
 import json
@@ -21,10 +22,18 @@ import os
 import subprocess
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
-from bench._common import (PROJECT_DIR, Figure, Report, alternate, gateway_event,
-                           offline_aws_env, scaled, workdir)
+from bench._common import (
+    PROJECT_DIR,
+    Figure,
+    Report,
+    alternate,
+    gateway_event,
+    offline_aws_env,
+    scaled,
+    workdir,
+)
 
 ROUNDS = scaled(21, 3)
 GOAL = 1.3
@@ -32,8 +41,9 @@ CHILD = os.path.join(PROJECT_DIR, "bench", "cold_child.py")
 walls: dict[str, list[float]] = {}
 
 
-def child(name: str, mode: str, event: dict[str, object],
-          env: dict[str, str]) -> Callable[[], float]:
+def child(
+    name: str, mode: str, event: dict[str, object], env: dict[str, str]
+) -> Callable[[], float]:
     env = {**env, "PYTHONPATH": PROJECT_DIR}
     argv = [sys.executable, CHILD, mode, json.dumps(event)]
 
@@ -45,6 +55,7 @@ def child(name: str, mode: str, event: dict[str, object],
             raise SystemExit(f"{name} failed:\n{done.stderr}{done.stdout}")
         walls.setdefault(name, []).append(wall)
         return float(json.loads(done.stdout.splitlines()[-1])["seconds"])
+
     return run
 
 
@@ -65,16 +76,17 @@ def sqlite_setup(tmp: str) -> tuple[dict[str, str], int]:
 def dynamodb_setup(endpoint: str) -> tuple[dict[str, str], int]:
     """A table on the moto server with one run in it; the environment that names it."""
     env = offline_aws_env()
-    env.update(WORKFLOW_STORAGE="dynamodb", WORKFLOW_TABLE="cold",
-               AWS_ENDPOINT_URL_DYNAMODB=endpoint)
+    env.update(
+        WORKFLOW_STORAGE="dynamodb", WORKFLOW_TABLE="cold", AWS_ENDPOINT_URL_DYNAMODB=endpoint
+    )
     saved = dict(os.environ)
     os.environ.clear()
     os.environ.update(env)
     try:
-        from chalicelib.storage import dynamodb
+        from chalicelib.storage import dynamodb, dynamodb_schema
 
         client = dynamodb.create_client()
-        dynamodb.ensure_table(client, "cold")
+        dynamodb_schema.ensure_table(client, "cold")
         storage = dynamodb.DynamoDBStorage(client, "cold")
         workflow = storage.create_workflow("po", "", ["Manager", "Finance"], "2026-01-01T00:00:00Z")
         run = storage.create_run(workflow, "PO-1", "2026-01-01T00:00:00Z")
@@ -92,14 +104,21 @@ def main() -> None:
     from bench.moto_process import MotoProcess
 
     tmp = workdir("cold")
-    subprocess.run([sys.executable, "-m", "compileall", "-q", "app.py", "chalicelib", "bench"],
-                   cwd=PROJECT_DIR, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", "app.py", "chalicelib", "bench"],
+        cwd=PROJECT_DIR,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     sqlite_env, sqlite_run = sqlite_setup(tmp)
     with MotoProcess() as moto:
         ddb_env, ddb_run = dynamodb_setup(moto.endpoint)
-        query = {"TableName": "cold", "ConsistentRead": True,
-                 "KeyConditionExpression": "PK = :pk",
-                 "ExpressionAttributeValues": {":pk": {"S": f"RUN#{ddb_run}"}}}
+        query = {
+            "TableName": "cold",
+            "ConsistentRead": True,
+            "KeyConditionExpression": "PK = :pk",
+            "ExpressionAttributeValues": {":pk": {"S": f"RUN#{ddb_run}"}},
+        }
         contenders = {
             "sqlite_service": child("sqlite_service", "service", run_event(sqlite_run), sqlite_env),
             "sqlite_bare": child("sqlite_bare", "bare", run_event(sqlite_run), sqlite_env),
@@ -111,22 +130,36 @@ def main() -> None:
     import statistics
 
     report = Report("cold_start", "3. Cold start (import + first request, fresh process)")
-    labels = {"sqlite_service": "SQLite: app.py", "sqlite_bare": "SQLite: bare Chalice app",
-              "ddb_service": "DynamoDB: app.py", "ddb_boto3": "DynamoDB: boto3 + one Query"}
+    labels = {
+        "sqlite_service": "SQLite: app.py",
+        "sqlite_bare": "SQLite: bare Chalice app",
+        "ddb_service": "DynamoDB: app.py",
+        "ddb_boto3": "DynamoDB: boto3 + one Query",
+    }
     for service, bare in (("sqlite_service", "sqlite_bare"), ("ddb_service", "ddb_boto3")):
         for name in (service, bare):
-            report.add(Figure(labels[name], rounds.median(name), "s",
-                              note=f"whole process {statistics.median(walls[name]) * 1e3:.0f} ms"))
+            report.add(
+                Figure(
+                    labels[name],
+                    rounds.median(name),
+                    "s",
+                    note=f"whole process {statistics.median(walls[name]) * 1e3:.0f} ms",
+                )
+            )
         ratio = rounds.ratio(service, bare)
-        report.add(Figure(f"{labels[service]} / bare", ratio, "x", goal=f"<= {GOAL}",
-                          met=ratio <= GOAL))
-        whole = statistics.median(a / b for a, b in zip(walls[service][1:], walls[bare][1:]))
+        report.add(
+            Figure(f"{labels[service]} / bare", ratio, "x", goal=f"<= {GOAL}", met=ratio <= GOAL)
+        )
+        whole = statistics.median(
+            a / b for a, b in zip(walls[service][1:], walls[bare][1:], strict=False)
+        )
         report.add(Figure(f"{labels[service]} / bare, whole process", whole, "x"))
     report.markdown = (
         f"{ROUNDS} rounds of one fresh process per contender, alternating; medians and "
         "the median of per-round ratios. The request is GET /runs/{id} as an API Gateway "
         "proxy event handed to the Chalice handler, as Lambda does. The moto server runs in "
-        "its own process on 127.0.0.1.")
+        "its own process on 127.0.0.1."
+    )
     report.finish()
 
 

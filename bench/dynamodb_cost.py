@@ -23,6 +23,7 @@ A second pass over fresh data, with no hook, measures the CPU time each route
 takes in this process (botocore's work included, the server's not), which with
 the assumptions below gives the Lambda duration.
 """
+
 from __future__ import annotations
 
 import copy
@@ -30,8 +31,9 @@ import json
 import math
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from bench._common import Figure, Report, offline_aws_env, quiet_access_log, scaled
 
@@ -41,21 +43,23 @@ CALLS = scaled(60, 6)
 # (DynamoDB's after the November 2024 cut); written down 2026-11 from copies of
 # those pages, not fetched live: re-check before relying on them.
 PRICES = {
-    "api_gateway_rest_per_million": 3.50,    # REST API, first 333 million a month
+    "api_gateway_rest_per_million": 3.50,  # REST API, first 333 million a month
     "lambda_per_million_requests": 0.20,
-    "lambda_per_gb_second": 0.0000166667,    # x86_64
-    "dynamodb_per_million_wru": 0.625,       # on-demand, since the Nov 2024 cut
+    "lambda_per_gb_second": 0.0000166667,  # x86_64
+    "dynamodb_per_million_wru": 0.625,  # on-demand, since the Nov 2024 cut
     "dynamodb_per_million_rru": 0.125,
     "step_functions_per_1000_transitions": 0.025,  # Standard workflows
 }
-PRICE_NOTE = ("AWS list prices for us-east-1 (API Gateway REST $3.50 per million requests; "
-              "Lambda x86 $0.20 per million requests and $0.0000166667 per GB-second, billed "
-              "per 1 ms; DynamoDB on-demand $0.625 per million write request units and $0.125 "
-              "per million read request units; Step Functions Standard $0.025 per 1,000 state "
-              "transitions; DynamoDB's after its November 2024 price cut), written down in 2026-11 from "
-              "copies of AWS's pricing pages rather than fetched live, free tiers left out. "
-              "List prices change: re-check them on the AWS pricing pages before relying on "
-              "these figures.")
+PRICE_NOTE = (
+    "AWS list prices for us-east-1 (API Gateway REST $3.50 per million requests; "
+    "Lambda x86 $0.20 per million requests and $0.0000166667 per GB-second, billed "
+    "per 1 ms; DynamoDB on-demand $0.625 per million write request units and $0.125 "
+    "per million read request units; Step Functions Standard $0.025 per 1,000 state "
+    "transitions; DynamoDB's after its November 2024 price cut), written down in 2026-11 from "
+    "copies of AWS's pricing pages rather than fetched live, free tiers left out. "
+    "List prices change: re-check them on the AWS pricing pages before relying on "
+    "these figures."
+)
 
 # Assumptions of the Lambda duration model (stated in BENCHMARKS.md):
 # Lambda gives a function CPU in proportion to its memory, one full vCPU at
@@ -68,8 +72,9 @@ MEMORY_SIZES = (128, 256, 512)
 
 # -- item sizes and capacity units -------------------------------------------------
 
+
 def value_size(value: dict[str, Any]) -> int:
-    (kind, data), = value.items()
+    ((kind, data),) = value.items()
     if kind == "S":
         return len(data.encode("utf-8"))
     if kind == "N":
@@ -105,17 +110,18 @@ def write_units(before: int, after: int) -> int:
 
 def index_write_units(before: Any, after: Any) -> int:
     """Write units the table's secondary indexes take for one item's change."""
-    from chalicelib.storage import dynamodb
+    from chalicelib.storage import dynamodb_schema
 
     units = 0
-    for key in dynamodb.INDEX_KEYS.values():
+    for key in dynamodb_schema.INDEX_KEYS.values():
         old = before.get(key) if before else None
         new = after.get(key) if after else None
         if old is not None and old == new:
             units += write_units(item_size(before), item_size(after)) if before != after else 0
         else:
-            units += (write_units(item_size(before), 0) if old is not None else 0) + \
-                (write_units(0, item_size(after)) if new is not None else 0)
+            units += (write_units(item_size(before), 0) if old is not None else 0) + (
+                write_units(0, item_size(after)) if new is not None else 0
+            )
     return units
 
 
@@ -146,9 +152,12 @@ class Ledger:
         if operation == "TransactWriteItems":
             keys = []
             for entry in params["TransactItems"]:
-                (kind, body), = entry.items()
-                keys.append(body["Key"] if "Key" in body
-                            else {"PK": body["Item"]["PK"], "SK": body["Item"]["SK"]})
+                ((_kind, body),) = entry.items()
+                keys.append(
+                    body["Key"]
+                    if "Key" in body
+                    else {"PK": body["Item"]["PK"], "SK": body["Item"]["SK"]}
+                )
             return keys
         return []
 
@@ -167,11 +176,15 @@ class Ledger:
             total = sum(item_size(item) for item in parsed.get("Items", []))
             request.rcu = read_units(total, params.get("ConsistentRead", False))
         elif model.name == "GetItem":
-            request.rcu = read_units(item_size(parsed.get("Item")),
-                                     params.get("ConsistentRead", False))
+            request.rcu = read_units(
+                item_size(parsed.get("Item")), params.get("ConsistentRead", False)
+            )
         elif model.name in ("PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"):
             keys = self._written_keys(model.name, params)
-            pairs = [(before, self._fetch(key)) for before, key in zip(request.before, keys)]
+            pairs = [
+                (before, self._fetch(key))
+                for before, key in zip(request.before, keys, strict=False)
+            ]
             units = sum(write_units(item_size(before), item_size(after)) for before, after in pairs)
             request.wcu = units * (2 if model.name == "TransactWriteItems" else 1)
             request.index_wcu = sum(index_write_units(before, after) for before, after in pairs)
@@ -184,8 +197,15 @@ class Ledger:
 # -- the workload ----------------------------------------------------------------------
 
 JSON = {"Content-Type": "application/json"}
-ROUTES = ("POST /workflows", "GET /workflows/{id}", "POST /workflows/{id}/steps",
-          "POST /runs", "POST /runs/{id}/approve", "POST /runs/{id}/reject", "GET /runs/{id}")
+ROUTES = (
+    "POST /workflows",
+    "GET /workflows/{id}",
+    "POST /workflows/{id}/steps",
+    "POST /runs",
+    "POST /runs/{id}/approve",
+    "POST /runs/{id}/reject",
+    "GET /runs/{id}",
+)
 
 
 class Workload:
@@ -195,42 +215,69 @@ class Workload:
         self.http, self.tag, self.around = http, tag, around
 
     def post(self, route: str, path: str, body: dict[str, Any], status: int) -> Any:
-        response = self.around(route, lambda: self.http.post(path, headers=JSON,
-                                                             body=json.dumps(body)))
+        response = self.around(
+            route, lambda: self.http.post(path, headers=JSON, body=json.dumps(body))
+        )
         assert response.status_code == status, response.body
         return response.json_body
 
     def run(self) -> None:
         tag = self.tag
-        workflows = [self.post("POST /workflows", "/workflows",
-                               {"name": f"{tag}-{i}", "steps": ["Manager", "Finance", "CFO"]}, 201)
-                     for i in range(CALLS)]
+        workflows = [
+            self.post(
+                "POST /workflows",
+                "/workflows",
+                {"name": f"{tag}-{i}", "steps": ["Manager", "Finance", "CFO"]},
+                201,
+            )
+            for i in range(CALLS)
+        ]
         main = workflows[0]["id"]
         for i in range(CALLS):
-            self.post("POST /workflows/{id}/steps", f"/workflows/{workflows[-1]['id']}/steps",
-                      {"name": f"extra {i}"}, 201)
+            self.post(
+                "POST /workflows/{id}/steps",
+                f"/workflows/{workflows[-1]['id']}/steps",
+                {"name": f"extra {i}"},
+                201,
+            )
         for _ in range(CALLS):
-            response = self.around("GET /workflows/{id}",
-                                   lambda: self.http.get(f"/workflows/{main}"))
+            response = self.around(
+                "GET /workflows/{id}", lambda: self.http.get(f"/workflows/{main}")
+            )
             assert response.status_code == 200
-        runs = [self.post("POST /runs", "/runs", {"workflow_id": main, "title": f"PO-{i}"}, 201)["id"]
-                for i in range(CALLS)]
+        runs = [
+            self.post("POST /runs", "/runs", {"workflow_id": main, "title": f"PO-{i}"}, 201)["id"]
+            for i in range(CALLS)
+        ]
         # Three approvals complete each run: the average is that of a 3-step run's approvals.
         for _ in range(3):
             for run_id in runs:
-                self.post("POST /runs/{id}/approve", f"/runs/{run_id}/approve",
-                          {"actor": "maria.rossi@example.com", "comment": "Within budget"}, 200)
+                self.post(
+                    "POST /runs/{id}/approve",
+                    f"/runs/{run_id}/approve",
+                    {"actor": "maria.rossi@example.com", "comment": "Within budget"},
+                    200,
+                )
         for run_id in runs:
-            response = self.around("GET /runs/{id}", lambda: self.http.get(f"/runs/{run_id}"))
+            response = self.around(
+                "GET /runs/{id}", lambda run_id=run_id: self.http.get(f"/runs/{run_id}")
+            )
             assert response.status_code == 200
-        rejected = [self.post("POST /runs", "/runs", {"workflow_id": main, "title": "r"}, 201)["id"]
-                    for _ in range(CALLS)]
+        rejected = [
+            self.post("POST /runs", "/runs", {"workflow_id": main, "title": "r"}, 201)["id"]
+            for _ in range(CALLS)
+        ]
         for run_id in rejected:
-            self.post("POST /runs/{id}/reject", f"/runs/{run_id}/reject",
-                      {"actor": "finn", "comment": "Over budget"}, 200)
+            self.post(
+                "POST /runs/{id}/reject",
+                f"/runs/{run_id}/reject",
+                {"actor": "finn", "comment": "Over budget"},
+                200,
+            )
 
 
 # -- main ----------------------------------------------------------------------------
+
 
 def main() -> None:
     from bench.moto_process import MotoProcess
@@ -238,18 +285,24 @@ def main() -> None:
     os.environ.clear()
     os.environ.update(offline_aws_env())
     with MotoProcess() as moto:
-        os.environ.update(WORKFLOW_STORAGE="dynamodb", WORKFLOW_TABLE="cost",
-                          AWS_ENDPOINT_URL_DYNAMODB=moto.endpoint)
+        os.environ.update(
+            WORKFLOW_STORAGE="dynamodb",
+            WORKFLOW_TABLE="cost",
+            AWS_ENDPOINT_URL_DYNAMODB=moto.endpoint,
+        )
         import app as service
+
         quiet_access_log(service)
         from chalice.test import Client
-        from chalicelib.storage import dynamodb
+
+        from chalicelib.storage import dynamodb, dynamodb_schema
 
         admin = dynamodb.create_client()
-        dynamodb.ensure_table(admin, "cost")
+        dynamodb_schema.ensure_table(admin, "cost")
         table = admin.describe_table(TableName="cost")["Table"]
-        indexes = len(table.get("GlobalSecondaryIndexes", [])) + \
-            len(table.get("LocalSecondaryIndexes", []))
+        indexes = len(table.get("GlobalSecondaryIndexes", [])) + len(
+            table.get("LocalSecondaryIndexes", [])
+        )
         http = Client(service.app).http
 
         # Pass 1: requests and capacity units per route.
@@ -262,6 +315,7 @@ def main() -> None:
             answer = call()
             per_route[route].append(ledger.take())
             return answer
+
         Workload(http, "units", account).run()
         storage.client.meta.events.unregister("before-parameter-build.dynamodb", ledger._before)
         storage.client.meta.events.unregister("after-call.dynamodb", ledger._after)
@@ -274,6 +328,7 @@ def main() -> None:
             answer = call()
             cpu[route].append(time.process_time() - start)
             return answer
+
         Workload(http, "warmup", lambda route, call: call()).run()
         Workload(http, "cpu", timed).run()
 
@@ -301,25 +356,42 @@ def main() -> None:
         index_wcu = sum(r.index_wcu for c in calls for r in c) / n
         wcu = sum(r.wcu for c in calls for r in c) / n + index_wcu
         cpu_ms = sorted(cpu[route])[len(cpu[route]) // 2] * 1e3
-        latency = sum(LATENCY_MS.get(op, DEFAULT_LATENCY_MS) * count
-                      for op, count in ops.items()) / n
-        costs[route] = {"requests": reqs, "rcu": rcu, "wcu": wcu, "index_wcu": index_wcu,
-                        "cpu_ms": cpu_ms,
-                        "latency_ms": latency}
+        latency = (
+            sum(LATENCY_MS.get(op, DEFAULT_LATENCY_MS) * count for op, count in ops.items()) / n
+        )
+        costs[route] = {
+            "requests": reqs,
+            "rcu": rcu,
+            "wcu": wcu,
+            "index_wcu": index_wcu,
+            "cpu_ms": cpu_ms,
+            "latency_ms": latency,
+        }
         mix = ", ".join(f"{op} {count / n:.2f}" for op, count in sorted(ops.items()))
-        rows.append(f"| `{route}` | {reqs:.2f} | {mix} | {rcu:.2f} | {wcu:.2f} "
-                    f"({index_wcu:.2f} in indexes) | "
-                    f"{cpu_ms:.2f} | {1e6 * (rcu * PRICES['dynamodb_per_million_rru'] + wcu * PRICES['dynamodb_per_million_wru']) / 1e6:.2f} |")
-        report.add(Figure(f"{route}: DynamoDB requests per call", reqs, "",
-                          note=f"RCU {rcu:.2f}, WCU {wcu:.2f} ({index_wcu:.2f} in indexes), "
-                               f"CPU {cpu_ms:.2f} ms; {mix}"))
+        rows.append(
+            f"| `{route}` | {reqs:.2f} | {mix} | {rcu:.2f} | {wcu:.2f} "
+            f"({index_wcu:.2f} in indexes) | "
+            f"{cpu_ms:.2f} | {1e6 * (rcu * PRICES['dynamodb_per_million_rru'] + wcu * PRICES['dynamodb_per_million_wru']) / 1e6:.2f} |"
+        )
+        report.add(
+            Figure(
+                f"{route}: DynamoDB requests per call",
+                reqs,
+                "",
+                note=f"RCU {rcu:.2f}, WCU {wcu:.2f} ({index_wcu:.2f} in indexes), "
+                f"CPU {cpu_ms:.2f} ms; {mix}",
+            )
+        )
 
     approve = costs["POST /runs/{id}/approve"]
     service_rows, sfn_rows = [], []
     service_total: dict[int, float] = {}
     sfn_total: dict[int, float] = {}
     p = PRICES
-    ddb = approve["rcu"] * p["dynamodb_per_million_rru"] + approve["wcu"] * p["dynamodb_per_million_wru"]
+    ddb = (
+        approve["rcu"] * p["dynamodb_per_million_rru"]
+        + approve["wcu"] * p["dynamodb_per_million_wru"]
+    )
     for mb in MEMORY_SIZES:
         slow = max(1.0, FULL_VCPU_MB / mb)
         duration = math.ceil(approve["cpu_ms"] * slow + approve["latency_ms"])
@@ -330,7 +402,8 @@ def main() -> None:
             f"| {mb} MB | {approve['cpu_ms']:.2f} ms x {slow:.2f} + {approve['latency_ms']:.0f} ms "
             f"= {duration} ms billed | ${p['api_gateway_rest_per_million']:.2f} | "
             f"${p['lambda_per_million_requests']:.2f} | 1M x {duration} ms x {mb}/1024 GB x "
-            f"${p['lambda_per_gb_second']} = ${compute:.2f} | ${ddb:.2f} | **${total:.2f}** |")
+            f"${p['lambda_per_gb_second']} = ${compute:.2f} | ${ddb:.2f} | **${total:.2f}** |"
+        )
         # Step Functions: per approval, the task-token state and the Choice state
         # after it (2 transitions) plus the Succeed state once per 3-step run;
         # two Lambda invocations (one hands the token to the approver, one
@@ -339,68 +412,84 @@ def main() -> None:
         sfn_duration = math.ceil(one_call_cpu * 1e3 * slow + DEFAULT_LATENCY_MS)
         transitions = 2 + 1 / 3
         sfn_states = transitions * 1e6 / 1000 * p["step_functions_per_1000_transitions"]
-        sfn_lambda = 2 * (p["lambda_per_million_requests"]
-                          + 1e6 * sfn_duration / 1000 * mb / 1024 * p["lambda_per_gb_second"])
+        sfn_lambda = 2 * (
+            p["lambda_per_million_requests"]
+            + 1e6 * sfn_duration / 1000 * mb / 1024 * p["lambda_per_gb_second"]
+        )
         sfn = sfn_states + p["api_gateway_rest_per_million"] + sfn_lambda
         sfn_total[mb] = sfn
         sfn_rows.append(
             f"| {mb} MB | {transitions:.2f} x 1M / 1,000 x ${p['step_functions_per_1000_transitions']}"
             f" = ${sfn_states:.2f} | ${p['api_gateway_rest_per_million']:.2f} | 2 x ($0.20 + 1M x "
             f"{sfn_duration} ms x {mb}/1024 GB x ${p['lambda_per_gb_second']}) = ${sfn_lambda:.2f} "
-            f"| **${sfn:.2f}** |")
+            f"| **${sfn:.2f}** |"
+        )
     for mb in MEMORY_SIZES:
-        report.add(Figure(f"1M approvals, service, {mb} MB", service_total[mb], "$",
-                          note=f"Step Functions pattern ${sfn_total[mb]:,.2f} "
-                               f"({sfn_total[mb] / service_total[mb]:.1f}x)"))
-    report.add(Figure("index write units per approval (in WCU above)",
-                      costs["POST /runs/{id}/approve"]["index_wcu"], "",
-                      note=f"{indexes} secondary indexes"))
+        report.add(
+            Figure(
+                f"1M approvals, service, {mb} MB",
+                service_total[mb],
+                "$",
+                note=f"Step Functions pattern ${sfn_total[mb]:,.2f} "
+                f"({sfn_total[mb] / service_total[mb]:.1f}x)",
+            )
+        )
+    report.add(
+        Figure(
+            "index write units per approval (in WCU above)",
+            costs["POST /runs/{id}/approve"]["index_wcu"],
+            "",
+            note=f"{indexes} secondary indexes",
+        )
+    )
 
-    report.markdown = "\n".join([
-        f"{CALLS} calls per route (approvals: the three of {CALLS} 3-step runs), on a moto "
-        "server; capacity units from item sizes by AWS's rounding rules (see the script's "
-        "docstring). `$ per 1M` is the DynamoDB on-demand cost of a million calls. CPU is "
-        "the median per call in this process (service, Chalice and botocore; the server "
-        "excluded).",
-        "",
-        "| route | requests | of which | RCU | WCU | CPU ms | DynamoDB $ per 1M |",
-        "|---|---|---|---|---|---|---|",
-        *rows,
-        "",
-        f"The table has {indexes} secondary indexes (the list pages); every write that "
-        "touches an item they hold writes them too, and WCU includes those writes. Every read "
-        "is strongly consistent (a decision must see the latest state), so a read costs one "
-        "unit per 4 KB, not half.",
-        "",
-        "**One million approvals, this service** (API Gateway REST + Lambda + DynamoDB "
-        "on-demand). Lambda duration = CPU per approval measured here, stretched by "
-        f"1,769 MB / memory (Lambda's CPU share below one vCPU), plus {DEFAULT_LATENCY_MS:.0f} ms "
-        f"per DynamoDB request ({LATENCY_MS['TransactWriteItems']:.0f} ms per transaction) of "
-        "waiting; billed per 1 ms. DynamoDB per approval: "
-        f"{approve['rcu']:.2f} RRU x $0.125/M + {approve['wcu']:.2f} WRU x $0.625/M = "
-        f"${ddb:.2f} per million.",
-        "",
-        "| memory | Lambda duration | API Gateway | Lambda requests | Lambda compute | "
-        "DynamoDB | total |",
-        "|---|---|---|---|---|---|---|",
-        *service_rows,
-        "",
-        "**The same approvals with the AWS Step Functions human-approval pattern** (Standard "
-        "workflow; each step a `.waitForTaskToken` task whose Lambda hands the token to the "
-        "approver, then a Choice state on the answer; the approver's click goes through API "
-        "Gateway to a Lambda that calls `SendTaskSuccess`). Per approval: 2 state "
-        "transitions, plus the final Succeed state once per 3-step run (1/3 per approval); "
-        "one API Gateway request; two Lambda invocations of one AWS call each (duration "
-        f"modelled as above from the measured CPU of one warm boto3 call, "
-        f"{one_call_cpu * 1e3:.2f} ms, plus {DEFAULT_LATENCY_MS:.0f} ms). Run history is kept "
-        "by Step Functions at no charge, so no DynamoDB.",
-        "",
-        "| memory | state transitions | API Gateway | Lambda | total |",
-        "|---|---|---|---|---|",
-        *sfn_rows,
-        "",
-        PRICE_NOTE,
-    ])
+    report.markdown = "\n".join(
+        [
+            f"{CALLS} calls per route (approvals: the three of {CALLS} 3-step runs), on a moto "
+            "server; capacity units from item sizes by AWS's rounding rules (see the script's "
+            "docstring). `$ per 1M` is the DynamoDB on-demand cost of a million calls. CPU is "
+            "the median per call in this process (service, Chalice and botocore; the server "
+            "excluded).",
+            "",
+            "| route | requests | of which | RCU | WCU | CPU ms | DynamoDB $ per 1M |",
+            "|---|---|---|---|---|---|---|",
+            *rows,
+            "",
+            f"The table has {indexes} secondary indexes (the list pages); every write that "
+            "touches an item they hold writes them too, and WCU includes those writes. Every read "
+            "is strongly consistent (a decision must see the latest state), so a read costs one "
+            "unit per 4 KB, not half.",
+            "",
+            "**One million approvals, this service** (API Gateway REST + Lambda + DynamoDB "
+            "on-demand). Lambda duration = CPU per approval measured here, stretched by "
+            f"1,769 MB / memory (Lambda's CPU share below one vCPU), plus {DEFAULT_LATENCY_MS:.0f} ms "
+            f"per DynamoDB request ({LATENCY_MS['TransactWriteItems']:.0f} ms per transaction) of "
+            "waiting; billed per 1 ms. DynamoDB per approval: "
+            f"{approve['rcu']:.2f} RRU x $0.125/M + {approve['wcu']:.2f} WRU x $0.625/M = "
+            f"${ddb:.2f} per million.",
+            "",
+            "| memory | Lambda duration | API Gateway | Lambda requests | Lambda compute | "
+            "DynamoDB | total |",
+            "|---|---|---|---|---|---|---|",
+            *service_rows,
+            "",
+            "**The same approvals with the AWS Step Functions human-approval pattern** (Standard "
+            "workflow; each step a `.waitForTaskToken` task whose Lambda hands the token to the "
+            "approver, then a Choice state on the answer; the approver's click goes through API "
+            "Gateway to a Lambda that calls `SendTaskSuccess`). Per approval: 2 state "
+            "transitions, plus the final Succeed state once per 3-step run (1/3 per approval); "
+            "one API Gateway request; two Lambda invocations of one AWS call each (duration "
+            f"modelled as above from the measured CPU of one warm boto3 call, "
+            f"{one_call_cpu * 1e3:.2f} ms, plus {DEFAULT_LATENCY_MS:.0f} ms). Run history is kept "
+            "by Step Functions at no charge, so no DynamoDB.",
+            "",
+            "| memory | state transitions | API Gateway | Lambda | total |",
+            "|---|---|---|---|---|",
+            *sfn_rows,
+            "",
+            PRICE_NOTE,
+        ]
+    )
     report.finish()
 
 

@@ -5,6 +5,7 @@
 Prints the call tree of many units of work; the figures of benchmark 1 say how
 much there is to win, this says where.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,18 +36,26 @@ def main() -> None:
         os.environ.clear()
         os.environ.update(offline_aws_env())
         server = MotoProcess().start()
-        os.environ.update(WORKFLOW_STORAGE="dynamodb", WORKFLOW_TABLE="bench",
-                          AWS_ENDPOINT_URL_DYNAMODB=server.endpoint)
-        from chalicelib.storage import dynamodb
-        dynamodb.ensure_table(dynamodb.create_client(), "bench")
+        os.environ.update(
+            WORKFLOW_STORAGE="dynamodb",
+            WORKFLOW_TABLE="bench",
+            AWS_ENDPOINT_URL_DYNAMODB=server.endpoint,
+        )
+        from chalicelib.storage import dynamodb, dynamodb_schema
+
+        dynamodb_schema.ensure_table(dynamodb.create_client(), "bench")
     import app as service
+
     quiet_access_log(service)
-    from bench.throughput import http_unit
     from chalice.test import Client
 
+    from bench.throughput import http_unit
+
     created = Client(service.app).http.post(
-        "/workflows", headers=JSON,
-        body=json.dumps({"name": "po", "steps": ["Manager", "Finance", "CFO"]}))
+        "/workflows",
+        headers=JSON,
+        body=json.dumps({"name": "po", "steps": ["Manager", "Finance", "CFO"]}),
+    )
     unit = http_unit(service.app, created.json_body["id"], service=True)
     unit()
     profiler = Profiler(interval=0.0002)

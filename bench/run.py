@@ -6,6 +6,7 @@
 Only the part of BENCHMARKS.md between the `bench:begin` and `bench:end` markers
 is rewritten; the notes around it are kept.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -33,44 +34,69 @@ def machine() -> str:
     cpu = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as info:
-            cpu = next(line.split(":", 1)[1].strip() for line in info
-                       if line.startswith("model name"))
+            cpu = next(
+                line.split(":", 1)[1].strip() for line in info if line.startswith("model name")
+            )
     except (OSError, StopIteration):
         pass
-    versions = ", ".join(f"{name} {metadata.version(name)}"
-                         for name in ("chalice", "boto3", "botocore", "moto"))
-    return (f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}; "
-            f"Python {platform.python_version()}; {versions}")
+    versions = ", ".join(
+        f"{name} {metadata.version(name)}" for name in ("chalice", "boto3", "botocore", "moto")
+    )
+    return (
+        f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}; "
+        f"Python {platform.python_version()}; {versions}"
+    )
 
 
 def commit() -> str:
     def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=PROJECT_DIR, capture_output=True,
-                              text=True).stdout.strip()
-    dirty = " with uncommitted changes" if git("status", "--porcelain", "--", "app.py",
-                                                 "chalicelib", "bench") else ""
+        return subprocess.run(
+            ["git", *args], cwd=PROJECT_DIR, capture_output=True, text=True
+        ).stdout.strip()
+
+    dirty = (
+        " with uncommitted changes"
+        if git("status", "--porcelain", "--", "app.py", "chalicelib", "bench")
+        else ""
+    )
     return f"{git('rev-parse', '--short', 'HEAD')}{dirty}"
 
 
 def render(reports: list[dict], seconds: float) -> str:
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lines = [BEGIN, "",
-             f"Measured {now} on {machine()}; commit {commit()}; `make bench` took "
-             f"{seconds / 60:.1f} minutes.", "",
-             "### Goals", "", "| benchmark | figure | measured | goal | |", "|---|---|---|---|---|"]
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        BEGIN,
+        "",
+        f"Measured {now} on {machine()}; commit {commit()}; `make bench` took "
+        f"{seconds / 60:.1f} minutes.",
+        "",
+        "### Goals",
+        "",
+        "| benchmark | figure | measured | goal | |",
+        "|---|---|---|---|---|",
+    ]
     for report in reports:
         for f in report["figures"]:
             if f["goal"]:
                 verdict = "met" if f["met"] else "**missed**"
-                lines.append(f"| {report['title'].split(' (')[0]} | {f['name']} | "
-                             f"{fmt(f['value'], f['unit'])} | {f['goal']} | {verdict} |")
+                lines.append(
+                    f"| {report['title'].split(' (')[0]} | {f['name']} | "
+                    f"{fmt(f['value'], f['unit'])} | {f['goal']} | {verdict} |"
+                )
     for report in reports:
-        lines += ["", f"### {report['title']}", "", "| figure | measured | goal | note |",
-                  "|---|---|---|---|"]
+        lines += [
+            "",
+            f"### {report['title']}",
+            "",
+            "| figure | measured | goal | note |",
+            "|---|---|---|---|",
+        ]
         for f in report["figures"]:
             goal = f["goal"] + (" (met)" if f["met"] else " (**missed**)") if f["goal"] else ""
-            lines.append(f"| {f['name']} | {fmt(f['value'], f['unit'])} | {goal} | "
-                         f"{f['note'].replace('|', '/')} |")
+            lines.append(
+                f"| {f['name']} | {fmt(f['value'], f['unit'])} | {goal} | "
+                f"{f['note'].replace('|', '/')} |"
+            )
         if report["markdown"]:
             lines += ["", report["markdown"]]
     lines += ["", END]
@@ -86,8 +112,9 @@ def main() -> int:
             out = os.path.join(tmp, f"{name}.json")
             step = time.perf_counter()
             env = {key: os.environ[key] for key in KEPT_ENV if key in os.environ}
-            done = subprocess.run([sys.executable, "-m", f"bench.{name}", "--json", out],
-                                  cwd=PROJECT_DIR, env=env)
+            done = subprocess.run(
+                [sys.executable, "-m", f"bench.{name}", "--json", out], cwd=PROJECT_DIR, env=env
+            )
             if done.returncode != 0:
                 print(f"bench: {name} failed (exit {done.returncode})", file=sys.stderr)
                 return done.returncode

@@ -14,14 +14,15 @@ random across the whole id range. Each measured approval is undone after it
 (untimed), so the databases keep their size and every approval does the same
 work. Every statement these requests run is checked with EXPLAIN QUERY PLAN.
 """
+
 from __future__ import annotations
 
-import json
 import os
 import random
 import sqlite3
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from bench._common import Figure, Report, alternate, quiet_access_log, scaled, workdir
 
@@ -43,8 +44,10 @@ def build(path: str, runs: int) -> dict[str, Any]:
     conn.executescript(service_sqlite.SCHEMA)
     conn.execute("BEGIN")
     conn.execute("INSERT INTO workflows (id, name, created_at) VALUES (1, 'po', ?)", (NOW,))
-    conn.executemany("INSERT INTO workflow_steps (id, workflow_id, name, step_order) "
-                     "VALUES (?, 1, ?, ?)", [(i, f"step {i}", i) for i in (1, 2, 3)])
+    conn.executemany(
+        "INSERT INTO workflow_steps (id, workflow_id, name, step_order) VALUES (?, 1, ?, ?)",
+        [(i, f"step {i}", i) for i in (1, 2, 3)],
+    )
     runs_rows, actions_rows, at_first_step = [], [], []
     for run_id in range(1, runs + 1):
         kind = run_id % 3
@@ -54,26 +57,35 @@ def build(path: str, runs: int) -> dict[str, Any]:
             actions_rows.append((run_id, step_id + 1, f"approver {step_id + 1}"))
         if kind == 2:
             at_first_step.append(run_id)
-    conn.executemany("INSERT INTO workflow_runs (id, workflow_id, title, status, current_step_id, "
-                     "created_at, updated_at) VALUES (?, 1, ?, ?, ?, ?, ?)",
-                     [row + (NOW, NOW) for row in runs_rows])
-    conn.executemany("INSERT INTO workflow_actions (run_id, step_id, action, actor, comment, "
-                     "created_at) VALUES (?, ?, 'approve', ?, 'ok', ?)",
-                     [row + (NOW,) for row in actions_rows])
+    conn.executemany(
+        "INSERT INTO workflow_runs (id, workflow_id, title, status, current_step_id, "
+        "created_at, updated_at) VALUES (?, 1, ?, ?, ?, ?, ?)",
+        [(*row, NOW, NOW) for row in runs_rows],
+    )
+    conn.executemany(
+        "INSERT INTO workflow_actions (run_id, step_id, action, actor, comment, "
+        "created_at) VALUES (?, ?, 'approve', ?, 'ok', ?)",
+        [(*row, NOW) for row in actions_rows],
+    )
     # A workflow long enough for a 1,000-action history, and its two runs.
     steps = HISTORY_BIG + 1
     conn.execute("INSERT INTO workflows (id, name, created_at) VALUES (2, 'long', ?)", (NOW,))
-    conn.executemany("INSERT INTO workflow_steps (id, workflow_id, name, step_order) "
-                     "VALUES (?, 2, ?, ?)", [(100 + i, f"step {i}", i) for i in range(1, steps + 1)])
+    conn.executemany(
+        "INSERT INTO workflow_steps (id, workflow_id, name, step_order) VALUES (?, 2, ?, ?)",
+        [(100 + i, f"step {i}", i) for i in range(1, steps + 1)],
+    )
     history_runs = {}
     for count in (HISTORY_SMALL, HISTORY_BIG):
         run_id = conn.execute(
             "INSERT INTO workflow_runs (workflow_id, title, status, current_step_id, created_at, "
             "updated_at) VALUES (2, 'long', 'in_progress', ?, ?, ?)",
-            (100 + count + 1, NOW, NOW)).lastrowid
-        conn.executemany("INSERT INTO workflow_actions (run_id, step_id, action, actor, comment, "
-                         "created_at) VALUES (?, ?, 'approve', 'approver', 'ok', ?)",
-                         [(run_id, 100 + i, NOW) for i in range(1, count + 1)])
+            (100 + count + 1, NOW, NOW),
+        ).lastrowid
+        conn.executemany(
+            "INSERT INTO workflow_actions (run_id, step_id, action, actor, comment, "
+            "created_at) VALUES (?, ?, 'approve', 'approver', 'ok', ?)",
+            [(run_id, 100 + i, NOW) for i in range(1, count + 1)],
+        )
         history_runs[count] = run_id
     conn.execute("COMMIT")
     conn.execute("ANALYZE")
@@ -86,6 +98,7 @@ class Target:
 
     def __init__(self, service: Any, path: str, built: dict[str, Any], seed: int) -> None:
         from chalice.test import Client
+
         from chalicelib.storage import sqlite as service_sqlite
 
         self.service = service
@@ -96,21 +109,25 @@ class Target:
         self.undo = sqlite3.connect(path, isolation_level=None)
 
     def use(self) -> None:
-        self.service._STORAGE = self.storage
+        self.service.use_storage(self.storage)
 
     def approve_once(self) -> float:
         run_id = self.random.choice(self.built["at_first_step"])
         self.use()
         start = time.perf_counter()
-        response = self.http.post(f"/runs/{run_id}/approve", headers=JSON,
-                                  body='{"actor": "bench"}')
+        response = self.http.post(
+            f"/runs/{run_id}/approve", headers=JSON, body='{"actor": "bench"}'
+        )
         elapsed = time.perf_counter() - start
         assert response.status_code == 200, response.body
         self.undo.execute("BEGIN IMMEDIATE")
-        self.undo.execute("DELETE FROM workflow_actions WHERE run_id = ? AND actor = 'bench'",
-                          (run_id,))
-        self.undo.execute("UPDATE workflow_runs SET status = 'in_progress', current_step_id = 1 "
-                          "WHERE id = ?", (run_id,))
+        self.undo.execute(
+            "DELETE FROM workflow_actions WHERE run_id = ? AND actor = 'bench'", (run_id,)
+        )
+        self.undo.execute(
+            "UPDATE workflow_runs SET status = 'in_progress', current_step_id = 1 WHERE id = ?",
+            (run_id,),
+        )
         self.undo.execute("COMMIT")
         return elapsed
 
@@ -161,6 +178,7 @@ def main() -> None:
     os.environ["WORKFLOW_STORAGE"] = "sqlite"
     os.environ["WORKFLOW_SQLITE_PATH"] = os.path.join(tmp, "unused.sqlite3")
     import app as service
+
     quiet_access_log(service)
 
     started = time.perf_counter()
@@ -171,14 +189,20 @@ def main() -> None:
     big = Target(service, paths[BIG], built[BIG], seed=2)
 
     history = built[SMALL]["history"]
-    rounds = alternate({
-        "approve_small": mean_of(small.approve_once, OPS_PER_ROUND),
-        "approve_big": mean_of(big.approve_once, OPS_PER_ROUND),
-        "get_small": mean_of(small.get_once, OPS_PER_ROUND),
-        "get_big": mean_of(big.get_once, OPS_PER_ROUND),
-        "history_small": mean_of(lambda: small.get_once(history[HISTORY_SMALL]), OPS_PER_ROUND),
-        "history_big": mean_of(lambda: small.get_once(history[HISTORY_BIG]), OPS_PER_ROUND // 4),
-    }, ROUNDS, progress="scale")
+    rounds = alternate(
+        {
+            "approve_small": mean_of(small.approve_once, OPS_PER_ROUND),
+            "approve_big": mean_of(big.approve_once, OPS_PER_ROUND),
+            "get_small": mean_of(small.get_once, OPS_PER_ROUND),
+            "get_big": mean_of(big.get_once, OPS_PER_ROUND),
+            "history_small": mean_of(lambda: small.get_once(history[HISTORY_SMALL]), OPS_PER_ROUND),
+            "history_big": mean_of(
+                lambda: small.get_once(history[HISTORY_BIG]), OPS_PER_ROUND // 4
+            ),
+        },
+        ROUNDS,
+        progress="scale",
+    )
 
     # Statements per request and their query plans, on the big database.
     approve_sql = traced(big, big.approve_once)
@@ -193,30 +217,71 @@ def main() -> None:
         report.add(Figure(f"{label}, {SMALL} runs", rounds.median(f"{op}_small"), "s"))
         report.add(Figure(f"{label}, {BIG:,} runs", rounds.median(f"{op}_big"), "s"))
         ratio = rounds.ratio(f"{op}_big", f"{op}_small")
-        report.add(Figure(f"{label}: {BIG:,} / {SMALL} runs", ratio, "x",
-                          goal=f"<= {SCALE_GOAL}", met=ratio <= SCALE_GOAL))
-    report.add(Figure(f"GET run, {HISTORY_SMALL} actions", rounds.median("history_small"), "s",
-                      note=f"{sizes[HISTORY_SMALL]:,} bytes"))
-    report.add(Figure(f"GET run, {HISTORY_BIG:,} actions", rounds.median("history_big"), "s",
-                      note=f"{sizes[HISTORY_BIG]:,} bytes"))
+        report.add(
+            Figure(
+                f"{label}: {BIG:,} / {SMALL} runs",
+                ratio,
+                "x",
+                goal=f"<= {SCALE_GOAL}",
+                met=ratio <= SCALE_GOAL,
+            )
+        )
+    report.add(
+        Figure(
+            f"GET run, {HISTORY_SMALL} actions",
+            rounds.median("history_small"),
+            "s",
+            note=f"{sizes[HISTORY_SMALL]:,} bytes",
+        )
+    )
+    report.add(
+        Figure(
+            f"GET run, {HISTORY_BIG:,} actions",
+            rounds.median("history_big"),
+            "s",
+            note=f"{sizes[HISTORY_BIG]:,} bytes",
+        )
+    )
     size_ratio = sizes[HISTORY_BIG] / sizes[HISTORY_SMALL]
     time_ratio = rounds.ratio("history_big", "history_small")
-    report.add(Figure(f"GET run time, {HISTORY_BIG:,} / {HISTORY_SMALL} actions", time_ratio, "x",
-                      goal=f"<= size ratio {size_ratio:.1f}x", met=time_ratio <= size_ratio))
+    report.add(
+        Figure(
+            f"GET run time, {HISTORY_BIG:,} / {HISTORY_SMALL} actions",
+            time_ratio,
+            "x",
+            goal=f"<= size ratio {size_ratio:.1f}x",
+            met=time_ratio <= size_ratio,
+        )
+    )
     same = len(history_sql[HISTORY_SMALL]) == len(history_sql[HISTORY_BIG])
-    report.add(Figure(f"SQL statements per GET run, {HISTORY_SMALL} / {HISTORY_BIG:,} actions",
-                      len(history_sql[HISTORY_BIG]), "",
-                      goal="same for both", met=same,
-                      note=f"{len(history_sql[HISTORY_SMALL])} and {len(history_sql[HISTORY_BIG])}"))
-    report.add(Figure("full table scans in approve and GET run", len(scans), "",
-                      goal="0", met=not scans, note="; ".join(scans)))
+    report.add(
+        Figure(
+            f"SQL statements per GET run, {HISTORY_SMALL} / {HISTORY_BIG:,} actions",
+            len(history_sql[HISTORY_BIG]),
+            "",
+            goal="same for both",
+            met=same,
+            note=f"{len(history_sql[HISTORY_SMALL])} and {len(history_sql[HISTORY_BIG])}",
+        )
+    )
+    report.add(
+        Figure(
+            "full table scans in approve and GET run",
+            len(scans),
+            "",
+            goal="0",
+            met=not scans,
+            note="; ".join(scans),
+        )
+    )
     report.markdown = (
         f"Bulk-built databases in {build_s:.1f} s. Mean latency per request through "
         f"chalice.test.Client, {ROUNDS} rounds of {OPS_PER_ROUND} requests per contender "
         f"({OPS_PER_ROUND // 4} for the 1,000-action history), alternating; ratios are medians "
         f"of per-round ratios. Statements per request on the big database: approve "
         f"{len(approve_sql)}, GET run {len(get_sql)}.\n\n"
-        "Statements of one approve:\n\n" + "\n".join(f"    {s}" for s in approve_sql))
+        "Statements of one approve:\n\n" + "\n".join(f"    {s}" for s in approve_sql)
+    )
     report.finish()
 
 

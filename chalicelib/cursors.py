@@ -10,6 +10,7 @@ between pages.
 Pure: no storage, no HTTP; the only input besides the arguments is that one
 environment variable.
 """
+
 from __future__ import annotations
 
 import base64
@@ -17,7 +18,8 @@ import binascii
 import json
 import os
 import string
-from typing import Any, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any, Optional
 
 from chalicelib import errors
 
@@ -36,8 +38,9 @@ START_OVER = "pass next_cursor from the previous page unchanged, or omit cursor 
 
 def issue(list_name: str, filters: Filter, position: int, secret: Optional[str] = None) -> str:
     """The cursor of the page that follows `position` in `list_name` under `filters`."""
-    payload = json.dumps([VERSION, list_name, _present(filters), position],
-                         separators=(",", ":"), sort_keys=True).encode()
+    payload = json.dumps(
+        [VERSION, list_name, _present(filters), position], separators=(",", ":"), sort_keys=True
+    ).encode()
     return _sign(payload, secret)
 
 
@@ -53,12 +56,14 @@ def position(cursor: str, list_name: str, filters: Filter, secret: Optional[str]
         raise _not_ours()
     if issued_for != list_name:
         raise errors.InvalidInput(
-            f"'cursor' belongs to the list of {issued_for}, not of {list_name}; {START_OVER}")
+            f"'cursor' belongs to the list of {issued_for}, not of {list_name}; {START_OVER}"
+        )
     if issued_filters != _present(filters):
         raise errors.InvalidInput(
             f"'cursor' was issued for {_describe(issued_filters)}, not for "
             f"{_describe(_present(filters))}: repeat the filters the first page had; "
-            f"{START_OVER}")
+            f"{START_OVER}"
+        )
     return at
 
 
@@ -79,8 +84,11 @@ def _sign(payload: bytes, secret: Optional[str]) -> str:
 def _verified(cursor: str, secret: Optional[str]) -> bytes:
     """The payload of `cursor` if its mac is ours and it is spelt as we spell it."""
     encoded, dot, mac = cursor.partition(".")
-    if len(cursor) > MAX_LENGTH or not (dot and encoded and mac) \
-            or not _BASE64URL.issuperset(encoded + mac):
+    if (
+        len(cursor) > MAX_LENGTH
+        or not (dot and encoded and mac)
+        or not _BASE64URL.issuperset(encoded + mac)
+    ):
         raise _not_ours()
     try:
         payload = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
@@ -109,5 +117,6 @@ def _encode(raw: bytes) -> str:
 
 
 def _not_ours() -> errors.InvalidInput:
-    return errors.InvalidInput(f"'cursor' is not one this service issued, or it was "
-                               f"altered; {START_OVER}")
+    return errors.InvalidInput(
+        f"'cursor' is not one this service issued, or it was altered; {START_OVER}"
+    )

@@ -1,4 +1,5 @@
 """Domain errors: what went wrong, in the engine's words (no HTTP here)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -42,8 +43,10 @@ class StaleRun(Conflict):
 class IdempotencyMismatch(WorkflowError):
     """The Idempotency-Key was first used for a different request."""
 
-    default_message = ("This Idempotency-Key was used for a different request (method, "
-                       "path or body); use a new key")
+    default_message = (
+        "This Idempotency-Key was used for a different request (method, "
+        "path or body); use a new key"
+    )
 
 
 class RequestInProgress(Conflict):
@@ -53,6 +56,7 @@ class RequestInProgress(Conflict):
 
 
 # The not-found answers every storage adapter gives, worded once.
+
 
 def workflow_not_found(workflow_id: int) -> NotFound:
     return NotFound(f"Workflow {workflow_id} not found")

@@ -12,7 +12,8 @@ request: its request is presumed dead, as API Gateway gives up on any request
 after 29 s. If it died after its change was written but before its response
 was stored, the retry does the change again: that window is the residual risk.
 
-Pure rules except `respond_once`, which takes the storage as engine functions do.
+Pure rules except `respond_once`, which takes the key store as engine functions
+take the storage. Every storage adapter implements `KeyStore`.
 
 Not AWS Lambda Powertools' idempotency utility: its lease is the Lambda's
 remaining time (none under `chalice local` or in tests, so a dead request would
@@ -21,19 +22,16 @@ clock, its DynamoDB layer puts every key of a single-table design under one
 partition key, SQLite would need a persistence layer of our own anyway, and the
 Lambda would have to bundle it, where it bundles nothing today.
 """
+
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
-from typing import TYPE_CHECKING, Callable, Optional
+from collections.abc import Callable
+from typing import NamedTuple, Optional, Protocol
 
 from chalicelib import errors
-from chalicelib.models import IdempotencyClaim, IdempotencyRecord, StoredResponse
-
-if TYPE_CHECKING:
-    from chalicelib.storage import Storage
 
 KEY_HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
@@ -46,13 +44,65 @@ TTL_SECONDS = 24 * 60 * 60
 Clock = Callable[[], float]
 
 
+class StoredResponse(NamedTuple):
+    """A response kept for an Idempotency-Key: replayed as it was first sent."""
+
+    status: int
+    body: str  # the JSON text of the body
+    location: Optional[str] = None
+
+
+class IdempotencyClaim(NamedTuple):
+    """One request's attempt to take an Idempotency-Key (times in epoch seconds)."""
+
+    key: str
+    fingerprint: str
+    token: str  # this attempt's own, so that only it may save or release the key
+    now: float
+    lease_until: float
+    expires_at: int
+
+
+class IdempotencyRecord(NamedTuple):
+    """What the store holds for a key: in flight until `response` is set."""
+
+    fingerprint: str
+    token: str
+    lease_until: float
+    expires_at: int
+    response: Optional[StoredResponse] = None
+
+
+class KeyStore(Protocol):
+    """Where Idempotency-Keys are claimed and their responses kept; every storage
+    adapter is one, so keys hold across processes and Lambda containers."""
+
+    def claim_idempotency_key(self, claim: IdempotencyClaim) -> Optional[StoredResponse]:
+        """Take claim.key for claim's request in one atomic write, where `may_claim`
+        allows, and return None; otherwise write nothing and return the response
+        to replay, or raise IdempotencyMismatch or RequestInProgress (`replay`)."""
+        ...
+
+    def save_idempotent_response(self, claim: IdempotencyClaim, response: StoredResponse) -> None:
+        """Keep the response for claim.key, if the claim still holds the key."""
+        ...
+
+    def release_idempotency_key(self, claim: IdempotencyClaim) -> None:
+        """Forget claim.key, if the claim still holds it, so that a retry runs again."""
+        ...
+
+
 def checked_key(raw: str) -> str:
     """The key if it is 1 to 255 visible ASCII characters; InvalidInput otherwise."""
-    if not 1 <= len(raw) <= MAX_KEY_LENGTH or not raw.isascii() or not raw.isprintable() \
-            or " " in raw:
+    if (
+        not 1 <= len(raw) <= MAX_KEY_LENGTH
+        or not raw.isascii()
+        or not raw.isprintable()
+        or " " in raw
+    ):
         raise errors.InvalidInput(
-            f"{KEY_HEADER} must be 1 to {MAX_KEY_LENGTH} visible ASCII characters "
-            "(0x21-0x7E)")
+            f"{KEY_HEADER} must be 1 to {MAX_KEY_LENGTH} visible ASCII characters (0x21-0x7E)"
+        )
     return raw
 
 
@@ -60,28 +110,44 @@ def fingerprint(method: str, path: str, body: bytes) -> str:
     """What makes two requests the same: method, path and body, a JSON body
     compared canonically (parsed, dumped with sorted keys), any other as bytes."""
     try:
-        canonical = b"json:" + json.dumps(json.loads(body), sort_keys=True,
-                                          separators=(",", ":")).encode("ascii")
+        canonical = b"json:" + json.dumps(
+            json.loads(body), sort_keys=True, separators=(",", ":")
+        ).encode("ascii")
     except (ValueError, UnicodeDecodeError, RecursionError):
         canonical = b"raw:" + body
-    digest = hashlib.sha256(f"{method.upper()} {path}\n".encode("utf-8"))
+    # Imported here: hashlib loads OpenSSL, which requests without a key never need.
+    import hashlib
+
+    digest = hashlib.sha256(f"{method.upper()} {path}\n".encode())
     digest.update(canonical)
     return digest.hexdigest()
 
 
 def new_claim(key: str, request_fingerprint: str, now: float) -> IdempotencyClaim:
     """A claim on `key` for one request, leased from `now`."""
-    return IdempotencyClaim(key, request_fingerprint, os.urandom(16).hex(), now,
-                            now + LEASE_SECONDS, math.ceil(now) + TTL_SECONDS)
+    return IdempotencyClaim(
+        key,
+        request_fingerprint,
+        os.urandom(16).hex(),
+        now,
+        now + LEASE_SECONDS,
+        math.ceil(now) + TTL_SECONDS,
+    )
 
 
 def may_claim(record: Optional[IdempotencyRecord], claim: IdempotencyClaim) -> bool:
     """Whether `claim` may take its key over what the storage holds (None: nothing).
 
     The DynamoDB adapter states the same rule as a condition expression."""
-    return (record is None or record.expires_at <= claim.now
-            or (record.fingerprint == claim.fingerprint and record.response is None
-                and (record.lease_until <= claim.now or record.token == claim.token)))
+    return (
+        record is None
+        or record.expires_at <= claim.now
+        or (
+            record.fingerprint == claim.fingerprint
+            and record.response is None
+            and (record.lease_until <= claim.now or record.token == claim.token)
+        )
+    )
 
 
 def replay(record: IdempotencyRecord, claim: IdempotencyClaim) -> StoredResponse:
@@ -99,23 +165,24 @@ def is_final(status: int) -> bool:
     return 200 <= status < 300 or 400 <= status < 500
 
 
-def respond_once(storage: Storage, claim: IdempotencyClaim,
-                 respond: Callable[[], StoredResponse]) -> tuple[StoredResponse, bool]:
+def respond_once(
+    store: KeyStore, claim: IdempotencyClaim, respond: Callable[[], StoredResponse]
+) -> tuple[StoredResponse, bool]:
     """The response to the claimed request, and whether it is a replay: the stored
     one if the request was answered before, else respond()'s, kept if final."""
-    stored = storage.claim_idempotency_key(claim)
+    stored = store.claim_idempotency_key(claim)
     if stored is not None:
         return stored, True
     try:
         response = respond()
     except BaseException:
-        _release(storage, claim)
+        _release(store, claim)
         raise
     if not is_final(response.status):
-        _release(storage, claim)
+        _release(store, claim)
         return response, False
     try:
-        storage.save_idempotent_response(claim, response)
+        store.save_idempotent_response(claim, response)
     except errors.Unavailable:
         # The change is made: answer it. The key stays in flight until its
         # lease ends, then a retry runs again (the residual risk above).
@@ -123,8 +190,8 @@ def respond_once(storage: Storage, claim: IdempotencyClaim,
     return response, False
 
 
-def _release(storage: Storage, claim: IdempotencyClaim) -> None:
+def _release(store: KeyStore, claim: IdempotencyClaim) -> None:
     try:
-        storage.release_idempotency_key(claim)
+        store.release_idempotency_key(claim)
     except errors.Unavailable:
         pass  # the lease ends on its own

@@ -5,6 +5,7 @@ Immutable named tuples rather than frozen dataclasses: importing dataclasses
 6.8 ms of every cold start, more than a third of Chalice's own import; these
 take 0.7 ms. Keep dataclasses out of the import path of app.py.
 """
+
 from __future__ import annotations
 
 from typing import Any, Generic, NamedTuple, Optional, TypeVar, Union
@@ -25,8 +26,16 @@ class Step(NamedTuple):
     step_order: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "workflow_id": self.workflow_id,
-                "name": self.name, "step_order": self.step_order}
+        return {
+            "id": self.id,
+            "workflow_id": self.workflow_id,
+            "name": self.name,
+            "step_order": self.step_order,
+        }
+
+    def about(self) -> dict[str, int]:
+        """The ids of what this record is about, for the access log."""
+        return {"workflow_id": self.workflow_id}
 
 
 class Workflow(NamedTuple):
@@ -37,13 +46,20 @@ class Workflow(NamedTuple):
     steps: tuple[Step, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "description": self.description,
-                "created_at": self.created_at,
-                "steps": [step.to_dict() for step in self.steps]}
+        return {
+            "id": self.id,
+            "name": self.name,
+            "description": self.description,
+            "created_at": self.created_at,
+            "steps": [step.to_dict() for step in self.steps],
+        }
 
     def listed(self) -> dict[str, Any]:
         """The workflow as lists show it: all of it, steps included."""
         return self.to_dict()
+
+    def about(self) -> dict[str, int]:
+        return {"workflow_id": self.id}
 
 
 class Action(NamedTuple):
@@ -57,10 +73,16 @@ class Action(NamedTuple):
     created_at: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "run_id": self.run_id, "step_id": self.step_id,
-                "step_name": self.step_name, "action": self.action,
-                "actor": self.actor, "comment": self.comment,
-                "created_at": self.created_at}
+        return {
+            "id": self.id,
+            "run_id": self.run_id,
+            "step_id": self.step_id,
+            "step_name": self.step_name,
+            "action": self.action,
+            "actor": self.actor,
+            "comment": self.comment,
+            "created_at": self.created_at,
+        }
 
 
 class Run(NamedTuple):
@@ -80,12 +102,21 @@ class Run(NamedTuple):
     def to_dict(self) -> dict[str, Any]:
         return {**self.listed(), "actions": [action.to_dict() for action in self.actions]}
 
+    def about(self) -> dict[str, int]:
+        return {"workflow_id": self.workflow_id, "run_id": self.id}
+
     def listed(self) -> dict[str, Any]:
         """The run as lists show it: everything but its actions."""
-        return {"id": self.id, "workflow_id": self.workflow_id, "title": self.title,
-                "status": self.status, "current_step_id": self.current_step_id,
-                "current_step": self.current_step.to_dict() if self.current_step else None,
-                "created_at": self.created_at, "updated_at": self.updated_at}
+        return {
+            "id": self.id,
+            "workflow_id": self.workflow_id,
+            "title": self.title,
+            "status": self.status,
+            "current_step_id": self.current_step_id,
+            "current_step": self.current_step.to_dict() if self.current_step else None,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+        }
 
 
 class Decision(NamedTuple):
@@ -116,34 +147,7 @@ class Page(NamedTuple):
     next_cursor: Optional[str]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"items": [item.listed() for item in self.items],
-                "next_cursor": self.next_cursor}
+        return {"items": [item.listed() for item in self.items], "next_cursor": self.next_cursor}
 
-
-class StoredResponse(NamedTuple):
-    """A response kept for an Idempotency-Key: replayed as it was first sent."""
-
-    status: int
-    body: str  # the JSON text of the body
-    location: Optional[str] = None
-
-
-class IdempotencyClaim(NamedTuple):
-    """One request's attempt to take an Idempotency-Key (times in epoch seconds)."""
-
-    key: str
-    fingerprint: str
-    token: str  # this attempt's own, so that only it may save or release the key
-    now: float
-    lease_until: float
-    expires_at: int
-
-
-class IdempotencyRecord(NamedTuple):
-    """What the storage holds for a key: in flight until `response` is set."""
-
-    fingerprint: str
-    token: str
-    lease_until: float
-    expires_at: int
-    response: Optional[StoredResponse] = None
+    def about(self) -> dict[str, int]:
+        return {}

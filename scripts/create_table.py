@@ -2,9 +2,10 @@
 
 The endpoint, region and credentials come from boto3's usual configuration
 (AWS_ENDPOINT_URL_DYNAMODB, AWS_DEFAULT_REGION or AWS_REGION, AWS_PROFILE, ...);
-the table name from WORKFLOW_TABLE. The definition is `dynamodb.TABLE_KEYS`, the
+the table name from WORKFLOW_TABLE. The definition is `dynamodb_schema.TABLE_KEYS`, the
 same one `make package` deploys.
 """
+
 from __future__ import annotations
 
 import sys
@@ -13,8 +14,8 @@ from typing import TYPE_CHECKING
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from chalicelib import errors  # noqa: E402
-from chalicelib.storage import dynamodb  # noqa: E402
+from chalicelib import errors
+from chalicelib.storage import dynamodb, dynamodb_schema
 
 if TYPE_CHECKING:
     from botocore.client import BaseClient
@@ -28,7 +29,7 @@ def main(client: BaseClient | None = None) -> int:
         return 2
     if client is None:
         client = dynamodb.create_client()  # falls back to AWS_REGION itself
-    created = dynamodb.ensure_table(client, table)
+    created = dynamodb_schema.ensure_table(client, table)
     where = client.meta.endpoint_url
     print(f"DynamoDB table {table!r} {'created' if created else 'already exists'} at {where}")
     return 0

@@ -3,8 +3,8 @@
     python scripts/package.py [--stage prod] [--out dist]
 
 writes OUT/sam.json and OUT/deployment.zip. The merge template given to
-`chalice package --merge-template` is generated from `dynamodb.TABLE_KEYS` and
-`dynamodb.TTL_ATTRIBUTE`, the definition `make dynamodb-table` creates, so keys,
+`chalice package --merge-template` is generated from `dynamodb_schema.TABLE_KEYS` and
+`dynamodb_schema.TTL_ATTRIBUTE`, the definition `make dynamodb-table` creates, so keys,
 indexes and Time to Live cannot drift. It
 adds the table, passes its name to the function, and grants the function's role
 the adapter's DynamoDB actions on that table (and its indexes) only.
@@ -12,6 +12,7 @@ the adapter's DynamoDB actions on that table (and its indexes) only.
 Runs offline: no AWS credentials are needed, a placeholder region is set when
 none is configured.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,7 +28,7 @@ from typing import Any
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT_DIR))
 
-from chalicelib.storage import dynamodb  # noqa: E402
+from chalicelib.storage import dynamodb_schema  # noqa: E402
 
 # Logical ids in the template. Chalice names the API function `APIHandler` and,
 # with `autogen_policy: false`, its role `ApiHandlerRole` (function name + _role).
@@ -43,16 +44,21 @@ TABLE_POLICY = "WorkflowTableAccess"
 # a transaction as PutItem/UpdateItem (and a ConditionCheck as
 # dynamodb:ConditionCheckItem, which the adapter does not use). DeleteItem
 # releases an Idempotency-Key after a failed request.
-TABLE_ACTIONS = ("dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem",
-                 "dynamodb:DeleteItem")
+TABLE_ACTIONS = ("dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
 # On an index only reads are possible, and the adapter's only read is Query.
 INDEX_ACTIONS = ("dynamodb:Query",)
 
 # CreateTable parameters that AWS::DynamoDB::Table takes unchanged. Anything
 # else in TABLE_KEYS (StreamSpecification, SSESpecification, ...) is spelled
 # differently in CloudFormation: fail rather than emit a wrong template.
-SAME_IN_CLOUDFORMATION = ("KeySchema", "AttributeDefinitions", "BillingMode",
-                          "GlobalSecondaryIndexes", "LocalSecondaryIndexes", "TableClass")
+SAME_IN_CLOUDFORMATION = (
+    "KeySchema",
+    "AttributeDefinitions",
+    "BillingMode",
+    "GlobalSecondaryIndexes",
+    "LocalSecondaryIndexes",
+    "TableClass",
+)
 
 PLACEHOLDER_REGION = "us-east-1"
 
@@ -66,15 +72,18 @@ def table_properties(table_keys: dict[str, Any]) -> dict[str, Any]:
     with the Time to Live that `make dynamodb-table` turns on."""
     unknown = sorted(set(table_keys) - set(SAME_IN_CLOUDFORMATION))
     if unknown:
-        raise ValueError(f"scripts/package.py cannot translate {', '.join(unknown)} "
-                         "from TABLE_KEYS into CloudFormation yet")
+        raise ValueError(
+            f"scripts/package.py cannot translate {', '.join(unknown)} "
+            "from TABLE_KEYS into CloudFormation yet"
+        )
     if table_keys.get("BillingMode") != "PAY_PER_REQUEST":
-        raise ValueError("The deployed table is on-demand: TABLE_KEYS must say "
-                         "BillingMode PAY_PER_REQUEST")
+        raise ValueError(
+            "The deployed table is on-demand: TABLE_KEYS must say BillingMode PAY_PER_REQUEST"
+        )
     return {
         **json.loads(json.dumps(table_keys)),  # a deep copy
         # UpdateTimeToLive's TimeToLiveSpecification is CloudFormation's too.
-        "TimeToLiveSpecification": dynamodb.time_to_live_specification(),
+        "TimeToLiveSpecification": dynamodb_schema.time_to_live_specification(),
         "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
         "DeletionProtectionEnabled": True,
     }
@@ -82,15 +91,23 @@ def table_properties(table_keys: dict[str, Any]) -> dict[str, Any]:
 
 def table_policy(table_keys: dict[str, Any]) -> dict[str, Any]:
     """The policy document that lets the function use the table, and nothing else."""
-    statements: list[dict[str, Any]] = [{
-        "Sid": "WorkflowTable", "Effect": "Allow", "Action": list(TABLE_ACTIONS),
-        "Resource": [{"Fn::GetAtt": [TABLE, "Arn"]}],
-    }]
+    statements: list[dict[str, Any]] = [
+        {
+            "Sid": "WorkflowTable",
+            "Effect": "Allow",
+            "Action": list(TABLE_ACTIONS),
+            "Resource": [{"Fn::GetAtt": [TABLE, "Arn"]}],
+        }
+    ]
     if has_indexes(table_keys):
-        statements.append({
-            "Sid": "WorkflowTableIndexes", "Effect": "Allow", "Action": list(INDEX_ACTIONS),
-            "Resource": [{"Fn::Sub": f"${{{TABLE}.Arn}}/index/*"}],
-        })
+        statements.append(
+            {
+                "Sid": "WorkflowTableIndexes",
+                "Effect": "Allow",
+                "Action": list(INDEX_ACTIONS),
+                "Resource": [{"Fn::Sub": f"${{{TABLE}.Arn}}/index/*"}],
+            }
+        )
     return {"Version": "2012-10-17", "Statement": statements}
 
 
@@ -119,17 +136,26 @@ def merge_template(table_keys: dict[str, Any]) -> dict[str, Any]:
             FUNCTION: {
                 # The function must not run before it may use its table.
                 "DependsOn": [TABLE_POLICY],
-                "Properties": {"Environment": {"Variables": {
-                    "WORKFLOW_STORAGE": "dynamodb",
-                    "WORKFLOW_TABLE": {"Ref": TABLE},
-                    "WORKFLOW_CURSOR_SECRET": {"Ref": CURSOR_SECRET},
-                }}},
+                "Properties": {
+                    "Environment": {
+                        "Variables": {
+                            "WORKFLOW_STORAGE": "dynamodb",
+                            "WORKFLOW_TABLE": {"Ref": TABLE},
+                            "WORKFLOW_CURSOR_SECRET": {"Ref": CURSOR_SECRET},
+                        }
+                    }
+                },
             },
             **gateway_errors(),
         },
-        "Parameters": {CURSOR_SECRET: {
-            "Type": "String", "NoEcho": True, "MinLength": 32,
-            "Description": "Signs list cursors: a long random secret, kept across deploys"}},
+        "Parameters": {
+            CURSOR_SECRET: {
+                "Type": "String",
+                "NoEcho": True,
+                "MinLength": 32,
+                "Description": "Signs list cursors: a long random secret, kept across deploys",
+            }
+        },
         "Outputs": {"WorkflowTableName": {"Value": {"Ref": TABLE}}},
     }
 
@@ -144,25 +170,36 @@ def gateway_errors() -> dict[str, Any]:
                 "RestApiId": {"Ref": REST_API},
                 "ResponseType": f"DEFAULT_{kind}",
                 # messageString is already a quoted JSON string.
-                "ResponseTemplates": {"application/json": '{"error": $context.error.messageString}'},
+                "ResponseTemplates": {
+                    "application/json": '{"error": $context.error.messageString}'
+                },
             },
-        } for kind in ("4XX", "5XX")}
+        }
+        for kind in ("4XX", "5XX")
+    }
 
 
 def check_packaged(template: dict[str, Any]) -> None:
     """Fail if chalice named things otherwise than the merge template assumes."""
     resources = template["Resources"]
-    functions = sorted(name for name, resource in resources.items()
-                       if resource["Type"] == "AWS::Serverless::Function")
+    functions = sorted(
+        name
+        for name, resource in resources.items()
+        if resource["Type"] == "AWS::Serverless::Function"
+    )
     if functions != [FUNCTION]:
-        raise RuntimeError(f"Expected one function {FUNCTION!r}, chalice made {functions}: "
-                           "give each the table's environment and policy in scripts/package.py")
+        raise RuntimeError(
+            f"Expected one function {FUNCTION!r}, chalice made {functions}: "
+            "give each the table's environment and policy in scripts/package.py"
+        )
     if resources.get(REST_API, {}).get("Type") != "AWS::Serverless::Api":
         raise RuntimeError(f"Expected the REST API {REST_API!r}: the gateway responses need it")
     role = resources[FUNCTION]["Properties"].get("Role")
     if role != {"Fn::GetAtt": [ROLE, "Arn"]}:
-        raise RuntimeError(f"{FUNCTION} does not use the role {ROLE!r} (it has {role}); "
-                           "is autogen_policy false for this stage?")
+        raise RuntimeError(
+            f"{FUNCTION} does not use the role {ROLE!r} (it has {role}); "
+            "is autogen_policy false for this stage?"
+        )
 
 
 def package(out_dir: Path, stage: str) -> Path:
@@ -176,12 +213,24 @@ def package(out_dir: Path, stage: str) -> Path:
         env["AWS_DEFAULT_REGION"] = env.get("AWS_REGION") or PLACEHOLDER_REGION
     with tempfile.TemporaryDirectory() as tmp:
         merge_file = Path(tmp) / "merge-template.json"
-        merge_file.write_text(json.dumps(merge_template(dynamodb.TABLE_KEYS), indent=2))
+        merge_file.write_text(json.dumps(merge_template(dynamodb_schema.TABLE_KEYS), indent=2))
         subprocess.run(
-            [sys.executable, "-c", "import sys; from chalice.cli import main; sys.exit(main())",
-             "--project-dir", str(PROJECT_DIR), "package", "--stage", stage,
-             "--merge-template", str(merge_file), str(out_dir)],
-            check=True, env=env)
+            [
+                sys.executable,
+                "-c",
+                "import sys; from chalice.cli import main; sys.exit(main())",
+                "--project-dir",
+                str(PROJECT_DIR),
+                "package",
+                "--stage",
+                stage,
+                "--merge-template",
+                str(merge_file),
+                str(out_dir),
+            ],
+            check=True,
+            env=env,
+        )
     sam = out_dir / "sam.json"
     check_packaged(json.loads(sam.read_text()))
     return sam

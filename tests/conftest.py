@@ -1,78 +1,76 @@
-"""Fixtures: every test that asks for `storage` (or what builds on it) runs once per backend.
+"""Fixtures and tiers.
+
+Tiers, one folder each, marked by folder (`-m` selects them):
+
+    unit       pure rules, no storage                      make test-fast
+    contract   the storage adapters and the engine         make test-fast
+    api        routes through chalice.test.Client          make test-fast
+    races      storms of concurrent writers                make test
+    fuzz       schemathesis against the served document    make test
+    packaging  `make package`'s template, cfn-lint         make test
+
+Which suites run on which backends, and why:
+
+- contract/test_storage_contract.py, the idempotency store contract and every
+  api/ test: every backend of BACKENDS (SQLite file; moto in process), through
+  the parametrized `storage` fixture. This is the one contract: both adapters
+  must behave identically, so it is checked on both.
+- contract/test_engine.py: SQLite only. The engine is pure over the Storage
+  protocol; what it needs from storage is pinned on both backends by the
+  contract suite and the API tests above.
+- races/ and fuzz/: RACE_BACKENDS (SQLite; moto served one request at a time,
+  because moto in process does not make a condition and its write atomic).
+- contract/test_dynamodb_*.py and contract/test_sqlite_*.py: one backend each,
+  for what only that backend has (request budgets, 1 MB pages, item sizes).
 
 Fixtures build on each other: storage_factory -> storage -> client -> api.
-
-A backend is a context manager that takes the test's tmp_path, prepares an empty
-store and yields an *opener*: a zero-argument callable that opens one more
-Storage on that same data (the first call gives the `storage` fixture; the
-concurrency tests call it again, once per thread). Adding DynamoDB is one line in
-each mapping below, with the backend functions of tests/dynamodb_backends.py
-(moto's `mock_aws` and a fresh table; each opener call a new DynamoDBStorage).
-
-RACE_BACKENDS is the same mapping for the concurrency tests. It is separate
-because moto's in-process mock does not make a condition check and its write
-atomic (issue 3, "Known facts"): DynamoDB races must run against moto served one
-request at a time on loopback, which is slower, so only the race tests pay for it.
 """
+
 from __future__ import annotations
 
-import contextlib
-import itertools
-import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Iterator, Optional
 
 import pytest
-from chalice.test import Client, HTTPResponse
+from chalice.test import Client
 
 import app as app_module
-from chalicelib.storage import Storage, dynamodb
-from chalicelib.storage.sqlite import SQLiteStorage
-from tests import openapi_contract
-from tests.dynamodb_backends import aws_env, dynamodb_backend, dynamodb_race_backend
+from chalicelib.storage import Backend, dynamodb
+from tests.support.api import Api
+from tests.support.backends import (
+    BACKENDS,
+    RACE_BACKENDS,
+    Opener,
+    aws_env,
+    dynamodb_backend,
+    session,
+)
 
-Opener = Callable[[], Storage]
-Backend = Callable[[Path], ContextManager[Opener]]
-
-
-@contextlib.contextmanager
-def sqlite_backend(tmp_path: Path) -> Iterator[Opener]:
-    """A real SQLite file per test; every opener call is a new SQLiteStorage on it."""
-    path = str(tmp_path / "workflows.sqlite3")
-    opened: list[SQLiteStorage] = []
-
-    def open_storage() -> Storage:
-        storage = SQLiteStorage(path)
-        opened.append(storage)
-        return storage
-
-    yield open_storage
-    # close() closes the calling thread's connection; connections of finished
-    # threads went with their thread-local storage.
-    for storage in opened:
-        storage.close()
+TIERS = ("unit", "contract", "api", "races", "fuzz", "packaging")
+LONGEST_FIRST = ("fuzz", "races", "packaging", "api", "contract", "unit")
 
 
-BACKENDS: dict[str, Backend] = {
-    "sqlite": sqlite_backend,
-    "dynamodb": dynamodb_backend,
-}
-
-RACE_BACKENDS: dict[str, Backend] = {
-    "sqlite": sqlite_backend,
-    "dynamodb": dynamodb_race_backend,
-}
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test with its tier, the folder it lives in, and run the longest
+    tiers first: with `-n 2`, pytest-xdist hands the first tests out one each, so
+    the two fuzzing runs (time-bound) take a core each while the rest queues."""
+    tests_dir = Path(__file__).parent
+    for item in items:
+        tier = item.path.relative_to(tests_dir).parts[0]
+        assert tier in TIERS, f"{item.nodeid} is in no tier folder ({', '.join(TIERS)})"
+        item.add_marker(tier)
+    items.sort(key=lambda item: LONGEST_FIRST.index(item.path.relative_to(tests_dir).parts[0]))
 
 
 @pytest.fixture(params=list(BACKENDS))
 def storage_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
-    """A zero-argument callable opening another Storage on this test's (empty) data."""
+    """A zero-argument callable opening another storage on this test's (empty) data."""
     with BACKENDS[request.param](tmp_path) as open_storage:
         yield open_storage
 
 
 @pytest.fixture
-def storage(storage_factory: Opener) -> Storage:
+def storage(storage_factory: Opener) -> Backend:
     """An empty store on the backend this test runs with."""
     return storage_factory()
 
@@ -85,12 +83,20 @@ def race_storage_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iter
 
 
 @pytest.fixture
-def ddb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dynamodb.DynamoDBStorage]:
+def serve(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The app serves from whatever storage the test hands `app.use_storage`
+    (without it, from one it would create), and forgets it afterwards."""
+    yield
+    app_module.use_storage(None)
+
+
+@pytest.fixture
+def ddb(tmp_path: Path, serve: None) -> Iterator[dynamodb.DynamoDBStorage]:
     """DynamoDB only: the app on a fresh table in moto's in-process mock."""
     with dynamodb_backend(tmp_path) as open_storage:
         storage = open_storage()
         assert isinstance(storage, dynamodb.DynamoDBStorage)
-        monkeypatch.setattr(app_module, "_STORAGE", storage)
+        app_module.use_storage(storage)
         yield storage
 
 
@@ -99,112 +105,26 @@ def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     """DynamoDB retries happen as configured, without waiting between them."""
     import botocore.retries.standard
 
-    monkeypatch.setattr(botocore.retries.standard.ExponentialBackoff, "delay_amount",
-                        lambda self, context: 0)
+    monkeypatch.setattr(
+        botocore.retries.standard.ExponentialBackoff, "delay_amount", lambda self, context: 0
+    )
     monkeypatch.setattr(dynamodb.time, "sleep", lambda seconds: None)
 
 
 @pytest.fixture
-def unreachable_dynamodb(no_backoff: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def unreachable_dynamodb(no_backoff: None, serve: None) -> None:
     """DynamoDB only: the app on an endpoint where nothing listens."""
     with aws_env(AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:9"):
-        monkeypatch.setattr(app_module, "_STORAGE",
-                            dynamodb.DynamoDBStorage(dynamodb.create_client(), "any"))
+        unreachable = dynamodb.create_client(session())
+    app_module.use_storage(dynamodb.DynamoDBStorage(unreachable, "any"))
 
 
 @pytest.fixture
-def client(storage: Storage, monkeypatch: pytest.MonkeyPatch) -> Iterator[Client]:
-    """Chalice's test client, with the app's lazily created storage set to ours."""
-    monkeypatch.setattr(app_module, "_STORAGE", storage)
+def client(storage: Backend, serve: None) -> Iterator[Client]:
+    """Chalice's test client, the app serving from `storage`."""
+    app_module.use_storage(storage)
     with Client(app_module.app) as test_client:
         yield test_client
-
-
-JSON_HEADERS = {"Content-Type": "application/json"}
-_NO_BODY = object()
-
-
-class Api:
-    """The request sequences the API tests repeat (create, append, start, approve, reject).
-
-    The typed helpers assert the success status and return the parsed body;
-    `request`, `get` and `post` return the raw response for tests of failures.
-    Every response is first checked against the OpenAPI document (status, headers, body).
-    """
-
-    def __init__(self, client: Client) -> None:
-        self.client = client
-        self._names = itertools.count(1)
-
-    # -- raw requests --------------------------------------------------------
-
-    def request(self, method: str, path: str, body: Any = _NO_BODY, *,
-                raw: Optional[bytes] = None,
-                headers: Optional[dict[str, str]] = None) -> HTTPResponse:
-        if raw is None:
-            raw = b"" if body is _NO_BODY else json.dumps(body).encode("utf-8")
-        response = self.client.http.request(method, path, headers=headers or JSON_HEADERS,
-                                            body=raw)
-        openapi_contract.assert_conforms(method, path, response.status_code,
-                                         response.headers, response.body)
-        return response
-
-    def get(self, path: str) -> HTTPResponse:
-        return self.request("GET", path)
-
-    def post(self, path: str, body: Any = _NO_BODY, **kwargs: Any) -> HTTPResponse:
-        return self.request("POST", path, body, **kwargs)
-
-    # -- successful sequences ------------------------------------------------
-
-    def create_workflow(self, name: Optional[str] = None, steps: Any = None,
-                        description: Optional[str] = None) -> dict[str, Any]:
-        body: dict[str, Any] = {"name": name or f"Workflow {next(self._names)}"}
-        if steps is not None:
-            body["steps"] = list(steps)
-        if description is not None:
-            body["description"] = description
-        return self._expect(201, self.post("/workflows", body))
-
-    def append_step(self, workflow_id: int, name: str) -> dict[str, Any]:
-        return self._expect(201, self.post(f"/workflows/{workflow_id}/steps", {"name": name}))
-
-    def get_workflow(self, workflow_id: int) -> dict[str, Any]:
-        return self._expect(200, self.get(f"/workflows/{workflow_id}"))
-
-    def start_run(self, workflow_id: int, title: str = "Laptop purchase") -> dict[str, Any]:
-        return self._expect(201, self.post("/runs", {"workflow_id": workflow_id,
-                                                     "title": title}))
-
-    def get_run(self, run_id: int) -> dict[str, Any]:
-        return self._expect(200, self.get(f"/runs/{run_id}"))
-
-    def approve(self, run_id: int, actor: str = "alice",
-                comment: Optional[str] = None) -> dict[str, Any]:
-        return self._expect(200, self.post(f"/runs/{run_id}/approve",
-                                           _decision(actor, comment)))
-
-    def reject(self, run_id: int, actor: str = "bob",
-               comment: Optional[str] = None) -> dict[str, Any]:
-        return self._expect(200, self.post(f"/runs/{run_id}/reject",
-                                           _decision(actor, comment)))
-
-    def started_run(self, steps: Any = ("Manager", "Finance", "Legal"),
-                    title: str = "Laptop purchase") -> tuple[dict[str, Any], dict[str, Any]]:
-        """A new workflow with `steps` and a run of it, just started."""
-        workflow = self.create_workflow(steps=steps)
-        return workflow, self.start_run(workflow["id"], title)
-
-    @staticmethod
-    def _expect(status: int, response: HTTPResponse) -> dict[str, Any]:
-        assert response.status_code == status, (response.status_code, response.body)
-        body = response.json_body
-        assert isinstance(body, dict), response.body
-        return body
-
-
-def _decision(actor: str, comment: Optional[str]) -> dict[str, Any]:
-    return {"actor": actor} if comment is None else {"actor": actor, "comment": comment}
 
 
 @pytest.fixture

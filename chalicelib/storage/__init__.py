@@ -1,12 +1,14 @@
 """The storage interface every backend implements, and the factory that picks one."""
+
 from __future__ import annotations
 
 import os
-from typing import Optional, Protocol, Sequence
+from collections.abc import Sequence
+from typing import Optional, Protocol
 
 from chalicelib import errors
-from chalicelib.models import (Decision, IdempotencyClaim, Run, Slice, Step,
-                               StoredResponse, Workflow)
+from chalicelib.idempotency import KeyStore
+from chalicelib.models import Decision, Run, Slice, Step, Workflow
 
 # os.path, not pathlib: pathlib is not imported by Chalice, and importing it
 # cost every cold start 1.2 ms.
@@ -17,8 +19,9 @@ DEFAULT_SQLITE_PATH = os.path.join(PROJECT_DIR, ".data", "workflows.sqlite3")
 class Storage(Protocol):
     """Durable state of workflows and runs; every mutation is one atomic write."""
 
-    def create_workflow(self, name: str, description: str,
-                        step_names: Sequence[str], now: str) -> Workflow:
+    def create_workflow(
+        self, name: str, description: str, step_names: Sequence[str], now: str
+    ) -> Workflow:
         """Store a workflow with its first steps; Conflict if the name is taken."""
         ...
 
@@ -51,30 +54,24 @@ class Storage(Protocol):
         """At most `limit` workflows after id `after_id` (None: the first), by id, with steps."""
         ...
 
-    def list_runs(self, workflow_id: Optional[int], status: Optional[str],
-                  before_id: Optional[int], limit: int) -> Slice[Run]:
+    def list_runs(
+        self,
+        workflow_id: Optional[int],
+        status: Optional[str],
+        before_id: Optional[int],
+        limit: int,
+    ) -> Slice[Run]:
         """At most `limit` runs before id `before_id` (None: the newest), newest first, of
         that workflow and status where given; without actions."""
         ...
 
-    def claim_idempotency_key(self, claim: IdempotencyClaim) -> Optional[StoredResponse]:
-        """Take claim.key for claim's request in one atomic write, where
-        idempotency.may_claim allows, and return None; otherwise write nothing and
-        return the response to replay, or raise IdempotencyMismatch or
-        RequestInProgress (idempotency.replay)."""
-        ...
 
-    def save_idempotent_response(self, claim: IdempotencyClaim,
-                                 response: StoredResponse) -> None:
-        """Keep the response for claim.key, if the claim still holds the key."""
-        ...
-
-    def release_idempotency_key(self, claim: IdempotencyClaim) -> None:
-        """Forget claim.key, if the claim still holds it, so that a retry runs again."""
-        ...
+class Backend(Storage, KeyStore, Protocol):
+    """What each adapter is: the service's state, and the Idempotency-Key store
+    beside it (chalicelib/idempotency.py), so that both share one database."""
 
 
-def create_storage() -> Storage:
+def create_storage() -> Backend:
     """The backend that the environment names (WORKFLOW_STORAGE, default sqlite)."""
     kind = os.environ.get("WORKFLOW_STORAGE", "sqlite").strip().lower()
     if kind == "sqlite":

@@ -58,52 +58,33 @@ An Idempotency-Key is claimed with one conditional put (see CLAIM_CONDITION);
 DynamoDB's TTL deletes it some time after expires_at, so the condition checks
 expiry itself.
 """
+
 from __future__ import annotations
 
 import os
 import random
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Optional, cast
 
 from chalicelib import errors, idempotency
-from chalicelib.models import (IN_PROGRESS, Action, Decision, IdempotencyClaim,
-                               IdempotencyRecord, Run, Slice, Step, StoredResponse,
-                               Workflow)
+from chalicelib.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
+from chalicelib.models import IN_PROGRESS, Action, Decision, Run, Slice, Step, Workflow
+from chalicelib.storage.dynamodb_schema import (
+    ALL_INDEX,
+    BY_STATUS_INDEX,
+    BY_WORKFLOW_INDEX,
+    BY_WORKFLOW_STATUS_INDEX,
+    INDEX_KEYS,
+    TTL_ATTRIBUTE,
+)
 
 if TYPE_CHECKING:
-    from botocore.client import BaseClient
+    import boto3
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 Item = dict[str, dict[str, Any]]
-
-# The list indexes: name -> partition key attribute. Every one sorts by `id`.
-ALL_INDEX = "all"
-BY_WORKFLOW_INDEX = "by_workflow"
-BY_STATUS_INDEX = "by_status"
-BY_WORKFLOW_STATUS_INDEX = "by_workflow_status"
-INDEX_KEYS = {ALL_INDEX: "all_pk", BY_WORKFLOW_INDEX: "workflow_pk",
-              BY_STATUS_INDEX: "status_pk", BY_WORKFLOW_STATUS_INDEX: "workflow_status_pk"}
-
-TABLE_KEYS: dict[str, Any] = {
-    "KeySchema": [{"AttributeName": "PK", "KeyType": "HASH"},
-                  {"AttributeName": "SK", "KeyType": "RANGE"}],
-    "AttributeDefinitions": [
-        {"AttributeName": "PK", "AttributeType": "S"},
-        {"AttributeName": "SK", "AttributeType": "S"},
-        {"AttributeName": "id", "AttributeType": "N"},
-        *({"AttributeName": key, "AttributeType": "S"} for key in INDEX_KEYS.values())],
-    "BillingMode": "PAY_PER_REQUEST",
-    "GlobalSecondaryIndexes": [
-        {"IndexName": index,
-         "KeySchema": [{"AttributeName": key, "KeyType": "HASH"},
-                       {"AttributeName": "id", "KeyType": "RANGE"}],
-         # A page is read whole from the index: no follow-up read per item.
-         "Projection": {"ProjectionType": "ALL"}}
-        for index, key in INDEX_KEYS.items()],
-}
-# The attribute DynamoDB's Time to Live reads (epoch seconds). Like TABLE_KEYS,
-# ensure_table and scripts/package.py both take it from here.
-TTL_ATTRIBUTE = "expires_at"
 
 WORKFLOW_SK = "#WORKFLOW"
 NAME_SK = "#WFNAME"
@@ -122,7 +103,8 @@ INLINE_BODY_LIMIT = 64 * 1024
 CLAIM_CONDITION = (
     "attribute_not_exists(PK) OR #expires_at <= :now OR (fingerprint = :fingerprint "
     "AND attribute_not_exists(response_status) "
-    "AND (lease_until <= :now OR claim_token = :token))")
+    "AND (lease_until <= :now OR claim_token = :token))"
+)
 
 # Ids come from the counter item in blocks: one counter write per block, so
 # the counter stays far from its partition's write limit however many
@@ -191,22 +173,28 @@ class IdBlocks:
 class DynamoDBStorage:
     """Storage in one DynamoDB table (see the module docstring for its keys)."""
 
-    def __init__(self, client: "BaseClient", table: str, id_block: int = ID_BLOCK) -> None:
+    def __init__(self, client: DynamoDBClient, table: str, id_block: int = ID_BLOCK) -> None:
         self.client = client
         self.table = table
         self._ids = IdBlocks(self._reserve_ids, id_block)
 
     # -- workflows -------------------------------------------------------
 
-    def create_workflow(self, name: str, description: str,
-                        step_names: Sequence[str], now: str) -> Workflow:
+    def create_workflow(
+        self, name: str, description: str, step_names: Sequence[str], now: str
+    ) -> Workflow:
         workflow_id, *step_ids = self._ids.take(1 + len(step_names))
-        steps = tuple(Step(step_id, workflow_id, step_name, order) for order, (step_id, step_name)
-                      in enumerate(zip(step_ids, step_names), start=1))
+        steps = tuple(
+            Step(step_id, workflow_id, step_name, order)
+            for order, (step_id, step_name) in enumerate(
+                zip(step_ids, step_names, strict=False), start=1
+            )
+        )
         workflow = Workflow(workflow_id, name, description, now, steps)
         items: list[dict[str, Any]] = [
-            self._put_new({"PK": _s(f"WFNAME#{name}"), "SK": _s(NAME_SK),
-                           "workflow_id": _n(workflow_id)}),
+            self._put_new(
+                {"PK": _s(f"WFNAME#{name}"), "SK": _s(NAME_SK), "workflow_id": _n(workflow_id)}
+            ),
             self._put_new(_workflow_item(workflow)),
         ]
         items += [self._put_new(_step_item(step)) for step in steps]
@@ -217,10 +205,13 @@ class DynamoDBStorage:
 
     def get_workflow(self, workflow_id: int) -> Workflow:
         # The workflow item carries its steps: the step items need not be read.
-        items = self._call("query", TableName=self.table, ConsistentRead=True,
-                           KeyConditionExpression="PK = :pk AND SK = :sk",
-                           ExpressionAttributeValues={":pk": _s(_wf_key(workflow_id)),
-                                                      ":sk": _s(WORKFLOW_SK)})["Items"]
+        items = self._call(
+            "query",
+            TableName=self.table,
+            ConsistentRead=True,
+            KeyConditionExpression="PK = :pk AND SK = :sk",
+            ExpressionAttributeValues={":pk": _s(_wf_key(workflow_id)), ":sk": _s(WORKFLOW_SK)},
+        )["Items"]
         if not items:
             raise errors.workflow_not_found(workflow_id)
         return _workflow(items[0])
@@ -228,10 +219,15 @@ class DynamoDBStorage:
     def append_step(self, workflow_id: int, name: str) -> Step:
         # The partition sorts the workflow item before its steps, so the last
         # item is the highest step (or the workflow item when it has none).
-        last = self._call("query", TableName=self.table, ConsistentRead=True,
-                          KeyConditionExpression="PK = :pk",
-                          ExpressionAttributeValues={":pk": _s(_wf_key(workflow_id))},
-                          ScanIndexForward=False, Limit=1)["Items"]
+        last = self._call(
+            "query",
+            TableName=self.table,
+            ConsistentRead=True,
+            KeyConditionExpression="PK = :pk",
+            ExpressionAttributeValues={":pk": _s(_wf_key(workflow_id))},
+            ScanIndexForward=False,
+            Limit=1,
+        )["Items"]
         if not last:
             raise errors.workflow_not_found(workflow_id)
         order = int(last[0]["step_order"]["N"]) + 1 if "step_order" in last[0] else 1
@@ -243,12 +239,12 @@ class DynamoDBStorage:
         while True:
             step = Step(step_id, workflow_id, name, order)
             try:
-                reasons = self._transact([self._put_new(_step_item(step)),
-                                          self._listed_step(step)])
+                reasons = self._transact([self._put_new(_step_item(step)), self._listed_step(step)])
             except ItemTooLarge as exc:
                 raise ItemTooLarge(
                     f"Workflow {workflow_id} cannot take another step: its steps fill the "
-                    "400 KB that DynamoDB stores per workflow") from exc
+                    "400 KB that DynamoDB stores per workflow"
+                ) from exc
             if not reasons:
                 return step
             if reasons[1] == "ConditionalCheckFailed":
@@ -257,25 +253,33 @@ class DynamoDBStorage:
 
     def _listed_step(self, step: Step) -> dict[str, Any]:
         """The update that appends `step` to the steps its workflow item carries."""
-        return {"Update": {
-            "TableName": self.table,
-            "Key": {"PK": _s(_wf_key(step.workflow_id)), "SK": _s(WORKFLOW_SK)},
-            "UpdateExpression": "SET #steps = list_append(#steps, :step)",
-            "ConditionExpression": "attribute_exists(PK)",
-            "ExpressionAttributeNames": {"#steps": "steps"},
-            "ExpressionAttributeValues": {":step": {"L": [_step_entry(step)]}},
-        }}
+        return {
+            "Update": {
+                "TableName": self.table,
+                "Key": {"PK": _s(_wf_key(step.workflow_id)), "SK": _s(WORKFLOW_SK)},
+                "UpdateExpression": "SET #steps = list_append(#steps, :step)",
+                "ConditionExpression": "attribute_exists(PK)",
+                "ExpressionAttributeNames": {"#steps": "steps"},
+                "ExpressionAttributeValues": {":step": {"L": [_step_entry(step)]}},
+            }
+        }
 
     def list_workflows(self, after_id: Optional[int], limit: int) -> Slice[Workflow]:
         items, more = self._list_page(ALL_INDEX, WORKFLOWS_PK, after_id, limit, newest_first=False)
         return Slice(tuple(_workflow(item) for item in items), more)
 
     def next_step(self, workflow_id: int, after_order: int) -> Optional[Step]:
-        items = self._call("query", TableName=self.table, ConsistentRead=True,
-                           KeyConditionExpression="PK = :pk AND SK > :sk",
-                           ExpressionAttributeValues={":pk": _s(_wf_key(workflow_id)),
-                                                      ":sk": _s(_step_sk(after_order))},
-                           Limit=1)["Items"]
+        items = self._call(
+            "query",
+            TableName=self.table,
+            ConsistentRead=True,
+            KeyConditionExpression="PK = :pk AND SK > :sk",
+            ExpressionAttributeValues={
+                ":pk": _s(_wf_key(workflow_id)),
+                ":sk": _s(_step_sk(after_order)),
+            },
+            Limit=1,
+        )["Items"]
         return _step(items[0], workflow_id) if items else None
 
     # -- runs ------------------------------------------------------------
@@ -283,12 +287,21 @@ class DynamoDBStorage:
     def create_run(self, workflow: Workflow, title: str, now: str) -> Run:
         (run_id,) = self._ids.take()
         first = workflow.steps[0]
-        item = {"PK": _s(_run_key(run_id)), "SK": _s(RUN_SK), "id": _n(run_id),
-                "workflow_id": _n(workflow.id), "title": _s(title),
-                "status": _s(IN_PROGRESS), "created_at": _s(now), "updated_at": _s(now),
-                "seq": _n(0), **_current_step_attrs(first),
-                "all_pk": _s(RUNS_PK), "workflow_pk": _s(_wf_key(workflow.id)),
-                **_status_keys(workflow.id, IN_PROGRESS)}
+        item = {
+            "PK": _s(_run_key(run_id)),
+            "SK": _s(RUN_SK),
+            "id": _n(run_id),
+            "workflow_id": _n(workflow.id),
+            "title": _s(title),
+            "status": _s(IN_PROGRESS),
+            "created_at": _s(now),
+            "updated_at": _s(now),
+            "seq": _n(0),
+            **_current_step_attrs(first),
+            "all_pk": _s(RUNS_PK),
+            "workflow_pk": _s(_wf_key(workflow.id)),
+            **_status_keys(workflow.id, IN_PROGRESS),
+        }
         if not self._put_if_new(item):
             raise errors.Unavailable(f"Run id {run_id} is already taken; retry")
         return Run(run_id, workflow.id, title, IN_PROGRESS, first, now, now)
@@ -298,8 +311,9 @@ class DynamoDBStorage:
         head = next((item for item in items if item["SK"]["S"] == RUN_SK), None)
         if head is None:
             raise errors.run_not_found(run_id)
-        actions = tuple(_action(item, run_id) for item in items
-                        if item["SK"]["S"].startswith(ACTION_PREFIX))
+        actions = tuple(
+            _action(item, run_id) for item in items if item["SK"]["S"].startswith(ACTION_PREFIX)
+        )
         return _run(head, actions)
 
     def record_decision(self, run: Run, decision: Decision) -> Run:
@@ -307,33 +321,63 @@ class DynamoDBStorage:
         assert step is not None, "only a run in progress has a decision to record"
         seq = len(run.actions) + 1
         (action_id,) = self._ids.take()
-        action = Action(action_id, run.id, step.id, step.name, decision.action,
-                        decision.actor, decision.comment, decision.at)
-        moved = {"status": _s(decision.status), "updated_at": _s(decision.at), "seq": _n(seq),
-                 **_status_keys(run.workflow_id, decision.status)}
+        action = Action(
+            action_id,
+            run.id,
+            step.id,
+            step.name,
+            decision.action,
+            decision.actor,
+            decision.comment,
+            decision.at,
+        )
+        moved = {
+            "status": _s(decision.status),
+            "updated_at": _s(decision.at),
+            "seq": _n(seq),
+            **_status_keys(run.workflow_id, decision.status),
+        }
         if decision.next_step:
             moved.update(_current_step_attrs(decision.next_step))
             remove = ""
         else:
             remove = " REMOVE step_id, step_name, step_order"
         sets = ", ".join(f"#{name} = :{name}" for name in moved)
-        update = {"Update": {
-            "TableName": self.table,
-            "Key": {"PK": _s(_run_key(run.id)), "SK": _s(RUN_SK)},
-            "UpdateExpression": f"SET {sets}{remove}",
-            "ConditionExpression": "#status = :in_progress AND step_id = :step AND seq = :prev",
-            "ExpressionAttributeNames": {f"#{name}": name for name in moved},
-            "ExpressionAttributeValues": {
-                **{f":{name}": value for name, value in moved.items()},
-                ":in_progress": _s(IN_PROGRESS), ":step": _n(step.id), ":prev": _n(seq - 1)},
-        }}
+        update = {
+            "Update": {
+                "TableName": self.table,
+                "Key": {"PK": _s(_run_key(run.id)), "SK": _s(RUN_SK)},
+                "UpdateExpression": f"SET {sets}{remove}",
+                "ConditionExpression": "#status = :in_progress AND step_id = :step AND seq = :prev",
+                "ExpressionAttributeNames": {f"#{name}": name for name in moved},
+                "ExpressionAttributeValues": {
+                    **{f":{name}": value for name, value in moved.items()},
+                    ":in_progress": _s(IN_PROGRESS),
+                    ":step": _n(step.id),
+                    ":prev": _n(seq - 1),
+                },
+            }
+        }
         if self._transact([update, self._put_new(_action_item(action, seq))]):
             raise errors.StaleRun()
-        return Run(run.id, run.workflow_id, run.title, decision.status, decision.next_step,
-                   run.created_at, decision.at, run.actions + (action,))
+        return Run(
+            run.id,
+            run.workflow_id,
+            run.title,
+            decision.status,
+            decision.next_step,
+            run.created_at,
+            decision.at,
+            (*run.actions, action),
+        )
 
-    def list_runs(self, workflow_id: Optional[int], status: Optional[str],
-                  before_id: Optional[int], limit: int) -> Slice[Run]:
+    def list_runs(
+        self,
+        workflow_id: Optional[int],
+        status: Optional[str],
+        before_id: Optional[int],
+        limit: int,
+    ) -> Slice[Run]:
         if workflow_id is not None and status is not None:
             index, pk = BY_WORKFLOW_STATUS_INDEX, _workflow_status_pk(workflow_id, status)
         elif workflow_id is not None:
@@ -350,23 +394,33 @@ class DynamoDBStorage:
     def claim_idempotency_key(self, claim: IdempotencyClaim) -> Optional[StoredResponse]:
         from botocore.exceptions import ClientError
 
-        item = {**_idempotency_key(claim.key), "fingerprint": _s(claim.fingerprint),
-                "claim_token": _s(claim.token), "lease_until": _number(claim.lease_until),
-                TTL_ATTRIBUTE: _n(claim.expires_at)}
+        item = {
+            **_idempotency_key(claim.key),
+            "fingerprint": _s(claim.fingerprint),
+            "claim_token": _s(claim.token),
+            "lease_until": _number(claim.lease_until),
+            TTL_ATTRIBUTE: _n(claim.expires_at),
+        }
         try:
             # One write decides; on refusal DynamoDB returns the item that refused
             # it, so no read follows (and none could race with the write).
-            self._call("put_item", TableName=self.table, Item=item,
-                       ConditionExpression=CLAIM_CONDITION,
-                       ExpressionAttributeNames={"#expires_at": TTL_ATTRIBUTE},
-                       ExpressionAttributeValues={":now": _number(claim.now),
-                                                  ":fingerprint": _s(claim.fingerprint),
-                                                  ":token": _s(claim.token)},
-                       ReturnValuesOnConditionCheckFailure="ALL_OLD")
+            self._call(
+                "put_item",
+                TableName=self.table,
+                Item=item,
+                ConditionExpression=CLAIM_CONDITION,
+                ExpressionAttributeNames={"#expires_at": TTL_ATTRIBUTE},
+                ExpressionAttributeValues={
+                    ":now": _number(claim.now),
+                    ":fingerprint": _s(claim.fingerprint),
+                    ":token": _s(claim.token),
+                },
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
-            held = exc.response.get("Item")
+            held = cast(Optional[Item], exc.response.get("Item"))
             record = _idempotency_record(held) if held else None
             if record is None or idempotency.may_claim(record, claim):
                 # Only an endpoint that does not return the refusing item gets
@@ -375,29 +429,40 @@ class DynamoDBStorage:
             return idempotency.replay(record, claim)
         return None
 
-    def save_idempotent_response(self, claim: IdempotencyClaim,
-                                 response: StoredResponse) -> None:
-        values = {":status": _n(response.status), ":body": _body_value(response.body),
-                  ":token": _s(claim.token)}
+    def save_idempotent_response(self, claim: IdempotencyClaim, response: StoredResponse) -> None:
+        values = {
+            ":status": _n(response.status),
+            ":body": _body_value(response.body),
+            ":token": _s(claim.token),
+        }
         sets = "response_status = :status, response_body = :body"
         if response.location is not None:
             sets += ", response_location = :location"
             values[":location"] = _s(response.location)
-        self._write_if_claimed("update_item", UpdateExpression=f"SET {sets}",
-                               ExpressionAttributeValues=values, claim=claim)
+        self._write_if_claimed(
+            "update_item",
+            UpdateExpression=f"SET {sets}",
+            ExpressionAttributeValues=values,
+            claim=claim,
+        )
 
     def release_idempotency_key(self, claim: IdempotencyClaim) -> None:
-        self._write_if_claimed("delete_item", ExpressionAttributeValues={
-            ":token": _s(claim.token)}, claim=claim)
+        self._write_if_claimed(
+            "delete_item", ExpressionAttributeValues={":token": _s(claim.token)}, claim=claim
+        )
 
-    def _write_if_claimed(self, operation: str, claim: IdempotencyClaim,
-                          **params: Any) -> None:
+    def _write_if_claimed(self, operation: str, claim: IdempotencyClaim, **params: Any) -> None:
         """Update or delete claim's key item while the claim holds it; else nothing."""
         from botocore.exceptions import ClientError
 
         try:
-            self._call(operation, TableName=self.table, Key=_idempotency_key(claim.key),
-                       ConditionExpression="claim_token = :token", **params)
+            self._call(
+                operation,
+                TableName=self.table,
+                Key=_idempotency_key(claim.key),
+                ConditionExpression="claim_token = :token",
+                **params,
+            )
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
@@ -405,8 +470,9 @@ class DynamoDBStorage:
 
     # -- requests --------------------------------------------------------
 
-    def _list_page(self, index: str, pk: str, after: Optional[int], limit: int,
-                   newest_first: bool) -> tuple[list[Item], bool]:
+    def _list_page(
+        self, index: str, pk: str, after: Optional[int], limit: int, newest_first: bool
+    ) -> tuple[list[Item], bool]:
         """One Query of `index`: up to `limit` items of partition `pk` past id
         `after`, and whether any follow."""
         condition = "#pk = :pk"
@@ -416,10 +482,16 @@ class DynamoDBStorage:
             condition += f" AND #id {'<' if newest_first else '>'} :after"
             names["#id"] = "id"
             values[":after"] = _n(after)
-        page = self._call("query", TableName=self.table, IndexName=index,
-                          KeyConditionExpression=condition,
-                          ExpressionAttributeNames=names, ExpressionAttributeValues=values,
-                          ScanIndexForward=not newest_first, Limit=limit + 1)
+        page = self._call(
+            "query",
+            TableName=self.table,
+            IndexName=index,
+            KeyConditionExpression=condition,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+            ScanIndexForward=not newest_first,
+            Limit=limit + 1,
+        )
         items: list[Item] = page["Items"]
         if len(items) > limit:
             return items[:limit], True
@@ -438,23 +510,26 @@ class DynamoDBStorage:
             code = exc.response.get("Error", {}).get("Code", "")
             if code in ("ConditionalCheckFailedException", "TransactionCanceledException"):
                 raise
-            if code == "ValidationException" and "size" in exc.response["Error"].get(
-                    "Message", ""):
+            if code == "ValidationException" and "size" in exc.response["Error"].get("Message", ""):
                 raise ItemTooLarge("The item would exceed DynamoDB's 400 KB") from exc
             if code == "ResourceNotFoundException":
                 raise errors.Unavailable(
                     f"DynamoDB table {self.table!r} does not exist; create it with "
-                    "`make dynamodb-table`") from exc
+                    "`make dynamodb-table`"
+                ) from exc
             raise errors.Unavailable(
-                f"DynamoDB did not accept the request ({code}); retry shortly") from exc
+                f"DynamoDB did not accept the request ({code}); retry shortly"
+            ) from exc
         except BotoCoreError as exc:
             raise errors.Unavailable("DynamoDB could not be reached; retry shortly") from exc
 
     def _query_partition(self, pk: str) -> Iterator[Item]:
         params: dict[str, Any] = {
-            "TableName": self.table, "ConsistentRead": True,
+            "TableName": self.table,
+            "ConsistentRead": True,
             "KeyConditionExpression": "PK = :pk",
-            "ExpressionAttributeValues": {":pk": _s(pk)}}
+            "ExpressionAttributeValues": {":pk": _s(pk)},
+        }
         while True:
             page = self._call("query", **params)
             yield from page["Items"]
@@ -463,8 +538,13 @@ class DynamoDBStorage:
             params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def _put_new(self, item: Item) -> dict[str, Any]:
-        return {"Put": {"TableName": self.table, "Item": item,
-                        "ConditionExpression": "attribute_not_exists(PK)"}}
+        return {
+            "Put": {
+                "TableName": self.table,
+                "Item": item,
+                "ConditionExpression": "attribute_not_exists(PK)",
+            }
+        }
 
     def _put_if_new(self, item: Item) -> bool:
         """Put an item that must not exist yet; False if it already does."""
@@ -487,8 +567,10 @@ class DynamoDBStorage:
                 self._call("transact_write_items", TransactItems=items)
                 return []
             except ClientError as exc:
-                reasons = [reason.get("Code", "None")
-                           for reason in exc.response.get("CancellationReasons", [])]
+                reasons = [
+                    reason.get("Code", "None")
+                    for reason in exc.response.get("CancellationReasons", [])
+                ]
                 if "ConditionalCheckFailed" in reasons:
                     return reasons
                 if "ValidationError" in reasons:
@@ -506,50 +588,66 @@ class DynamoDBStorage:
 
     def _reserve_ids(self, count: int) -> int:
         """Reserve `count` ids on the counter; the highest of them."""
-        answer = self._call("update_item", TableName=self.table, Key=COUNTER_KEY,
-                            UpdateExpression="ADD next_id :n",
-                            ExpressionAttributeValues={":n": _n(count)},
-                            ReturnValues="UPDATED_NEW")
+        answer = self._call(
+            "update_item",
+            TableName=self.table,
+            Key=COUNTER_KEY,
+            UpdateExpression="ADD next_id :n",
+            ExpressionAttributeValues={":n": _n(count)},
+            ReturnValues="UPDATED_NEW",
+        )
         return int(answer["Attributes"]["next_id"]["N"])
 
 
 # -- items <-> models ----------------------------------------------------------
 
+
 def _step_item(step: Step) -> Item:
-    return {"PK": _s(_wf_key(step.workflow_id)), "SK": _s(_step_sk(step.step_order)),
-            "id": _n(step.id), "name": _s(step.name), "step_order": _n(step.step_order)}
+    return {
+        "PK": _s(_wf_key(step.workflow_id)),
+        "SK": _s(_step_sk(step.step_order)),
+        "id": _n(step.id),
+        "name": _s(step.name),
+        "step_order": _n(step.step_order),
+    }
 
 
 def _workflow_item(workflow: Workflow) -> Item:
-    return {"PK": _s(_wf_key(workflow.id)), "SK": _s(WORKFLOW_SK), "id": _n(workflow.id),
-            "name": _s(workflow.name), "description": _s(workflow.description),
-            "created_at": _s(workflow.created_at),
-            "steps": {"L": [_step_entry(step) for step in workflow.steps]},
-            "all_pk": _s(WORKFLOWS_PK)}
+    return {
+        "PK": _s(_wf_key(workflow.id)),
+        "SK": _s(WORKFLOW_SK),
+        "id": _n(workflow.id),
+        "name": _s(workflow.name),
+        "description": _s(workflow.description),
+        "created_at": _s(workflow.created_at),
+        "steps": {"L": [_step_entry(step) for step in workflow.steps]},
+        "all_pk": _s(WORKFLOWS_PK),
+    }
 
 
 def _workflow(item: Item) -> Workflow:
     workflow_id = int(item["id"]["N"])
     steps = (_step(entry["M"], workflow_id) for entry in item["steps"]["L"])
-    return Workflow(workflow_id, item["name"]["S"], item["description"]["S"],
-                    item["created_at"]["S"],
-                    tuple(sorted(steps, key=lambda step: step.step_order)))
+    return Workflow(
+        workflow_id,
+        item["name"]["S"],
+        item["description"]["S"],
+        item["created_at"]["S"],
+        tuple(sorted(steps, key=lambda step: step.step_order)),
+    )
 
 
 def _step_entry(step: Step) -> dict[str, Item]:
     """A step as its workflow item lists it."""
-    return {"M": {"id": _n(step.id), "name": _s(step.name),
-                  "step_order": _n(step.step_order)}}
+    return {"M": {"id": _n(step.id), "name": _s(step.name), "step_order": _n(step.step_order)}}
 
 
 def _step(item: Item, workflow_id: int) -> Step:
-    return Step(int(item["id"]["N"]), workflow_id, item["name"]["S"],
-                int(item["step_order"]["N"]))
+    return Step(int(item["id"]["N"]), workflow_id, item["name"]["S"], int(item["step_order"]["N"]))
 
 
 def _current_step_attrs(step: Step) -> Item:
-    return {"step_id": _n(step.id), "step_name": _s(step.name),
-            "step_order": _n(step.step_order)}
+    return {"step_id": _n(step.id), "step_name": _s(step.name), "step_order": _n(step.step_order)}
 
 
 def _workflow_status_pk(workflow_id: int, status: str) -> str:
@@ -558,32 +656,59 @@ def _workflow_status_pk(workflow_id: int, status: str) -> str:
 
 def _status_keys(workflow_id: int, status: str) -> Item:
     """The index keys of a run that follow its status."""
-    return {"status_pk": _s(status),
-            "workflow_status_pk": _s(_workflow_status_pk(workflow_id, status))}
+    return {
+        "status_pk": _s(status),
+        "workflow_status_pk": _s(_workflow_status_pk(workflow_id, status)),
+    }
 
 
 def _run(item: Item, actions: tuple[Action, ...]) -> Run:
     workflow_id = int(item["workflow_id"]["N"])
     current = None
     if "step_id" in item:
-        current = Step(int(item["step_id"]["N"]), workflow_id, item["step_name"]["S"],
-                       int(item["step_order"]["N"]))
-    return Run(int(item["id"]["N"]), workflow_id, item["title"]["S"], item["status"]["S"],
-               current, item["created_at"]["S"], item["updated_at"]["S"], actions)
+        current = Step(
+            int(item["step_id"]["N"]),
+            workflow_id,
+            item["step_name"]["S"],
+            int(item["step_order"]["N"]),
+        )
+    return Run(
+        int(item["id"]["N"]),
+        workflow_id,
+        item["title"]["S"],
+        item["status"]["S"],
+        current,
+        item["created_at"]["S"],
+        item["updated_at"]["S"],
+        actions,
+    )
 
 
 def _action_item(action: Action, seq: int) -> Item:
-    return {"PK": _s(_run_key(action.run_id)), "SK": _s(_action_sk(seq)),
-            "id": _n(action.id), "step_id": _n(action.step_id),
-            "step_name": _s(action.step_name), "action": _s(action.action),
-            "actor": _s(action.actor), "comment": _s(action.comment),
-            "created_at": _s(action.created_at)}
+    return {
+        "PK": _s(_run_key(action.run_id)),
+        "SK": _s(_action_sk(seq)),
+        "id": _n(action.id),
+        "step_id": _n(action.step_id),
+        "step_name": _s(action.step_name),
+        "action": _s(action.action),
+        "actor": _s(action.actor),
+        "comment": _s(action.comment),
+        "created_at": _s(action.created_at),
+    }
 
 
 def _action(item: Item, run_id: int) -> Action:
-    return Action(int(item["id"]["N"]), run_id, int(item["step_id"]["N"]),
-                  item["step_name"]["S"], item["action"]["S"], item["actor"]["S"],
-                  item["comment"]["S"], item["created_at"]["S"])
+    return Action(
+        int(item["id"]["N"]),
+        run_id,
+        int(item["step_id"]["N"]),
+        item["step_name"]["S"],
+        item["action"]["S"],
+        item["actor"]["S"],
+        item["comment"]["S"],
+        item["created_at"]["S"],
+    )
 
 
 def _idempotency_key(key: str) -> Item:
@@ -614,22 +739,36 @@ def _idempotency_record(item: Item) -> IdempotencyRecord:
     response = None
     if "response_status" in item:
         location = item.get("response_location")
-        response = StoredResponse(int(item["response_status"]["N"]),
-                                  _body_text(item["response_body"]),
-                                  location["S"] if location else None)
-    return IdempotencyRecord(item["fingerprint"]["S"], item["claim_token"]["S"],
-                             float(item["lease_until"]["N"]),
-                             int(item[TTL_ATTRIBUTE]["N"]), response)
+        response = StoredResponse(
+            int(item["response_status"]["N"]),
+            _body_text(item["response_body"]),
+            location["S"] if location else None,
+        )
+    return IdempotencyRecord(
+        item["fingerprint"]["S"],
+        item["claim_token"]["S"],
+        float(item["lease_until"]["N"]),
+        int(item[TTL_ATTRIBUTE]["N"]),
+        response,
+    )
 
 
-def create_client() -> "BaseClient":
-    """A DynamoDB client configured the boto3 way (region, profile, endpoint)."""
+def create_client(session: Optional[boto3.session.Session] = None) -> DynamoDBClient:
+    """A DynamoDB client configured the boto3 way (region, profile, endpoint).
+
+    A new session parses botocore's service models (0.3 to 0.6 s), a client from
+    an existing one takes about 0.03 s: callers that need several clients pass
+    one session. Clients are thread-safe; sessions are not."""
     import boto3
     from botocore.config import Config
 
-    config = Config(retries={"mode": "standard", "total_max_attempts": MAX_ATTEMPTS},
-                    connect_timeout=3, read_timeout=10, tcp_keepalive=True)
-    session = boto3.session.Session()
+    config = Config(
+        retries={"mode": "standard", "total_max_attempts": MAX_ATTEMPTS},
+        connect_timeout=3,
+        read_timeout=10,
+        tcp_keepalive=True,
+    )
+    session = session or boto3.session.Session()
     # Lambda and some tools set only AWS_REGION, which botocore does not read.
     region = session.region_name or os.environ.get("AWS_REGION")
     return session.client("dynamodb", region_name=region, config=config)
@@ -640,32 +779,3 @@ def table_name() -> str:
     if not name:
         raise errors.Unavailable("WORKFLOW_TABLE names no DynamoDB table")
     return name
-
-
-def ensure_table(client: "BaseClient", table: str) -> bool:
-    """Create the table, wait until it is active and turn its Time to Live on;
-    False if it already existed (its TTL is turned on all the same)."""
-    try:
-        client.create_table(TableName=table, **TABLE_KEYS)
-        created = True
-    except client.exceptions.ResourceInUseException:
-        created = False
-    client.get_waiter("table_exists").wait(TableName=table,
-                                           WaiterConfig={"Delay": 1, "MaxAttempts": 60})
-    ensure_time_to_live(client, table)
-    return created
-
-
-def time_to_live_specification() -> dict[str, Any]:
-    """The table's TTL, as UpdateTimeToLive and CloudFormation both spell it."""
-    return {"AttributeName": TTL_ATTRIBUTE, "Enabled": True}
-
-
-def ensure_time_to_live(client: "BaseClient", table: str) -> None:
-    """Turn TTL on TTL_ATTRIBUTE on, unless it is on (DynamoDB refuses it twice)."""
-    ttl = client.describe_time_to_live(TableName=table)["TimeToLiveDescription"]
-    if ttl.get("TimeToLiveStatus") in ("ENABLED", "ENABLING") \
-            and ttl.get("AttributeName") == TTL_ATTRIBUTE:
-        return
-    client.update_time_to_live(TableName=table,
-                               TimeToLiveSpecification=time_to_live_specification())

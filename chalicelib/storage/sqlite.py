@@ -1,17 +1,18 @@
 """SQLite storage: the spec's schema verbatim, one connection per thread, WAL."""
+
 from __future__ import annotations
 
 import os
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Optional
 
-from chalicelib import errors
-from chalicelib.models import (IN_PROGRESS, Action, Decision, IdempotencyClaim,
-                               IdempotencyRecord, Run, Slice, Step, StoredResponse,
-                               Workflow)
+from chalicelib import errors, idempotency
+from chalicelib.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
+from chalicelib.models import IN_PROGRESS, Action, Decision, Run, Slice, Step, Workflow
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS workflows (
@@ -67,8 +68,10 @@ BUSY_TIMEOUT_MS = 10_000
 EXPIRED_KEYS_PER_CLAIM = 10
 
 _STEP_COLUMNS = "id, workflow_id, name, step_order"
-_RUN_COLUMNS = ("r.id, r.workflow_id, r.title, r.status, r.created_at, r.updated_at, "
-                "s.id, s.workflow_id, s.name, s.step_order")
+_RUN_COLUMNS = (
+    "r.id, r.workflow_id, r.title, r.status, r.created_at, r.updated_at, "
+    "s.id, s.workflow_id, s.name, s.step_order"
+)
 
 
 class SQLiteStorage:
@@ -96,8 +99,9 @@ class SQLiteStorage:
         # isolation_level=None: we open every transaction ourselves, writers
         # with BEGIN IMMEDIATE so they queue on the busy timeout instead of
         # failing when a read lock would have to be upgraded.
-        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000,
-                               isolation_level=None, check_same_thread=False)
+        conn = sqlite3.connect(
+            self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+        )
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA synchronous = NORMAL")
@@ -134,37 +138,44 @@ class SQLiteStorage:
 
     # -- workflows -------------------------------------------------------
 
-    def create_workflow(self, name: str, description: str,
-                        step_names: Sequence[str], now: str) -> Workflow:
+    def create_workflow(
+        self, name: str, description: str, step_names: Sequence[str], now: str
+    ) -> Workflow:
         with self._write() as conn:
             try:
                 cursor = conn.execute(
                     "INSERT INTO workflows (name, description, created_at) VALUES (?, ?, ?)",
-                    (name, description, now))
+                    (name, description, now),
+                )
             except sqlite3.IntegrityError as exc:
                 raise errors.Conflict(f"A workflow named {name!r} already exists") from exc
             workflow_id = _last_id(cursor)
-            steps = tuple(self._insert_step(conn, workflow_id, step_name, order)
-                          for order, step_name in enumerate(step_names, start=1))
+            steps = tuple(
+                self._insert_step(conn, workflow_id, step_name, order)
+                for order, step_name in enumerate(step_names, start=1)
+            )
         return Workflow(workflow_id, name, description, now, steps)
 
     def get_workflow(self, workflow_id: int) -> Workflow:
         conn = self._connection()
         row = conn.execute(
-            "SELECT id, name, description, created_at FROM workflows WHERE id = ?",
-            (workflow_id,)).fetchone()
+            "SELECT id, name, description, created_at FROM workflows WHERE id = ?", (workflow_id,)
+        ).fetchone()
         if row is None:
             raise errors.workflow_not_found(workflow_id)
         steps = conn.execute(
-            f"SELECT {_STEP_COLUMNS} FROM workflow_steps WHERE workflow_id = ? "
-            "ORDER BY step_order", (workflow_id,)).fetchall()
+            f"SELECT {_STEP_COLUMNS} FROM workflow_steps WHERE workflow_id = ? ORDER BY step_order",
+            (workflow_id,),
+        ).fetchall()
         return Workflow(row[0], row[1], row[2], row[3], tuple(Step(*step) for step in steps))
 
     def list_workflows(self, after_id: Optional[int], limit: int) -> Slice[Workflow]:
         conn = self._connection()
         rows = conn.execute(
             "SELECT id, name, description, created_at FROM workflows WHERE id > ? "
-            "ORDER BY id LIMIT ?", (after_id or 0, limit + 1)).fetchall()
+            "ORDER BY id LIMIT ?",
+            (after_id or 0, limit + 1),
+        ).fetchall()
         page = rows[:limit]
         # The steps of the whole page in one statement, not one per workflow.
         # Steps are only ever appended, so reading them second shows each
@@ -172,38 +183,50 @@ class SQLiteStorage:
         steps: dict[int, list[Step]] = {row[0]: [] for row in page}
         if page:
             for step in conn.execute(
-                    f"SELECT {_STEP_COLUMNS} FROM workflow_steps WHERE workflow_id IN "
-                    f"({', '.join('?' * len(page))}) ORDER BY workflow_id, step_order",
-                    list(steps)):
+                f"SELECT {_STEP_COLUMNS} FROM workflow_steps WHERE workflow_id IN "
+                f"({', '.join('?' * len(page))}) ORDER BY workflow_id, step_order",
+                list(steps),
+            ):
                 steps[step[1]].append(Step(*step))
-        workflows = tuple(Workflow(row[0], row[1], row[2], row[3], tuple(steps[row[0]]))
-                          for row in page)
+        workflows = tuple(
+            Workflow(row[0], row[1], row[2], row[3], tuple(steps[row[0]])) for row in page
+        )
         return Slice(workflows, len(rows) > limit)
 
     def append_step(self, workflow_id: int, name: str) -> Step:
         # The write lock taken by BEGIN IMMEDIATE makes max()+1 and the insert
         # one step: no other writer can slip in between.
         with self._write() as conn:
-            if conn.execute("SELECT 1 FROM workflows WHERE id = ?",
-                            (workflow_id,)).fetchone() is None:
+            if (
+                conn.execute("SELECT 1 FROM workflows WHERE id = ?", (workflow_id,)).fetchone()
+                is None
+            ):
                 raise errors.workflow_not_found(workflow_id)
             (max_order,) = conn.execute(
                 "SELECT COALESCE(MAX(step_order), 0) FROM workflow_steps WHERE workflow_id = ?",
-                (workflow_id,)).fetchone()
+                (workflow_id,),
+            ).fetchone()
             return self._insert_step(conn, workflow_id, name, max_order + 1)
 
-    def _insert_step(self, conn: sqlite3.Connection, workflow_id: int,
-                     name: str, order: int) -> Step:
+    def _insert_step(
+        self, conn: sqlite3.Connection, workflow_id: int, name: str, order: int
+    ) -> Step:
         cursor = conn.execute(
             "INSERT INTO workflow_steps (workflow_id, name, step_order) VALUES (?, ?, ?)",
-            (workflow_id, name, order))
+            (workflow_id, name, order),
+        )
         return Step(_last_id(cursor), workflow_id, name, order)
 
     def next_step(self, workflow_id: int, after_order: int) -> Optional[Step]:
-        row = self._connection().execute(
-            f"SELECT {_STEP_COLUMNS} FROM workflow_steps "
-            "WHERE workflow_id = ? AND step_order > ? ORDER BY step_order ASC LIMIT 1",
-            (workflow_id, after_order)).fetchone()
+        row = (
+            self._connection()
+            .execute(
+                f"SELECT {_STEP_COLUMNS} FROM workflow_steps "
+                "WHERE workflow_id = ? AND step_order > ? ORDER BY step_order ASC LIMIT 1",
+                (workflow_id, after_order),
+            )
+            .fetchone()
+        )
         return Step(*row) if row else None
 
     # -- runs ------------------------------------------------------------
@@ -214,7 +237,8 @@ class SQLiteStorage:
             cursor = conn.execute(
                 "INSERT INTO workflow_runs (workflow_id, title, status, current_step_id, "
                 "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (workflow.id, title, IN_PROGRESS, first.id, now, now))
+                (workflow.id, title, IN_PROGRESS, first.id, now, now),
+            )
         return Run(_last_id(cursor), workflow.id, title, IN_PROGRESS, first, now, now)
 
     def get_run(self, run_id: int) -> Run:
@@ -222,31 +246,47 @@ class SQLiteStorage:
         # read transaction around two queries: a row per action (one if none),
         # each repeating the run's columns. Foreign keys guarantee every
         # action's step, so joining it LEFT drops nothing the inner join kept.
-        rows = self._connection().execute(
-            f"SELECT {_RUN_COLUMNS}, "
-            "wa.id, wa.run_id, wa.step_id, ws.name, wa.action, wa.actor, "
-            "wa.comment, wa.created_at FROM workflow_runs r "
-            "LEFT JOIN workflow_steps s ON s.id = r.current_step_id "
-            "LEFT JOIN workflow_actions wa ON wa.run_id = r.id "
-            "LEFT JOIN workflow_steps ws ON ws.id = wa.step_id "
-            "WHERE r.id = ? ORDER BY wa.id ASC", (run_id,)).fetchall()
+        rows = (
+            self._connection()
+            .execute(
+                f"SELECT {_RUN_COLUMNS}, "
+                "wa.id, wa.run_id, wa.step_id, ws.name, wa.action, wa.actor, "
+                "wa.comment, wa.created_at FROM workflow_runs r "
+                "LEFT JOIN workflow_steps s ON s.id = r.current_step_id "
+                "LEFT JOIN workflow_actions wa ON wa.run_id = r.id "
+                "LEFT JOIN workflow_steps ws ON ws.id = wa.step_id "
+                "WHERE r.id = ? ORDER BY wa.id ASC",
+                (run_id,),
+            )
+            .fetchall()
+        )
         if not rows:
             raise errors.run_not_found(run_id)
         actions = tuple(Action(*row[10:]) for row in rows) if rows[0][10] is not None else ()
         return _listed_run(rows[0])._replace(actions=actions)
 
-    def list_runs(self, workflow_id: Optional[int], status: Optional[str],
-                  before_id: Optional[int], limit: int) -> Slice[Run]:
+    def list_runs(
+        self,
+        workflow_id: Optional[int],
+        status: Optional[str],
+        before_id: Optional[int],
+        limit: int,
+    ) -> Slice[Run]:
         # Keyset pagination: with the id bound and LIMIT, a page is one walk of
         # at most limit + 1 entries of an index however deep it lies in the list.
-        bounds = {"r.id < ?": before_id, "r.workflow_id = ?": workflow_id,
-                  "r.status = ?": status}
+        bounds = {"r.id < ?": before_id, "r.workflow_id = ?": workflow_id, "r.status = ?": status}
         given = {condition: value for condition, value in bounds.items() if value is not None}
         where = f"WHERE {' AND '.join(given)} " if given else ""
-        rows = self._connection().execute(
-            f"SELECT {_RUN_COLUMNS} FROM workflow_runs r "
-            "LEFT JOIN workflow_steps s ON s.id = r.current_step_id "
-            f"{where}ORDER BY r.id DESC LIMIT ?", (*given.values(), limit + 1)).fetchall()
+        rows = (
+            self._connection()
+            .execute(
+                f"SELECT {_RUN_COLUMNS} FROM workflow_runs r "
+                "LEFT JOIN workflow_steps s ON s.id = r.current_step_id "
+                f"{where}ORDER BY r.id DESC LIMIT ?",
+                (*given.values(), limit + 1),
+            )
+            .fetchall()
+        )
         runs = tuple(_listed_run(row) for row in rows[:limit])
         return Slice(runs, len(rows) > limit)
 
@@ -256,6 +296,7 @@ class SQLiteStorage:
         # Set status only when it changes: SQLite rewrites the entries of every
         # index on a column that SET names, even to the value it had, and the run
         # lists index status twice.
+        values: tuple[object, ...]
         if decision.next_step is not None and decision.status == IN_PROGRESS:
             sets, values = "current_step_id = ?", (decision.next_step.id,)
         else:
@@ -264,60 +305,83 @@ class SQLiteStorage:
             moved = conn.execute(
                 f"UPDATE workflow_runs SET {sets}, updated_at = ? "
                 "WHERE id = ? AND status = ? AND current_step_id = ?",
-                (*values, decision.at, run.id, IN_PROGRESS, step.id)).rowcount
+                (*values, decision.at, run.id, IN_PROGRESS, step.id),
+            ).rowcount
             if moved != 1:
                 raise errors.StaleRun()
             cursor = conn.execute(
                 "INSERT INTO workflow_actions (run_id, step_id, action, actor, comment, "
                 "created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (run.id, step.id, decision.action, decision.actor, decision.comment,
-                 decision.at))
-        action = Action(_last_id(cursor), run.id, step.id, step.name, decision.action,
-                        decision.actor, decision.comment, decision.at)
-        return Run(run.id, run.workflow_id, run.title, decision.status, decision.next_step,
-                   run.created_at, decision.at, run.actions + (action,))
+                (run.id, step.id, decision.action, decision.actor, decision.comment, decision.at),
+            )
+        action = Action(
+            _last_id(cursor),
+            run.id,
+            step.id,
+            step.name,
+            decision.action,
+            decision.actor,
+            decision.comment,
+            decision.at,
+        )
+        return Run(
+            run.id,
+            run.workflow_id,
+            run.title,
+            decision.status,
+            decision.next_step,
+            run.created_at,
+            decision.at,
+            (*run.actions, action),
+        )
 
     # -- idempotency keys --------------------------------------------------
 
     def claim_idempotency_key(self, claim: IdempotencyClaim) -> Optional[StoredResponse]:
-        # Imported here, as in app.py: requests without a key do not pay for it.
-        from chalicelib import idempotency
-
         # Read, decide and write under BEGIN IMMEDIATE's write lock: one step.
         with self._write() as conn:
             conn.execute(
                 "DELETE FROM idempotency_keys WHERE key IN (SELECT key FROM idempotency_keys "
                 "WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)",
-                (claim.now, EXPIRED_KEYS_PER_CLAIM))
+                (claim.now, EXPIRED_KEYS_PER_CLAIM),
+            )
             row = conn.execute(
                 "SELECT fingerprint, token, lease_until, expires_at, response_status, "
                 "response_body, response_location FROM idempotency_keys WHERE key = ?",
-                (claim.key,)).fetchone()
+                (claim.key,),
+            ).fetchone()
             record = _idempotency_record(row) if row else None
             claimed = idempotency.may_claim(record, claim)
             if claimed:
                 conn.execute(
                     "INSERT OR REPLACE INTO idempotency_keys (key, fingerprint, token, "
                     "lease_until, expires_at) VALUES (?, ?, ?, ?, ?)",
-                    (claim.key, claim.fingerprint, claim.token, claim.lease_until,
-                     claim.expires_at))
+                    (
+                        claim.key,
+                        claim.fingerprint,
+                        claim.token,
+                        claim.lease_until,
+                        claim.expires_at,
+                    ),
+                )
         if claimed:
             return None
         assert record is not None
         return idempotency.replay(record, claim)
 
-    def save_idempotent_response(self, claim: IdempotencyClaim,
-                                 response: StoredResponse) -> None:
+    def save_idempotent_response(self, claim: IdempotencyClaim, response: StoredResponse) -> None:
         with self._write() as conn:
             conn.execute(
                 "UPDATE idempotency_keys SET response_status = ?, response_body = ?, "
                 "response_location = ? WHERE key = ? AND token = ?",
-                (response.status, response.body, response.location, claim.key, claim.token))
+                (response.status, response.body, response.location, claim.key, claim.token),
+            )
 
     def release_idempotency_key(self, claim: IdempotencyClaim) -> None:
         with self._write() as conn:
-            conn.execute("DELETE FROM idempotency_keys WHERE key = ? AND token = ?",
-                         (claim.key, claim.token))
+            conn.execute(
+                "DELETE FROM idempotency_keys WHERE key = ? AND token = ?", (claim.key, claim.token)
+            )
 
 
 def _idempotency_record(row: tuple[Any, ...]) -> IdempotencyRecord:

@@ -1,0 +1,192 @@
+"""HTTP around the routes: JSON in and out, domain errors as status codes, safe
+retries with an Idempotency-Key, and the paths API Gateway puts before ours.
+
+The one place that knows status codes: a view returns a model or raises a
+domain error, and `JsonApi.answers` turns either into a response.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Optional, Protocol, Union
+
+from chalice.app import Chalice, CORSConfig, Request, Response
+
+from chalicelib import access_log, errors, idempotency, validation
+from chalicelib.idempotency import KeyStore, StoredResponse
+
+STATUS: dict[type[errors.WorkflowError], int] = {
+    errors.InvalidInput: 400,
+    errors.NotFound: 404,
+    errors.Conflict: 409,
+    errors.IdempotencyMismatch: 422,
+    errors.Unavailable: 503,
+}
+
+Headers = dict[str, Union[str, list[str]]]
+JSON_HEADERS: Mapping[str, str] = {"Content-Type": "application/json"}
+_OPENAPI_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "openapi.json")
+
+
+class Answer(Protocol):
+    """What a view returns: a model that serialises itself."""
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+    def about(self) -> dict[str, int]: ...
+
+
+class StageCORS(CORSConfig):
+    """CORS whose allowed origin each stage sets with WORKFLOW_CORS_ORIGIN."""
+
+    @property
+    def allow_origin(self) -> str:
+        return os.environ.get("WORKFLOW_CORS_ORIGIN", "*")
+
+    @allow_origin.setter
+    def allow_origin(self, value: str) -> None:
+        """The origin comes from the environment when asked, not from here."""
+
+
+def cors() -> StageCORS:
+    return StageCORS(
+        allow_headers=["Idempotency-Key", "X-Request-Id"],
+        expose_headers=["Location", "X-Request-Id", "Idempotent-Replayed"],
+        max_age=600,
+    )
+
+
+def status_of(exc: errors.WorkflowError) -> int:
+    return next(code for kind, code in STATUS.items() if isinstance(exc, kind))
+
+
+def json_response(body: Any, status: int, headers: Optional[Mapping[str, str]] = None) -> Response:
+    all_headers: Headers = {**JSON_HEADERS, **(headers or {})}
+    return Response(body=body, status_code=status, headers=all_headers)
+
+
+def error_response(status: int, message: str, **details: Any) -> Response:
+    return json_response({"error": message, **details}, status)
+
+
+class JsonApi:
+    """The JSON side of `app`'s routes. Keyed POSTs claim their key in the store
+    that `key_store` gives, at the time `clock` tells (seconds since the epoch)."""
+
+    def __init__(
+        self,
+        app: Chalice,
+        key_store: Callable[[], KeyStore],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.app = app
+        self.key_store = key_store
+        self.clock = clock
+        self._openapi: Optional[dict[str, Any]] = None
+
+    @property
+    def request(self) -> Request:
+        request = self.app.current_request
+        assert request is not None, "only a view that Chalice is running has a request"
+        return request
+
+    def body(self) -> Any:
+        """The request body as JSON; InvalidInput if it is not JSON."""
+        return validation.json_body(_raw_body(self.request))
+
+    def query(self) -> Mapping[str, Any]:
+        return self.request.query_params or {}
+
+    def answers(
+        self, status: int, location: Optional[Callable[[Any], str]] = None
+    ) -> Callable[[Callable[..., Answer]], Callable[..., Response]]:
+        """Serialise what the view returns with `status` (and a Location header
+        from `location`); domain errors become 4xx/5xx. A POST with an
+        Idempotency-Key runs once per key (chalicelib/idempotency.py)."""
+
+        def decorate(view: Callable[..., Answer]) -> Callable[..., Response]:
+            @functools.wraps(view)
+            def wrapper(*args: Any, **kwargs: Any) -> Response:
+                def respond() -> Response:
+                    try:
+                        result = view(*args, **kwargs)
+                    except errors.WorkflowError as exc:
+                        return error_response(status_of(exc), exc.message, **exc.details)
+                    access_log.note_ids(self.request, result.about())
+                    headers = (
+                        {"Location": self.base_path() + location(result)} if location else None
+                    )
+                    return json_response(result.to_dict(), status, headers)
+
+                request = self.request
+                key = request.headers.get("Idempotency-Key")
+                if key is None or request.method != "POST":
+                    return respond()
+                return self._answer_once(key, respond)
+
+            return wrapper
+
+        return decorate
+
+    def _answer_once(self, key: str, respond: Callable[[], Response]) -> Response:
+        """respond()'s response to the first request with `key`, replayed to its retries."""
+        request = self.request
+        try:
+            claim = idempotency.new_claim(
+                idempotency.checked_key(key),
+                idempotency.fingerprint(request.method, self.request_path(), _raw_body(request)),
+                self.clock(),
+            )
+            stored, replayed = idempotency.respond_once(
+                self.key_store(), claim, lambda: _kept(respond())
+            )
+        except errors.WorkflowError as exc:
+            return error_response(status_of(exc), exc.message, **exc.details)
+        headers: dict[str, str] = {}
+        if stored.location is not None:
+            headers["Location"] = stored.location
+        if replayed:
+            headers[idempotency.REPLAYED_HEADER] = "true"
+            access_log.note_replayed(request)
+        return json_response(json.loads(stored.body), stored.status, headers)
+
+    def request_path(self) -> str:
+        """The path requested, without API Gateway's stage: the route with its ids."""
+        request = self.request
+        path: str = request.path
+        for name, value in (request.uri_params or {}).items():
+            path = path.replace(f"{{{name}}}", value)
+        return path
+
+    def base_path(self) -> str:
+        """What precedes our routes in the URL: API Gateway's stage or base path."""
+        request = self.request
+        full: str = request.context.get("path") or request.path
+        route_path: str = request.path
+        return full[: -len(route_path)] if full.endswith(route_path) else ""
+
+    def openapi_document(self) -> Response:
+        """chalicelib/openapi.json (read on first use: no other request needs it),
+        its servers pointing at the stage that served it."""
+        if self._openapi is None:
+            with open(_OPENAPI_PATH, encoding="utf-8") as document:
+                self._openapi = json.load(document)
+        return json_response({**self._openapi, "servers": [{"url": self.base_path() or "/"}]}, 200)
+
+
+def _raw_body(request: Request) -> bytes:
+    raw = request.raw_body
+    return raw if isinstance(raw, bytes) else str(raw).encode("utf-8")
+
+
+def _kept(response: Response) -> StoredResponse:
+    """The parts of our response that a replay repeats: status, body, Location."""
+    body = json.dumps(response.body, separators=(",", ":"))
+    location = response.headers.get("Location")
+    return StoredResponse(
+        response.status_code, body, location if isinstance(location, str) else None
+    )

@@ -1,0 +1,238 @@
+"""Request bodies, path ids and query strings, turned into typed values.
+
+Every function takes what the client sent (a parsed JSON body, a path segment,
+the query parameters) and returns plain values for the engine, or raises
+InvalidInput (NotFound for a path id that can name nothing). No storage here:
+a request refused here has changed nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, NamedTuple, Optional
+
+from chalicelib import errors
+from chalicelib.models import RUN_STATUSES
+
+MAX_NAME = 200
+MAX_TITLE = 500
+MAX_ACTOR = 200
+MAX_TEXT = 5_000
+MAX_INITIAL_STEPS = 50
+# Ids are 64-bit in SQLite and exact up to 2**53 in JSON numbers everywhere.
+MAX_ID = 2**53 - 1
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 100
+
+
+class NewWorkflow(NamedTuple):
+    name: str
+    description: str
+    step_names: list[str]
+
+
+class NewRun(NamedTuple):
+    workflow_id: int
+    title: str
+
+
+class DecisionRequest(NamedTuple):
+    actor: str
+    comment: str
+    expected_step_id: Optional[int]
+
+
+class WorkflowQuery(NamedTuple):
+    limit: int
+    cursor: Optional[str]
+
+
+class RunQuery(NamedTuple):
+    workflow_id: Optional[int]
+    status: Optional[str]
+    limit: int
+    cursor: Optional[str]
+
+
+# -- bodies ----------------------------------------------------------------------
+
+
+def json_body(raw: bytes) -> Any:
+    """The request body as JSON (None when empty); InvalidInput if it is not JSON."""
+    try:
+        return json.loads(raw) if raw else None
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise errors.InvalidInput("The request body is not valid JSON") from exc
+
+
+def new_workflow(body: Any) -> NewWorkflow:
+    """POST /workflows: {"name", "description"?, "steps"?: [name, ...]}."""
+    fields = _fields(body, required=("name",), optional=("description", "steps"))
+    name = _text(fields, "name", MAX_NAME)
+    description = _text(fields, "description", MAX_TEXT, required=False)
+    steps = fields.get("steps")
+    if steps is None:
+        steps = []
+    if not isinstance(steps, list):
+        raise errors.InvalidInput("'steps' must be a list of step names")
+    if len(steps) > MAX_INITIAL_STEPS:
+        raise errors.InvalidInput(
+            f"'steps' may hold at most {MAX_INITIAL_STEPS} names; append more one by one"
+        )
+    step_names = [_text({"steps[]": step}, "steps[]", MAX_NAME) for step in steps]
+    return NewWorkflow(name, description, step_names)
+
+
+def new_step(body: Any) -> str:
+    """POST /workflows/{id}/steps: {"name"}; the step's name."""
+    return _text(_fields(body, required=("name",)), "name", MAX_NAME)
+
+
+def new_run(body: Any) -> NewRun:
+    """POST /runs: {"workflow_id", "title"}."""
+    fields = _fields(body, required=("workflow_id", "title"))
+    workflow_id = _id(fields, "workflow_id")
+    return NewRun(workflow_id, _text(fields, "title", MAX_TITLE))
+
+
+def decision(body: Any) -> DecisionRequest:
+    """POST /runs/{id}/approve|reject: {"actor", "comment"?, "expected_step_id"?}."""
+    fields = _fields(body, required=("actor",), optional=("comment", "expected_step_id"))
+    actor = _text(fields, "actor", MAX_ACTOR)
+    comment = _text(fields, "comment", MAX_TEXT, required=False)
+    expected = (
+        _id(fields, "expected_step_id") if fields.get("expected_step_id") is not None else None
+    )
+    return DecisionRequest(actor, comment, expected)
+
+
+# -- paths and queries -------------------------------------------------------------
+
+
+def path_id(raw: str, kind: str) -> int:
+    """A positive integer id from a URL path; anything else names nothing."""
+    if not is_path_id(raw):
+        raise errors.NotFound(f"{kind} {raw!r} not found: ids are positive integers")
+    return int(raw)
+
+
+def is_path_id(raw: str) -> bool:
+    """Whether `raw` spells an id as the routes accept it: ASCII digits, no
+    leading zero, at most MAX_ID (checked without int() of a long string)."""
+    return (
+        raw.isascii()
+        and raw.isdigit()
+        and not raw.startswith("0")
+        and len(raw) <= 16
+        and int(raw) <= MAX_ID
+    )
+
+
+def workflow_query(query: Mapping[str, Any]) -> WorkflowQuery:
+    """GET /workflows: limit, cursor."""
+    params = _query(query, ("limit", "cursor"))
+    return WorkflowQuery(_limit(params), params.get("cursor"))
+
+
+def run_query(query: Mapping[str, Any]) -> RunQuery:
+    """GET /runs: workflow_id, status, limit, cursor; a workflow_id beyond every
+    id is MAX_ID + 1 (it names no workflow, so its list is empty)."""
+    params = _query(query, ("workflow_id", "status", "limit", "cursor"))
+    workflow_id = _positive(params, "workflow_id")
+    status = params.get("status")
+    if status is not None and status not in RUN_STATUSES:
+        raise errors.InvalidInput(f"'status' must be one of {', '.join(RUN_STATUSES)}")
+    return RunQuery(workflow_id, status, _limit(params), params.get("cursor"))
+
+
+def _query(query: Mapping[str, Any], allowed: tuple[str, ...]) -> dict[str, str]:
+    """The query parameters, each given once, all of them known."""
+    unknown = sorted(set(query) - set(allowed))
+    if unknown:
+        raise errors.InvalidInput(
+            f"Unknown query parameter {unknown[0]!r}; allowed: {', '.join(allowed)}"
+        )
+    params: dict[str, str] = {}
+    getlist = getattr(query, "getlist", None)  # Chalice's MultiDict keeps repeats
+    for name in query:
+        values = getlist(name) if getlist else [query[name]]
+        if len(values) != 1:
+            raise errors.InvalidInput(f"Give the query parameter {name!r} at most once")
+        params[name] = values[0]
+    return params
+
+
+def _limit(params: Mapping[str, str]) -> int:
+    raw = params.get("limit")
+    if raw is None:
+        return DEFAULT_LIMIT
+    limit = _query_integer(raw)
+    if limit is None or limit > MAX_LIMIT:
+        raise errors.InvalidInput(f"'limit' must be an integer from 1 to {MAX_LIMIT}")
+    return limit
+
+
+def _positive(params: Mapping[str, str], name: str) -> Optional[int]:
+    """A positive integer query parameter; above MAX_ID it names nothing."""
+    raw = params.get(name)
+    if raw is None:
+        return None
+    value = _query_integer(raw)
+    if value is None:
+        raise errors.InvalidInput(f"{name!r} must be a positive integer")
+    return value
+
+
+def _query_integer(raw: str) -> Optional[int]:
+    """A positive integer in ASCII digits (leading zeros allowed), MAX_ID + 1 for
+    any beyond every id; None if `raw` is not one."""
+    digits = raw.lstrip("0")
+    if not (raw.isascii() and raw.isdigit()) or not digits:
+        return None
+    # No int() of thousands of digits: past 16 it is beyond any id anyway.
+    return int(digits) if len(digits) <= 16 else MAX_ID + 1
+
+
+# -- fields ------------------------------------------------------------------------
+
+
+def _fields(
+    body: Any, required: tuple[str, ...], optional: tuple[str, ...] = ()
+) -> Mapping[str, Any]:
+    if not isinstance(body, dict):
+        raise errors.InvalidInput("The request body must be a JSON object")
+    unknown = sorted(set(body) - set(required) - set(optional))
+    if unknown:
+        allowed = ", ".join(required + optional)
+        raise errors.InvalidInput(f"Unknown field {unknown[0]!r}; allowed: {allowed}")
+    missing = [name for name in required if body.get(name) is None]
+    if missing:
+        raise errors.InvalidInput(f"Missing required field {missing[0]!r}")
+    return body
+
+
+def _text(fields: Mapping[str, Any], name: str, limit: int, required: bool = True) -> str:
+    value = fields.get(name)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str):
+        raise errors.InvalidInput(f"{name!r} must be a string")
+    if required:
+        value = value.strip()
+        if not value:
+            raise errors.InvalidInput(f"{name!r} must not be blank")
+    if len(value) > limit:
+        raise errors.InvalidInput(f"{name!r} must be at most {limit} characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise errors.InvalidInput(f"{name!r} is not valid Unicode text") from exc
+    return value
+
+
+def _id(fields: Mapping[str, Any], name: str) -> int:
+    value: Optional[Any] = fields.get(name)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise errors.InvalidInput(f"{name!r} must be a positive integer")
+    return value

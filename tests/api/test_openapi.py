@@ -1,0 +1,279 @@
+"""The OpenAPI document (chalicelib/openapi.json) stays true to the app.
+
+Every API test also checks each response it receives against the document
+(tests/support/openapi_contract.py, called by the Api helper); the tests here
+check the document itself, what GET /openapi.json serves, and that check.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import jsonschema
+import pytest
+from chalice.test import Client
+from openapi_spec_validator import validate
+
+import app as app_module
+from chalicelib import validation
+from chalicelib.models import Action, Run, Step, Workflow
+from tests.support import openapi_contract
+from tests.support.api import Api
+
+DOCUMENT = openapi_contract.document()
+METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
+
+
+def app_operations() -> set[tuple[str, str]]:
+    return {(method, path) for path, entries in app_module.app.routes.items() for method in entries}
+
+
+def documented_operations() -> set[tuple[str, str]]:
+    return {
+        (method.upper(), path)
+        for path, item in DOCUMENT["paths"].items()
+        for method in item
+        if method in METHODS
+    }
+
+
+def operations() -> Iterator[tuple[str, str, dict[str, Any]]]:
+    for path, item in DOCUMENT["paths"].items():
+        for method, operation in item.items():
+            yield method.upper(), path, operation
+
+
+def schema(name: str) -> dict[str, Any]:
+    return dict(DOCUMENT["components"]["schemas"][name])
+
+
+def assert_valid(instance: Any, name: str) -> None:
+    openapi_contract._validate(instance, "components", "schemas", name)
+
+
+@pytest.fixture
+def bare_client() -> Iterator[Client]:
+    """Chalice's test client, for requests that need no storage."""
+    with Client(app_module.app) as test_client:
+        yield test_client
+
+
+# -- the document --------------------------------------------------------------
+
+
+def test_document_is_valid_openapi() -> None:
+    validate(DOCUMENT)
+
+
+def test_every_route_of_the_app_is_documented_with_its_methods() -> None:
+    assert app_operations() <= documented_operations()
+
+
+def test_every_documented_path_is_a_route_of_the_app() -> None:
+    assert set(DOCUMENT["paths"]) == set(app_module.app.routes)
+
+
+def test_every_documented_operation_is_a_route_of_the_app() -> None:
+    assert documented_operations() == app_operations()
+
+
+def test_every_response_is_json_with_a_request_id() -> None:
+    for method, path, operation in operations():
+        for status, response in operation["responses"].items():
+            assert response["headers"]["X-Request-Id"]["$ref"].endswith("/XRequestId")
+            assert list(response["content"]) == ["application/json"], (method, path, status)
+
+
+def test_every_201_names_its_location() -> None:
+    created = [
+        (path, operation) for _, path, operation in operations() if "201" in operation["responses"]
+    ]
+    assert len(created) == 3
+    for path, operation in created:
+        assert "Location" in operation["responses"]["201"]["headers"], path
+
+
+def test_every_post_takes_an_idempotency_key_and_documents_its_answers() -> None:
+    key = {"$ref": "#/components/parameters/IdempotencyKey"}
+    for method, path, operation in operations():
+        if method != "POST":
+            continue
+        assert key in operation["parameters"], path
+        assert {"400", "409", "415", "422", "503"} <= set(operation["responses"]), path
+        success = next(status for status in operation["responses"] if status < "300")
+        assert "Idempotent-Replayed" in operation["responses"][success]["headers"], path
+
+
+def test_request_limits_are_the_engines() -> None:
+    new_workflow = schema("NewWorkflow")["properties"]
+    assert new_workflow["name"]["maxLength"] == validation.MAX_NAME
+    assert new_workflow["description"]["maxLength"] == validation.MAX_TEXT
+    assert new_workflow["steps"]["maxItems"] == validation.MAX_INITIAL_STEPS
+    assert new_workflow["steps"]["items"]["maxLength"] == validation.MAX_NAME
+    assert schema("NewStep")["properties"]["name"]["maxLength"] == validation.MAX_NAME
+    assert schema("NewRun")["properties"]["title"]["maxLength"] == validation.MAX_TITLE
+    decision = schema("Decision")["properties"]
+    assert decision["actor"]["maxLength"] == validation.MAX_ACTOR
+    assert decision["comment"]["maxLength"] == validation.MAX_TEXT
+    assert schema("Id")["maximum"] == validation.MAX_ID
+    for name in ("NewWorkflow", "NewStep", "NewRun", "Decision"):
+        assert schema(name)["additionalProperties"] is False, name
+
+
+def required_texts() -> dict[str, dict[str, Any]]:
+    """The schemas of the strings the engine trims and refuses when blank."""
+    return {
+        "NewWorkflow.name": schema("NewWorkflow")["properties"]["name"],
+        "NewWorkflow.steps[]": schema("NewWorkflow")["properties"]["steps"]["items"],
+        "NewStep.name": schema("NewStep")["properties"]["name"],
+        "NewRun.title": schema("NewRun")["properties"]["title"],
+        "Decision.actor": schema("Decision")["properties"]["actor"],
+    }
+
+
+def test_not_blank_pattern_is_what_str_strip_keeps() -> None:
+    (pattern,) = {text["pattern"] for text in required_texts().values()}
+    not_blank = re.compile(pattern)
+    for code in range(sys.maxunicode + 1):
+        char = chr(code)
+        assert bool(not_blank.search(char)) is not char.isspace(), hex(code)
+
+
+@pytest.mark.parametrize(
+    "value, valid",
+    [
+        ("Finance", True),
+        (" x ", True),
+        ("", False),
+        ("   ", False),
+        ("\t\n", False),
+        ("\u2003", False),
+        ("\x1c", False),
+        ("\ufeff", True),
+        ("n" * 200, True),
+        ("n" * 201, False),
+    ],
+)
+def test_a_required_name_is_valid_exactly_when_the_engine_accepts_it(
+    value: str, valid: bool
+) -> None:
+    name_schema = required_texts()["NewStep.name"]
+    assert jsonschema.Draft202012Validator(name_schema).is_valid(value) is valid
+    assert (value.strip() != "" and len(value) <= validation.MAX_NAME) is valid
+
+
+def test_documented_shapes_are_the_models() -> None:
+    step = Step(1, 1, "Manager", 1)
+    assert_valid(
+        Workflow(1, "Purchase", "", "2026-11-29T09:24:05.616Z", (step,)).to_dict(), "Workflow"
+    )
+    action = Action(1, 1, 1, "Manager", "approve", "maria", "", "2026-11-29T09:24:05.616Z")
+    for run in (
+        Run(
+            1, 1, "PO", "in_progress", step, "2026-11-29T09:24:05.616Z", "2026-11-29T09:24:05.616Z"
+        ),
+        Run(
+            2,
+            1,
+            "PO",
+            "completed",
+            None,
+            "2026-11-29T09:24:05.616Z",
+            "2026-11-29T09:24:06.000Z",
+            (action,),
+        ),
+    ):
+        assert_valid(run.to_dict(), "Run")
+        summary = {key: value for key, value in run.to_dict().items() if key != "actions"}
+        assert_valid({"items": [summary], "next_cursor": None}, "RunPage")
+        with pytest.raises(jsonschema.ValidationError):
+            assert_valid({"items": [run.to_dict()], "next_cursor": None}, "RunPage")
+    assert_valid({"items": [], "next_cursor": "opaque"}, "WorkflowPage")
+    assert_valid({"error": "Run is at step 'Finance'", "current_step_id": 2}, "Error")
+
+
+# -- GET /openapi.json ---------------------------------------------------------
+
+
+def test_openapi_json_serves_the_document(bare_client: Client) -> None:
+    response = bare_client.http.get("/openapi.json")
+    openapi_contract.assert_conforms(
+        "GET", "/openapi.json", response.status_code, response.headers, response.body
+    )
+    assert response.status_code == 200
+    assert response.headers["Content-Type"] == "application/json"
+    served = json.loads(response.body)
+    assert served.pop("servers") == [{"url": "/"}]
+    assert served == DOCUMENT
+
+
+def test_openapi_json_points_its_servers_at_the_stage(
+    bare_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As API Gateway calls the function for https://.../api/openapi.json.
+    monkeypatch.setattr(app_module.api, "base_path", lambda: "/api")
+    response = bare_client.http.get("/openapi.json")
+    assert response.json_body["servers"] == [{"url": "/api"}]
+
+
+# -- the check every API test makes ----------------------------------------------
+
+JSON_HEADERS = {"Content-Type": "application/json", "X-Request-Id": "r1"}
+
+
+@pytest.mark.parametrize(
+    "method, path, status, headers, body",
+    [
+        pytest.param("GET", "/runs/1", 418, JSON_HEADERS, b'{"error": "x"}', id="status"),
+        pytest.param(
+            "GET",
+            "/runs/1",
+            404,
+            {"Content-Type": "application/json"},
+            b'{"error": "x"}',
+            id="no-request-id",
+        ),
+        pytest.param("GET", "/runs/1", 404, JSON_HEADERS, b'{"message": "x"}', id="error-shape"),
+        pytest.param(
+            "GET",
+            "/runs/1",
+            404,
+            {**JSON_HEADERS, "Content-Type": "text/plain"},
+            b'{"error": "x"}',
+            id="content-type",
+        ),
+        pytest.param("POST", "/runs", 201, JSON_HEADERS, b'{"id": 1}', id="no-location"),
+        pytest.param(
+            "GET",
+            "/workflows/1",
+            200,
+            JSON_HEADERS,
+            b'{"id": 1, "name": "w", "description": "", "created_at": "yesterday", "steps": []}',
+            id="timestamp",
+        ),
+        pytest.param("DELETE", "/runs/1", 200, JSON_HEADERS, b"{}", id="undocumented-method"),
+        pytest.param("GET", "/elsewhere", 404, JSON_HEADERS, b'{"error": "x"}', id="unknown-path"),
+    ],
+)
+def test_contract_check_refuses_what_the_document_does_not_promise(
+    method: str, path: str, status: int, headers: dict[str, str], body: bytes
+) -> None:
+    with pytest.raises((AssertionError, jsonschema.ValidationError)):
+        openapi_contract.assert_conforms(method, path, status, headers, body)
+
+
+def test_contract_check_accepts_a_405_for_an_undocumented_method() -> None:
+    openapi_contract.assert_conforms(
+        "DELETE", "/runs/1", 405, JSON_HEADERS, b'{"error": "Unsupported method: DELETE"}'
+    )
+
+
+def test_storage_unavailable_answers_the_documented_503(unreachable_dynamodb: None) -> None:
+    with Client(app_module.app) as test_client:
+        api = Api(test_client)
+        assert api.get("/runs/1").status_code == 503
+        assert api.post("/workflows", {"name": "Unstored"}).status_code == 503

@@ -1,0 +1,324 @@
+"""DynamoDB only: requests per API call, id blocks, and transient faults."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chalice.test import Client
+
+import app as app_module
+from chalicelib.storage import dynamodb
+from scripts.moto_server import Fault, MotoServer
+from tests.support.backends import dynamodb_race_backend, moto_server
+from tests.support.dynamodb_requests import RequestLog
+
+JSON = {"Content-Type": "application/json"}
+# Enough calls to average over (an id block is one request per 1,000 ids); more would
+# only slow moto, which copies every table on each transaction.
+CALLS = 30
+
+
+def _post(client: Client, path: str, body: dict[str, Any], status: int) -> dict[str, Any]:
+    response = client.http.post(path, headers=JSON, body=json.dumps(body))
+    assert response.status_code == status, response.json_body
+    return response.json_body
+
+
+def _average(log: RequestLog, calls: list[Any]) -> float:
+    log.reset()
+    for call in calls:
+        call()
+    return log.total / len(calls)
+
+
+def test_reads_are_one_query_each(ddb: dynamodb.DynamoDBStorage) -> None:
+    log = RequestLog(ddb)
+    with Client(app_module.app) as client:
+        workflow = _post(client, "/workflows", {"name": "reads", "steps": ["a", "b"]}, 201)
+        run = _post(client, "/runs", {"workflow_id": workflow["id"], "title": "t"}, 201)
+        _post(client, f"/runs/{run['id']}/approve", {"actor": "ann"}, 200)
+        for path in (f"/workflows/{workflow['id']}", f"/runs/{run['id']}"):
+            log.reset()
+            assert client.http.get(path).status_code == 200
+            assert log.counts == {"Query": 1}, path
+
+
+def test_mutations_stay_within_their_request_budget(ddb: dynamodb.DynamoDBStorage) -> None:
+    log = RequestLog(ddb)
+    with Client(app_module.app) as client:
+        created = _average(
+            log,
+            [
+                lambda i=i: _post(client, "/workflows", {"name": f"w{i}", "steps": ["a", "b"]}, 201)
+                for i in range(CALLS)
+            ],
+        )
+        workflow_id = _post(client, "/workflows", {"name": "main", "steps": ["a"]}, 201)["id"]
+        appended = _average(
+            log,
+            [
+                lambda i=i: _post(client, f"/workflows/{workflow_id}/steps", {"name": f"s{i}"}, 201)
+                for i in range(CALLS)
+            ],
+        )
+        small_id = _post(client, "/workflows", {"name": "small", "steps": ["a", "b"]}, 201)["id"]
+        runs: list[int] = []
+        started = _average(
+            log,
+            [
+                lambda: runs.append(
+                    _post(client, "/runs", {"workflow_id": small_id, "title": "t"}, 201)["id"]
+                )
+                for _ in range(2 * CALLS)
+            ],
+        )
+        approved = _average(
+            log,
+            [
+                lambda run_id=run_id: _post(client, f"/runs/{run_id}/approve", {"actor": "a"}, 200)
+                for run_id in runs[:CALLS]
+            ],
+        )
+        rejected = _average(
+            log,
+            [
+                lambda run_id=run_id: _post(client, f"/runs/{run_id}/reject", {"actor": "a"}, 200)
+                for run_id in runs[CALLS:]
+            ],
+        )
+    assert created <= 2
+    assert appended <= 3
+    assert started <= 3
+    assert approved <= 3
+    assert rejected <= 2
+
+
+def test_id_blocks_add_well_under_one_request_per_entity(ddb: dynamodb.DynamoDBStorage) -> None:
+    log = RequestLog(ddb)
+    ids = dynamodb.IdBlocks(ddb._reserve_ids, block=100)
+    taken = [i for _ in range(1000) for i in ids.take()]
+    assert len(set(taken)) == 1000
+    assert log.counts["UpdateItem"] == 10
+
+
+def test_id_blocks_of_two_containers_never_overlap(ddb: dynamodb.DynamoDBStorage) -> None:
+    first = dynamodb.IdBlocks(ddb._reserve_ids, block=7)
+    second = dynamodb.IdBlocks(ddb._reserve_ids, block=7)
+    taken = [i for _ in range(50) for ids in (first, second) for i in ids.take(3)]
+    assert len(taken) == len(set(taken)) == 300
+
+
+# -- transient faults, injected on a real HTTP endpoint ---------------------------
+
+THROTTLED = {
+    "__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException",
+    "message": "Rate of requests exceeds the allowed throughput.",
+}
+INTERNAL = {
+    "__type": "com.amazonaws.dynamodb.v20120810#InternalServerError",
+    "message": "Internal server error",
+}
+CONFLICTED = {
+    "__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+    "message": "Transaction cancelled [TransactionConflict, None]",
+    "CancellationReasons": [{"Code": "TransactionConflict"}, {"Code": "None"}],
+}
+
+
+@pytest.fixture
+def served(tmp_path: Path, serve: None, no_backoff: None) -> Iterator[MotoServer]:
+    """The app on a fresh table of the moto server, retries without waiting."""
+    server = moto_server()
+    with dynamodb_race_backend(tmp_path) as open_storage:
+        app_module.use_storage(open_storage())
+        yield server
+        server.faults.clear()
+
+
+@pytest.fixture
+def run_id(served: MotoServer) -> int:
+    with Client(app_module.app) as client:
+        workflow = _post(client, "/workflows", {"name": "faults", "steps": ["a", "b"]}, 201)
+        return _post(client, "/runs", {"workflow_id": workflow["id"], "title": "t"}, 201)["id"]
+
+
+def _decide(run_id: int, decision: str) -> Any:
+    with Client(app_module.app) as client:
+        return client.http.post(
+            f"/runs/{run_id}/{decision}", headers=JSON, body=json.dumps({"actor": "ann"})
+        )
+
+
+def _get_run(run_id: int) -> dict[str, Any]:
+    with Client(app_module.app) as client:
+        return client.http.get(f"/runs/{run_id}").json_body
+
+
+@pytest.mark.parametrize(
+    "status, body", [(400, THROTTLED), (500, INTERNAL)], ids=["throttled", "internal-error"]
+)
+def test_exhausted_retries_answer_503_and_write_nothing(
+    served: MotoServer, run_id: int, status: int, body: dict[str, Any]
+) -> None:
+    before = _get_run(run_id)
+    fault = served.inject("TransactWriteItems", Fault(status, body))
+    response = _decide(run_id, "approve")
+    assert response.status_code == 503
+    assert set(response.json_body) == {"error"}
+    assert "retry" in response.json_body["error"]
+    assert fault.seen == dynamodb.MAX_ATTEMPTS
+    fault.remaining = 0
+    assert _get_run(run_id) == before
+
+
+def test_a_few_throttled_requests_are_retried_transparently(
+    served: MotoServer, run_id: int
+) -> None:
+    fault = served.inject("TransactWriteItems", Fault(400, THROTTLED, remaining=2))
+    response = _decide(run_id, "approve")
+    assert response.status_code == 200
+    assert fault.seen == 2
+    assert response.json_body["current_step"]["name"] == "b"
+    assert len(response.json_body["actions"]) == 1
+
+
+def test_transaction_conflicts_are_retried_then_answer_503(served: MotoServer, run_id: int) -> None:
+    before = _get_run(run_id)
+    fault = served.inject("TransactWriteItems", Fault(400, CONFLICTED))
+    response = _decide(run_id, "reject")
+    assert response.status_code == 503
+    assert fault.seen == dynamodb.CONFLICT_RETRIES + 1
+    fault.remaining = 0
+    assert _get_run(run_id) == before
+
+
+def test_a_passing_transaction_conflict_is_invisible(served: MotoServer, run_id: int) -> None:
+    served.inject("TransactWriteItems", Fault(400, CONFLICTED, remaining=1))
+    response = _decide(run_id, "reject")
+    assert response.status_code == 200
+    assert response.json_body["status"] == "rejected"
+    assert len(response.json_body["actions"]) == 1
+
+
+def test_a_transaction_that_would_outgrow_an_item_answers_409(served: MotoServer) -> None:
+    # What DynamoDB answers (moto raises a plain ValidationException instead).
+    too_large = {
+        "__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+        "message": "Transaction cancelled [None, ValidationError]",
+        "CancellationReasons": [
+            {"Code": "None"},
+            {
+                "Code": "ValidationError",
+                "Message": "Item size to update has exceeded the maximum allowed size",
+            },
+        ],
+    }
+    with Client(app_module.app) as client:
+        workflow = _post(client, "/workflows", {"name": "full", "steps": ["a"]}, 201)
+        fault = served.inject("TransactWriteItems", Fault(400, too_large))
+        response = client.http.post(
+            f"/workflows/{workflow['id']}/steps", headers=JSON, body=json.dumps({"name": "b"})
+        )
+        fault.remaining = 0
+        assert response.status_code == 409
+        assert fault.seen == 1
+        assert client.http.get(f"/workflows/{workflow['id']}").json_body == workflow
+
+
+def test_failing_reads_answer_503(served: MotoServer, run_id: int) -> None:
+    served.inject("Query", Fault(500, INTERNAL))
+    with Client(app_module.app) as client:
+        response = client.http.get(f"/runs/{run_id}")
+    assert response.status_code == 503
+    assert set(response.json_body) == {"error"}
+
+
+def test_unreachable_endpoint_answers_503(unreachable_dynamodb: None) -> None:
+    with Client(app_module.app) as client:
+        response = client.http.get("/workflows/1")
+    assert response.status_code == 503
+    assert set(response.json_body) == {"error"}
+
+
+def test_missing_table_answers_503_naming_the_fix(ddb: dynamodb.DynamoDBStorage) -> None:
+    app_module.use_storage(dynamodb.DynamoDBStorage(ddb.client, "no-such-table"))
+    with Client(app_module.app) as client:
+        response = client.http.get("/workflows/1")
+    assert response.status_code == 503
+    assert "make dynamodb-table" in response.json_body["error"]
+
+
+# -- Idempotency-Key ----------------------------------------------------------------
+
+
+def _keyed(key: str) -> dict[str, str]:
+    return {**JSON, "Idempotency-Key": key}
+
+
+def test_a_key_costs_one_put_and_one_update_and_a_replay_one_put(
+    ddb: dynamodb.DynamoDBStorage,
+) -> None:
+    log = RequestLog(ddb)
+    with Client(app_module.app) as client:
+        workflow = _post(client, "/workflows", {"name": "keyed", "steps": ["a", "b"]}, 201)
+        run = _post(client, "/runs", {"workflow_id": workflow["id"], "title": "t"}, 201)
+        path, body = f"/runs/{run['id']}/approve", json.dumps({"actor": "ann"})
+
+        log.reset()
+        assert client.http.post(path, headers=_keyed("k"), body=body).status_code == 200
+        first = dict(log.counts)
+        log.reset()
+        assert client.http.post(path, headers=_keyed("k"), body=body).status_code == 200
+        replayed = dict(log.counts)
+    # Without a key approve is Query, Query, TransactWriteItems.
+    assert first == {"PutItem": 1, "Query": 2, "TransactWriteItems": 1, "UpdateItem": 1}
+    assert replayed == {"PutItem": 1}
+
+
+def _decide_keyed(run_id: int, key: str) -> Any:
+    with Client(app_module.app) as client:
+        return client.http.post(
+            f"/runs/{run_id}/approve", headers=_keyed(key), body=json.dumps({"actor": "ann"})
+        )
+
+
+def test_a_503_releases_the_key_for_the_retry(served: MotoServer, run_id: int) -> None:
+    fault = served.inject("TransactWriteItems", Fault(500, INTERNAL))
+    assert _decide_keyed(run_id, "k").status_code == 503
+    fault.remaining = 0
+
+    retried = _decide_keyed(run_id, "k")
+
+    assert retried.status_code == 200
+    assert "Idempotent-Replayed" not in retried.headers
+    assert len(_get_run(run_id)["actions"]) == 1
+    assert _decide_keyed(run_id, "k").headers["Idempotent-Replayed"] == "true"
+
+
+def test_a_claim_that_cannot_be_written_answers_503_and_does_nothing(
+    served: MotoServer, run_id: int
+) -> None:
+    before = _get_run(run_id)
+    fault = served.inject("PutItem", Fault(500, INTERNAL))
+    assert _decide_keyed(run_id, "k").status_code == 503
+    fault.remaining = 0
+    assert _get_run(run_id) == before
+    assert _decide_keyed(run_id, "k").status_code == 200
+
+
+def test_a_response_that_cannot_be_kept_is_answered_and_the_key_stays_in_flight(
+    served: MotoServer, run_id: int
+) -> None:
+    fault = served.inject("UpdateItem", Fault(500, INTERNAL))
+    first = _decide_keyed(run_id, "k")
+    fault.remaining = 0
+
+    assert first.status_code == 200
+    assert len(first.json_body["actions"]) == 1
+    # Until the lease ends; then a retry would run again (README, "Safe retries").
+    assert _decide_keyed(run_id, "k").status_code == 409
+    assert len(_get_run(run_id)["actions"]) == 1

@@ -1,0 +1,240 @@
+"""What every Storage adapter promises the engine, tested on each backend."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from chalicelib import errors
+from chalicelib.models import (
+    APPROVE,
+    COMPLETED,
+    IN_PROGRESS,
+    REJECT,
+    REJECTED,
+    Run,
+    Slice,
+    Workflow,
+)
+from chalicelib.storage import Storage
+from tests.support.stored import LATER, NOW, decide, workflow_with_steps
+
+
+def test_ids_and_orders_are_python_ints(storage: Storage) -> None:
+    workflow = workflow_with_steps(storage, "A")
+    run = decide(storage, storage.create_run(workflow, "t", NOW))
+    stored = storage.get_run(run.id)
+
+    values = [
+        workflow.id,
+        workflow.steps[0].id,
+        workflow.steps[0].step_order,
+        workflow.steps[0].workflow_id,
+        stored.id,
+        stored.workflow_id,
+        stored.actions[0].id,
+        stored.actions[0].run_id,
+        stored.actions[0].step_id,
+    ]
+    assert all(type(value) is int for value in values), values
+
+
+def test_next_step_follows_step_order_and_is_none_after_the_last(storage: Storage) -> None:
+    workflow = workflow_with_steps(storage, "A", "B")
+    c = storage.append_step(workflow.id, "C")
+
+    assert storage.next_step(workflow.id, 0) == workflow.steps[0]
+    assert storage.next_step(workflow.id, 1) == workflow.steps[1]
+    assert storage.next_step(workflow.id, 2) == c
+    assert storage.next_step(workflow.id, 3) is None
+
+
+def test_next_step_never_crosses_into_another_workflow(storage: Storage) -> None:
+    first = workflow_with_steps(storage, "A")
+    storage.create_workflow("Other", "", ["X", "Y"], NOW)
+
+    assert storage.next_step(first.id, 1) is None
+
+
+def test_losing_create_writes_none_of_its_steps(storage: Storage) -> None:
+    winner = workflow_with_steps(storage, "Mine")
+
+    with pytest.raises(errors.Conflict):
+        storage.create_workflow("Purchase", "other", ["Theirs", "More"], NOW)
+
+    assert storage.get_workflow(winner.id) == winner
+
+
+def test_missing_records_raise_not_found(storage: Storage) -> None:
+    workflow = workflow_with_steps(storage, "A")
+    run = storage.create_run(workflow, "t", NOW)
+
+    with pytest.raises(errors.NotFound):
+        storage.get_workflow(workflow.id + 1000)
+    with pytest.raises(errors.NotFound):
+        storage.append_step(workflow.id + 1000, "x")
+    with pytest.raises(errors.NotFound):
+        storage.get_run(run.id + 1000)
+
+
+def test_record_decision_returns_what_get_run_reads_back(storage: Storage) -> None:
+    run = storage.create_run(workflow_with_steps(storage, "A", "B"), "t", NOW)
+
+    moved = decide(storage, run)
+    done = decide(storage, moved)
+
+    assert storage.get_run(run.id) == done
+    assert done.status == COMPLETED and done.current_step is None
+
+
+@pytest.mark.parametrize("second", [APPROVE, REJECT])
+@pytest.mark.parametrize("first", [APPROVE, REJECT])
+def test_decision_on_a_stale_snapshot_raises_stale_run_and_writes_nothing(
+    storage: Storage, first: str, second: str
+) -> None:
+    run = storage.create_run(workflow_with_steps(storage, "A", "B", "C"), "t", NOW)
+    after_first = decide(storage, run, first, "winner")
+
+    with pytest.raises(errors.StaleRun):
+        decide(storage, run, second, "loser")
+
+    assert storage.get_run(run.id) == after_first
+
+
+def test_stale_run_is_a_conflict() -> None:
+    assert issubclass(errors.StaleRun, errors.Conflict)
+
+
+def test_another_storage_on_the_same_data_shares_state_and_refuses_stale_decisions(
+    storage: Storage, storage_factory: Callable[[], Storage]
+) -> None:
+    workflow = workflow_with_steps(storage, "A", "B")
+    initial = storage.create_run(workflow, "t", NOW)
+    moved = decide(storage, initial)
+
+    other = storage_factory()
+
+    assert other.get_workflow(workflow.id) == workflow
+    assert other.get_run(initial.id) == moved
+    with pytest.raises(errors.StaleRun):
+        decide(other, initial)
+    done = decide(other, moved)
+    assert storage.get_run(initial.id) == done
+
+
+# -- lists ----------------------------------------------------------------------------
+
+
+def test_empty_store_lists_nothing(storage: Storage) -> None:
+    assert storage.list_workflows(None, 10) == Slice((), False)
+    assert storage.list_runs(None, None, None, 10) == Slice((), False)
+    assert storage.list_runs(1, IN_PROGRESS, 5, 10) == Slice((), False)
+
+
+def test_list_workflows_gives_them_by_id_as_get_workflow_reads_them(storage: Storage) -> None:
+    first = storage.create_workflow("First", "one", ["A", "B"], NOW)
+    storage.append_step(first.id, "C")
+    second = storage.create_workflow("Second", "", [], NOW)
+    third = storage.create_workflow("Third", "", ["X"], LATER)
+    storage.append_step(second.id, "Y")
+
+    listed = storage.list_workflows(None, 10)
+
+    assert listed == Slice(
+        tuple(
+            storage.get_workflow(workflow.id)
+            for workflow in sorted((first, second, third), key=lambda workflow: workflow.id)
+        ),
+        False,
+    )
+    assert [step.name for step in listed.items[0].steps] == ["A", "B", "C"]
+
+
+def test_list_workflows_says_more_exactly_when_another_follows(storage: Storage) -> None:
+    ids = sorted(storage.create_workflow(f"W{i}", "", [], NOW).id for i in range(3))
+
+    assert [w.id for w in storage.list_workflows(None, 2).items] == ids[:2]
+    assert storage.list_workflows(None, 2).more
+    assert storage.list_workflows(ids[0], 2) == Slice(
+        storage.list_workflows(ids[0], 3).items, False
+    )
+    assert storage.list_workflows(ids[1], 2).items[0].id == ids[2]
+    assert storage.list_workflows(ids[2], 2) == Slice((), False)
+
+
+def _runs(storage: Storage) -> tuple[Workflow, Workflow, list[Run]]:
+    """Two workflows, and runs of them that are in progress, completed and rejected."""
+    first = workflow_with_steps(storage, "A", "B")
+    second = storage.create_workflow("Other", "", ["X"], NOW)
+    runs = []
+    for i, (workflow, action) in enumerate(
+        [
+            (first, None),
+            (second, APPROVE),
+            (first, REJECT),
+            (first, APPROVE),
+            (second, None),
+            (first, None),
+        ]
+    ):
+        run = storage.create_run(workflow, f"Run {i}", NOW)
+        runs.append(decide(storage, run, action) if action else run)
+    return first, second, runs
+
+
+def test_list_runs_gives_them_newest_first_as_get_run_reads_them_without_actions(
+    storage: Storage,
+) -> None:
+    _, _, runs = _runs(storage)
+
+    listed = storage.list_runs(None, None, None, 10)
+
+    newest_first = sorted(runs, key=lambda run: -run.id)
+    assert listed == Slice(
+        tuple(storage.get_run(run.id)._replace(actions=()) for run in newest_first), False
+    )
+
+
+@pytest.mark.parametrize(
+    "which, status",
+    [
+        ("first", None),
+        ("second", None),
+        (None, IN_PROGRESS),
+        (None, COMPLETED),
+        (None, REJECTED),
+        ("first", IN_PROGRESS),
+        ("first", REJECTED),
+        ("second", COMPLETED),
+        ("second", REJECTED),
+    ],
+)
+def test_list_runs_filters_by_workflow_and_status_and_pages_by_id(
+    storage: Storage, which: str, status: str
+) -> None:
+    first, second, runs = _runs(storage)
+    workflow_id = {"first": first.id, "second": second.id, None: None}[which]
+    expected = [
+        run.id
+        for run in sorted(runs, key=lambda run: -run.id)
+        if workflow_id in (None, run.workflow_id) and status in (None, run.status)
+    ]
+
+    everything = storage.list_runs(workflow_id, status, None, 10)
+    assert [run.id for run in everything.items] == expected and not everything.more
+    first_page = storage.list_runs(workflow_id, status, None, 1)
+    assert [run.id for run in first_page.items] == expected[:1]
+    assert first_page.more == (len(expected) > 1)
+    if expected:
+        rest = storage.list_runs(workflow_id, status, expected[0], 10)
+        assert [run.id for run in rest.items] == expected[1:] and not rest.more
+
+
+def test_list_runs_of_a_workflow_without_runs_is_empty(storage: Storage) -> None:
+    first, _, _ = _runs(storage)
+    idle = storage.create_workflow("Idle", "", ["A"], NOW)
+
+    assert storage.list_runs(idle.id, None, None, 10) == Slice((), False)
+    assert storage.list_runs(first.id + 10_000, None, None, 10) == Slice((), False)
+    assert storage.list_runs(None, "pending", None, 10) == Slice((), False)

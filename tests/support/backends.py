@@ -1,0 +1,153 @@
+"""The storage backends the suite runs on, for the parametrized fixtures in conftest.py.
+
+A backend is a context manager that takes the test's tmp_path, prepares an empty
+store and yields an *opener*: a zero-argument callable that opens one more
+storage on that same data (the first call gives the `storage` fixture; the race
+tests call it again, once per thread, as separate Lambda containers would).
+
+- `sqlite_backend`: a real SQLite file per test.
+- `dynamodb_backend`: a fresh table in moto's in-process mock (fast).
+- `dynamodb_race_backend`: a fresh table on a moto server that answers one
+  request at a time (scripts/moto_server.py), so that conditional writes are
+  atomic as in DynamoDB and the races left in a test are the service's own.
+  moto's in-process mock does not make a condition check and its write atomic.
+
+Every DynamoDB client comes from one boto3 session per test process: creating a
+session parses botocore's service models (0.3 to 0.6 s), a client from an
+existing one takes about 0.03 s. Clients are thread-safe, and every client is
+made here, on the test's own thread, so the session is never shared across
+threads while it works.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import os
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+from unittest import mock
+
+from chalicelib.storage import Backend, dynamodb, dynamodb_schema
+from chalicelib.storage.sqlite import SQLiteStorage
+
+if TYPE_CHECKING:
+    import boto3
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+    from scripts.moto_server import MotoServer
+
+Opener = Callable[[], Backend]
+BackendFactory = Callable[[Path], AbstractContextManager[Opener]]
+
+_AWS_ENV = {
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SECURITY_TOKEN": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+}
+_server: Optional[MotoServer] = None
+_tables = itertools.count(1)
+
+
+@contextlib.contextmanager
+def sqlite_backend(tmp_path: Path) -> Iterator[Opener]:
+    """A real SQLite file per test; every opener call is a new SQLiteStorage on it."""
+    path = str(tmp_path / "workflows.sqlite3")
+    opened: list[SQLiteStorage] = []
+
+    def open_storage() -> Backend:
+        storage = SQLiteStorage(path)
+        opened.append(storage)
+        return storage
+
+    yield open_storage
+    # close() closes the calling thread's connection; connections of finished
+    # threads went with their thread-local storage.
+    for storage in opened:
+        storage.close()
+
+
+@contextlib.contextmanager
+def aws_env(**extra: str) -> Iterator[None]:
+    """Fake credentials and no profile or endpoint but those in `extra`."""
+    with mock.patch.dict(os.environ, {**_AWS_ENV, **extra}):
+        for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB"):
+            if name not in extra:
+                os.environ.pop(name, None)
+        yield
+
+
+@functools.cache
+def session() -> boto3.session.Session:
+    """The test process's one boto3 session (made with the fake credentials)."""
+    import boto3
+
+    with aws_env():
+        return boto3.session.Session()
+
+
+def client(endpoint: Optional[str] = None) -> DynamoDBClient:
+    """A DynamoDB client from the shared session, at moto's mock or at `endpoint`."""
+    extra = {"AWS_ENDPOINT_URL_DYNAMODB": endpoint} if endpoint else {}
+    with aws_env(**extra):
+        return dynamodb.create_client(session())
+
+
+@functools.cache
+def _mock_client() -> DynamoDBClient:
+    """One client for moto's in-process mock: moto answers it while a mock is on."""
+    from moto.core.models import patch_client
+
+    mock_client = client()
+    patch_client(mock_client)
+    return mock_client
+
+
+@contextlib.contextmanager
+def dynamodb_backend(tmp_path: Path) -> Iterator[Opener]:
+    """A fresh table in moto's in-process mock."""
+    from moto import mock_aws
+
+    with aws_env(), mock_aws():
+        mock_client = _mock_client()
+        dynamodb_schema.ensure_table(mock_client, "workflows")
+        yield lambda: dynamodb.DynamoDBStorage(mock_client, "workflows")
+
+
+def moto_server() -> MotoServer:
+    """One serialising moto server for the whole test process."""
+    global _server
+    if _server is None:
+        from scripts.moto_server import MotoServer
+
+        _server = MotoServer().__enter__()
+    return _server
+
+
+@contextlib.contextmanager
+def dynamodb_race_backend(tmp_path: Path) -> Iterator[Opener]:
+    """A fresh table on the serialising moto server, one client per storage."""
+    server = moto_server()
+    with aws_env(AWS_ENDPOINT_URL_DYNAMODB=server.endpoint):
+        table = f"race-{os.getpid()}-{next(_tables)}"
+        admin = client(server.endpoint)
+        dynamodb_schema.ensure_table(admin, table)
+        yield lambda: dynamodb.DynamoDBStorage(client(server.endpoint), table)
+        # moto copies every table in a transaction: keep the server small.
+        admin.delete_table(TableName=table)
+
+
+BACKENDS: dict[str, BackendFactory] = {
+    "sqlite": sqlite_backend,
+    "dynamodb": dynamodb_backend,
+}
+
+RACE_BACKENDS: dict[str, BackendFactory] = {
+    "sqlite": sqlite_backend,
+    "dynamodb": dynamodb_race_backend,
+}

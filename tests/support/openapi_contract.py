@@ -1,0 +1,127 @@
+"""Checks a response against chalicelib/openapi.json: what the API tests receive
+must be what the document promises for that route, method and status."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Optional
+from urllib.parse import quote, urlsplit
+
+import jsonschema
+from referencing import Registry
+from referencing.jsonschema import DRAFT202012
+
+DOCUMENT_PATH = Path(__file__).resolve().parents[2] / "chalicelib" / "openapi.json"
+# Where the document's own "#/components/..." references resolve from.
+DOCUMENT_URI = "urn:approval-workflows:openapi"
+JSON = "application/json"
+
+
+@functools.cache
+def document() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(DOCUMENT_PATH.read_text(encoding="utf-8"))
+    return loaded
+
+
+@functools.cache
+def _registry() -> Registry[Any]:
+    registry: Registry[Any] = Registry().with_resource(
+        DOCUMENT_URI, DRAFT202012.create_resource(document())
+    )
+    return registry
+
+
+def _pointer(*segments: str) -> str:
+    escaped = (segment.replace("~", "~0").replace("/", "~1") for segment in segments)
+    return "#/" + "/".join(quote(segment, safe="") for segment in escaped)
+
+
+def _validate(instance: Any, *segments: str) -> None:
+    """Validate `instance` against the schema at `segments` inside the document."""
+    schema = {"$ref": DOCUMENT_URI + _pointer(*segments)}
+    validator = jsonschema.Draft202012Validator(
+        schema, registry=_registry(), format_checker=jsonschema.FormatChecker()
+    )
+    validator.validate(instance)
+
+
+def path_template(path: str) -> Optional[str]:
+    """The document's path that `path` (query string ignored) is an instance of."""
+    path = urlsplit(path).path
+    paths = document()["paths"]
+    if path in paths:
+        return path
+    return next((template for template in paths if _instance_of(template, path)), None)
+
+
+def _instance_of(template: str, path: str) -> bool:
+    parts, segments = template.split("/"), path.split("/")
+    return len(parts) == len(segments) and all(
+        part == segment or (part.startswith("{") and segment != "")
+        for part, segment in zip(parts, segments, strict=True)
+    )
+
+
+def _resolve(node: dict[str, Any]) -> dict[str, Any]:
+    """A document node, following one local $ref."""
+    ref = node.get("$ref")
+    if not ref:
+        return node
+    target: Any = document()
+    for segment in ref.removeprefix("#/").split("/"):
+        target = target[segment.replace("~1", "/").replace("~0", "~")]
+    return dict(target)
+
+
+def assert_conforms(
+    method: str, path: str, status: int, headers: Mapping[str, str], body: bytes
+) -> None:
+    """The response is one the document lists for `method` on `path`, in shape.
+
+    A method that the path does not list must be refused with 405 and the error shape.
+    """
+    template = path_template(path)
+    assert template is not None, f"{path} is no path of the OpenAPI document"
+    operation = document()["paths"][template].get(method.lower())
+    if operation is None:
+        assert status == 405, f"{method} {template} is undocumented but answered {status}"
+        assert _header(headers, "X-Request-Id"), "the 405 has no X-Request-Id"
+        _assert_json(headers)
+        _validate(json.loads(body), "components", "schemas", "Error")
+        return
+    responses = operation["responses"]
+    where = f"{method} {template} {status}"
+    assert str(status) in responses, f"{where} is not documented (body {body[:200]!r})"
+    documented = responses[str(status)]
+    for name, header in documented.get("headers", {}).items():
+        header = _resolve(header)
+        value = _header(headers, name)
+        if value is None:
+            assert not header.get("required"), f"{where}: header {name} is missing"
+        else:
+            jsonschema.validate(value, header["schema"])
+    if "content" in documented:
+        _assert_json(headers)
+        _validate(
+            json.loads(body),
+            "paths",
+            template,
+            method.lower(),
+            "responses",
+            str(status),
+            "content",
+            JSON,
+            "schema",
+        )
+
+
+def _assert_json(headers: Mapping[str, str]) -> None:
+    content_type = _header(headers, "Content-Type") or ""
+    assert content_type.split(";")[0].strip() == JSON, content_type
+
+
+def _header(headers: Mapping[str, str], name: str) -> Optional[str]:
+    return next((value for key, value in headers.items() if key.lower() == name.lower()), None)

@@ -1,0 +1,173 @@
+"""Requests into typed values: what is accepted, and everything else refused."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from chalicelib import errors, validation
+
+# -- bodies ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        None,
+        [],
+        "name",
+        3,
+        True,
+        {"name": " "},
+        {"name": 1},
+        {"name": "n" * 201},
+        {"name": "x", "description": 1},
+        {"name": "x", "steps": "A"},
+        {"name": "x", "extra": 1},
+    ],
+    ids=repr,
+)
+def test_create_workflow_with_invalid_body_raises_invalid_input(body: Any) -> None:
+    with pytest.raises(errors.InvalidInput):
+        validation.new_workflow(body)
+
+
+def test_create_workflow_accepts_up_to_50_initial_steps() -> None:
+    names = [f"Step {n}" for n in range(1, 51)]
+
+    assert validation.new_workflow({"name": "Fifty", "steps": names}).step_names == names
+
+
+def test_create_workflow_refuses_more_than_50_initial_steps() -> None:
+    names = [f"Step {n}" for n in range(1, 52)]
+
+    with pytest.raises(errors.InvalidInput, match="at most 50"):
+        validation.new_workflow({"name": "Too many", "steps": names})
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"title": "x"},
+        {"workflow_id": "1", "title": "x"},
+        {"workflow_id": True, "title": "x"},
+        {"workflow_id": 1.0, "title": "x"},
+        {"workflow_id": 0, "title": "x"},
+        {"workflow_id": 1},
+        {"workflow_id": 1, "title": ""},
+        {"workflow_id": 1, "title": 5},
+        {"workflow_id": 1, "title": "t" * 501},
+    ],
+    ids=repr,
+)
+def test_start_run_with_invalid_body_raises_invalid_input(body: Any) -> None:
+    with pytest.raises(errors.InvalidInput):
+        validation.new_run(body)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        None,
+        [],
+        {},
+        {"actor": ""},
+        {"actor": "  "},
+        {"actor": 1},
+        {"actor": False},
+        {"actor": "a" * 201},
+        {"actor": "a", "comment": 1},
+        {"actor": "a", "comment": "c" * 5001},
+        {"actor": "\ud800"},
+        {"actor": "a", "comment": "\udfff"},
+    ],
+    ids=repr,
+)
+def test_invalid_decision_raises_invalid_input(body: Any) -> None:
+    with pytest.raises(errors.InvalidInput):
+        validation.decision(body)
+
+
+def test_required_text_is_taken_without_surrounding_whitespace() -> None:
+    workflow = validation.new_workflow({"name": "  Padded  ", "steps": [" A "]})
+    run = validation.new_run({"workflow_id": 1, "title": "\tT\n"})
+    decided = validation.decision({"actor": " alice ", "comment": " as is "})
+
+    assert (workflow.name, workflow.step_names) == ("Padded", ["A"])
+    assert run.title == "T"
+    assert (decided.actor, decided.comment) == ("alice", " as is ")
+
+
+def test_optional_fields_given_as_null_are_absent() -> None:
+    assert validation.new_workflow(
+        {"name": "n", "description": None, "steps": None}
+    ) == validation.NewWorkflow("n", "", [])
+    assert validation.decision(
+        {"actor": "a", "comment": None, "expected_step_id": None}
+    ) == validation.DecisionRequest("a", "", None)
+
+
+# -- path ids ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "raw_id",
+    [
+        "abc",
+        "0",
+        "-1",
+        "1.5",
+        "",
+        " 1",
+        "１",
+        "²",
+        "١",
+        "99999999999999999999999",
+        "9007199254740992",
+        "9" * 4301,
+    ],
+)
+@pytest.mark.parametrize("kind", ["Workflow", "Run"])
+def test_malformed_path_ids_raise_not_found(raw_id: str, kind: str) -> None:
+    assert not validation.is_path_id(raw_id)
+    with pytest.raises(errors.NotFound):
+        validation.path_id(raw_id, kind)
+
+
+@pytest.mark.parametrize("raw_id, value", [("1", 1), ("42", 42), ("9007199254740991", 2**53 - 1)])
+def test_path_ids_are_positive_integers_up_to_2_53_minus_1(raw_id: str, value: int) -> None:
+    assert validation.path_id(raw_id, "Run") == value
+
+
+# -- queries ---------------------------------------------------------------------------
+
+
+def test_run_query_reads_every_parameter() -> None:
+    query = {"workflow_id": "7", "status": "completed", "limit": "3", "cursor": "c"}
+
+    assert validation.run_query(query) == validation.RunQuery(7, "completed", 3, "c")
+    assert validation.run_query({}) == validation.RunQuery(
+        None, None, validation.DEFAULT_LIMIT, None
+    )
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"limit": "0"},
+        {"limit": "101"},
+        {"limit": "x"},
+        {"status": "done"},
+        {"workflow_id": "-1"},
+        {"page": "2"},
+    ],
+    ids=repr,
+)
+def test_run_query_refuses_what_it_does_not_know(query: dict[str, str]) -> None:
+    with pytest.raises(errors.InvalidInput):
+        validation.run_query(query)
+
+
+def test_a_workflow_id_beyond_every_id_is_one_past_the_largest() -> None:
+    assert validation.run_query({"workflow_id": "9" * 40}).workflow_id == validation.MAX_ID + 1
