@@ -71,9 +71,25 @@ def _resolve(node: dict[str, Any]) -> dict[str, Any]:
     if not ref:
         return node
     target: Any = document()
-    for segment in ref.removeprefix("#/").split("/"):
-        target = target[segment.replace("~1", "/").replace("~0", "~")]
+    for segment in _ref_segments(ref):
+        target = target[segment]
     return dict(target)
+
+
+def _ref_segments(ref: str) -> list[str]:
+    return [
+        part.replace("~1", "/").replace("~0", "~") for part in ref.removeprefix("#/").split("/")
+    ]
+
+
+def response(template: str, method: str, status: str) -> tuple[dict[str, Any], list[str]]:
+    """The documented response (shared ones in components/responses followed),
+    and where it stands in the document."""
+    node = document()["paths"][template][method.lower()]["responses"][status]
+    ref = node.get("$ref")
+    if ref:
+        return _resolve(node), _ref_segments(ref)
+    return node, ["paths", template, method.lower(), "responses", status]
 
 
 def assert_conforms(
@@ -95,7 +111,7 @@ def assert_conforms(
     responses = operation["responses"]
     where = f"{method} {template} {status}"
     assert str(status) in responses, f"{where} is not documented (body {body[:200]!r})"
-    documented = responses[str(status)]
+    documented, where_in_document = response(template, method, str(status))
     for name, header in documented.get("headers", {}).items():
         header = _resolve(header)
         value = _header(headers, name)
@@ -105,17 +121,7 @@ def assert_conforms(
             jsonschema.validate(value, header["schema"])
     if "content" in documented:
         _assert_json(headers)
-        _validate(
-            json.loads(body),
-            "paths",
-            template,
-            method.lower(),
-            "responses",
-            str(status),
-            "content",
-            JSON,
-            "schema",
-        )
+        _validate(json.loads(body), *where_in_document, "content", JSON, "schema")
 
 
 def _assert_json(headers: Mapping[str, str]) -> None:
