@@ -1,4 +1,4 @@
-"""Assertions on the exact JSON shapes of issue 2's contract."""
+"""Assertions on the exact JSON shapes of the API's contract."""
 
 from __future__ import annotations
 
