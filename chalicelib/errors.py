@@ -22,6 +22,10 @@ class InvalidInput(WorkflowError):
     """The caller sent something the service cannot accept."""
 
 
+class PayloadTooLarge(InvalidInput):
+    """The request body is larger than the service reads."""
+
+
 class NotFound(WorkflowError):
     """The workflow, run or step named does not exist."""
 

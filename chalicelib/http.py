@@ -20,6 +20,7 @@ from chalicelib import access_log, errors, idempotency, validation
 from chalicelib.idempotency import KeyStore, StoredResponse
 
 STATUS: dict[type[errors.WorkflowError], int] = {
+    errors.PayloadTooLarge: 413,
     errors.InvalidInput: 400,
     errors.NotFound: 404,
     errors.Conflict: 409,
@@ -123,6 +124,11 @@ class JsonApi:
                     return json_response(result.to_dict(), status, headers)
 
                 request = self.request
+                try:
+                    # Before anything reads it, the Idempotency-Key's fingerprint included.
+                    validation.check_body_size(_raw_body(request))
+                except errors.WorkflowError as exc:
+                    return error_response(status_of(exc), exc.message)
                 key = request.headers.get("Idempotency-Key")
                 if key is None or request.method != "POST":
                     return respond()

@@ -13,7 +13,8 @@ from typing import Any, Generic, NamedTuple, Optional, TypeVar, Union
 IN_PROGRESS = "in_progress"
 COMPLETED = "completed"
 REJECTED = "rejected"
-RUN_STATUSES = ("pending", IN_PROGRESS, COMPLETED, REJECTED)
+# The spec's schema also allows "pending", which no run ever has.
+RUN_STATUSES = (IN_PROGRESS, COMPLETED, REJECTED)
 
 APPROVE = "approve"
 REJECT = "reject"

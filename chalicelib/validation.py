@@ -9,6 +9,7 @@ a request refused here has changed nothing.
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Mapping
 from typing import Any, NamedTuple, Optional
 
@@ -24,6 +25,24 @@ MAX_INITIAL_STEPS = 50
 MAX_ID = 2**53 - 1
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 100
+# Refused with 413 before any parsing: no request of this API comes near it.
+MAX_BODY_BYTES = 1024 * 1024
+# A path id longer than this is not shown back in full in the 404.
+SHOWN_ID_CHARACTERS = 40
+
+# Unicode's Default_Ignorable_Code_Point: characters that render as nothing
+# (zero-width spaces and joiners, the BOM, bidi and variation controls). A
+# required string made of these and whitespace alone is blank.
+INVISIBLE_RANGES = (
+    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160),
+    (0x17B4, 0x17B5), (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E),
+    (0x2060, 0x206F), (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
+)  # fmt: skip
+# Control characters (Unicode category Cc) other than tab and newline are
+# refused in names, titles and actors: they corrupt logs and screens.
+ALLOWED_CONTROLS = "\t\n"
 
 
 class NewWorkflow(NamedTuple):
@@ -58,12 +77,41 @@ class RunQuery(NamedTuple):
 # -- bodies ----------------------------------------------------------------------
 
 
+def check_body_size(raw: bytes) -> None:
+    """PayloadTooLarge if the body is larger than the service reads."""
+    if len(raw) > MAX_BODY_BYTES:
+        raise errors.PayloadTooLarge(
+            f"The request body is larger than {MAX_BODY_BYTES:,} bytes; nothing was read")
+
+
 def json_body(raw: bytes) -> Any:
-    """The request body as JSON (None when empty); InvalidInput if it is not JSON."""
+    """The request body as JSON (None when empty); InvalidInput if it is not
+    JSON: a duplicated key or NaN/Infinity is refused, not guessed at."""
+    if not raw:
+        return None
     try:
-        return json.loads(raw) if raw else None
+        return json.loads(raw, object_pairs_hook=_object, parse_constant=_not_a_number)
+    except _NotJSON as exc:
+        raise errors.InvalidInput(f"The request body is not valid JSON: {exc}") from exc
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise errors.InvalidInput("The request body is not valid JSON") from exc
+
+
+class _NotJSON(ValueError):
+    """What json.loads lets through and JSON (RFC 8259) does not mean."""
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    fields = dict(pairs)
+    if len(fields) != len(pairs):
+        names = [name for name, _ in pairs]
+        duplicated = next(name for n, name in enumerate(names) if name in names[:n])
+        raise _NotJSON(f"the key {_shown(duplicated)} appears twice")
+    return fields
+
+
+def _not_a_number(constant: str) -> Any:
+    raise _NotJSON(f"{constant} is not a JSON number")
 
 
 def new_workflow(body: Any) -> NewWorkflow:
@@ -113,7 +161,7 @@ def decision(body: Any) -> DecisionRequest:
 def path_id(raw: str, kind: str) -> int:
     """A positive integer id from a URL path; anything else names nothing."""
     if not is_path_id(raw):
-        raise errors.NotFound(f"{kind} {raw!r} not found: ids are positive integers")
+        raise errors.NotFound(f"{kind} {_shown(raw)} not found: ids are positive integers")
     return int(raw)
 
 
@@ -213,26 +261,59 @@ def _fields(
 
 
 def _text(fields: Mapping[str, Any], name: str, limit: int, required: bool = True) -> str:
+    """A string field. Required ones are names: no control characters, trimmed,
+    normalised to NFC (so one name typed two ways is one name), not blank.
+    Optional ones are free text, kept as sent. `limit` counts what was sent."""
     value = fields.get(name)
     if value is None and not required:
         return ""
     if not isinstance(value, str):
         raise errors.InvalidInput(f"{name!r} must be a string")
-    if required:
-        value = value.strip()
-        if not value:
-            raise errors.InvalidInput(f"{name!r} must not be blank")
     if len(value) > limit:
         raise errors.InvalidInput(f"{name!r} must be at most {limit} characters")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise errors.InvalidInput(f"{name!r} is not valid Unicode text") from exc
+    if not required:
+        return value
+    if has_control_characters(value):
+        raise errors.InvalidInput(
+            f"{name!r} must not contain control characters (tab and newline are allowed)")
+    value = unicodedata.normalize("NFC", value.strip())
+    if is_blank(value):
+        raise errors.InvalidInput(f"{name!r} must not be blank")
     return value
 
 
+def is_blank(value: str) -> bool:
+    """Whether `value` shows nothing: whitespace and invisible characters only."""
+    return all(char.isspace() or _invisible(char) for char in value)
+
+
+def has_control_characters(value: str) -> bool:
+    return any(unicodedata.category(char) == "Cc" and char not in ALLOWED_CONTROLS
+               for char in value)
+
+
+def _invisible(char: str) -> bool:
+    code = ord(char)
+    return any(low <= code <= high for low, high in INVISIBLE_RANGES)
+
+
+def _shown(raw: str) -> str:
+    """`raw` quoted for a message, cut short if it is long."""
+    if len(raw) <= SHOWN_ID_CHARACTERS:
+        return repr(raw)
+    return f"{raw[:SHOWN_ID_CHARACTERS]!r}... ({len(raw)} characters)"
+
+
 def _id(fields: Mapping[str, Any], name: str) -> int:
+    """A positive integer field; an integral number such as 7.0 or 7e0 is that
+    integer (JSON has one number type, and JSON Schema's integer accepts it)."""
     value: Optional[Any] = fields.get(name)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise errors.InvalidInput(f"{name!r} must be a positive integer")
     return value

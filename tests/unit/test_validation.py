@@ -52,7 +52,8 @@ def test_create_workflow_refuses_more_than_50_initial_steps() -> None:
         {"title": "x"},
         {"workflow_id": "1", "title": "x"},
         {"workflow_id": True, "title": "x"},
-        {"workflow_id": 1.0, "title": "x"},
+        {"workflow_id": 1.5, "title": "x"},
+        {"workflow_id": -2.0, "title": "x"},
         {"workflow_id": 0, "title": "x"},
         {"workflow_id": 1},
         {"workflow_id": 1, "title": ""},
@@ -87,6 +88,15 @@ def test_start_run_with_invalid_body_raises_invalid_input(body: Any) -> None:
 def test_invalid_decision_raises_invalid_input(body: Any) -> None:
     with pytest.raises(errors.InvalidInput):
         validation.decision(body)
+
+
+@pytest.mark.parametrize("number", [7, 7.0, 7e0, 0.07e2])
+def test_an_integral_json_number_is_the_integer_it_is(number: float) -> None:
+    # JSON has one number type, and JSON Schema's "integer" accepts 7.0.
+    assert validation.new_run({"workflow_id": number, "title": "x"}).workflow_id == 7
+    decided = validation.decision({"actor": "a", "expected_step_id": number})
+    assert decided.expected_step_id == 7
+    assert type(decided.expected_step_id) is int
 
 
 def test_required_text_is_taken_without_surrounding_whitespace() -> None:
@@ -171,3 +181,84 @@ def test_run_query_refuses_what_it_does_not_know(query: dict[str, str]) -> None:
 
 def test_a_workflow_id_beyond_every_id_is_one_past_the_largest() -> None:
     assert validation.run_query({"workflow_id": "9" * 40}).workflow_id == validation.MAX_ID + 1
+
+
+# -- text ------------------------------------------------------------------------------
+
+
+def test_names_are_normalised_to_nfc() -> None:
+    composed, decomposed = "Caf\u00e9", "Cafe\u0301"
+
+    assert validation.new_workflow({"name": decomposed}).name == composed
+    assert validation.new_step({"name": decomposed}) == composed
+    assert validation.new_run({"workflow_id": 1, "title": decomposed}).title == composed
+    assert validation.decision({"actor": decomposed}).actor == composed
+
+
+def test_free_text_is_kept_as_sent() -> None:
+    decided = validation.decision({"actor": "a", "comment": "Cafe\u0301 \x01 "})
+    assert decided.comment == "Cafe\u0301 \x01 "
+
+
+@pytest.mark.parametrize(
+    "invisible",
+    ["\u200b", "\u200c\u200d", "\ufeff", "\u2060 \u00ad", " \u180e\t", "\U000e0041"],
+    ids=repr,
+)
+def test_a_name_of_invisible_characters_is_blank(invisible: str) -> None:
+    with pytest.raises(errors.InvalidInput, match="blank"):
+        validation.new_workflow({"name": invisible})
+    with pytest.raises(errors.InvalidInput, match="blank"):
+        validation.decision({"actor": invisible})
+
+
+@pytest.mark.parametrize("control", ["\x00", "\x07", "\r", "\x1b[31m", "\x7f", "\x85", "\x9f"])
+def test_control_characters_are_refused_in_names_titles_and_actors(control: str) -> None:
+    for parse in (
+        lambda: validation.new_workflow({"name": f"a{control}b"}),
+        lambda: validation.new_step({"name": f"a{control}b"}),
+        lambda: validation.new_run({"workflow_id": 1, "title": f"a{control}b"}),
+        lambda: validation.decision({"actor": f"a{control}b"}),
+    ):
+        with pytest.raises(errors.InvalidInput, match="control characters"):
+            parse()
+
+
+def test_tab_and_newline_are_allowed_inside_a_name() -> None:
+    assert validation.new_workflow({"name": "a\tb\nc"}).name == "a\tb\nc"
+
+
+def test_a_length_limit_counts_what_was_sent() -> None:
+    # The OpenAPI document's maxLength applies to the string as sent.
+    with pytest.raises(errors.InvalidInput, match="at most 200"):
+        validation.new_step({"name": "n" * 199 + "  "})
+
+
+# -- JSON --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b'{"workflow_id": 999, "workflow_id": 1}', b'{"a": {"b": 1, "b": 1}}', b'[{"x": 1, "x": 2}]'],
+)
+def test_a_duplicated_key_is_refused_not_guessed(raw: bytes) -> None:
+    with pytest.raises(errors.InvalidInput, match="appears twice"):
+        validation.json_body(raw)
+
+
+@pytest.mark.parametrize("raw", [b"NaN", b'{"workflow_id": NaN}', b"[Infinity]", b"-Infinity"])
+def test_nan_and_infinity_are_not_json(raw: bytes) -> None:
+    with pytest.raises(errors.InvalidInput, match="not a JSON number"):
+        validation.json_body(raw)
+
+
+def test_a_body_over_one_megabyte_is_too_large_before_it_is_read() -> None:
+    validation.check_body_size(b" " * validation.MAX_BODY_BYTES)
+    with pytest.raises(errors.PayloadTooLarge):
+        validation.check_body_size(b" " * (validation.MAX_BODY_BYTES + 1))
+
+
+def test_a_long_path_id_is_not_shown_back_in_full() -> None:
+    with pytest.raises(errors.NotFound) as raised:
+        validation.path_id("9" * 5000, "Run")
+    assert len(raised.value.message) < 200
