@@ -18,6 +18,8 @@ from chalicelib.storage import Storage
 from chalicelib.validation import MAX_ID
 
 WORKFLOWS = "workflows"
+# Attempts of one decision that keeps losing its conditional write (see _decide).
+DECISION_ATTEMPTS = 10
 RUNS = "runs"
 
 Clock = Callable[[], str]
@@ -105,19 +107,31 @@ def _decide(
     expected_step_id: Optional[int],
     clock: Clock,
 ) -> Run:
-    run = storage.get_run(run_id)
-    current = decision.step_to_decide(run, expected_step_id)
-    next_step = (
-        storage.next_step(run.workflow_id, current.step_order) if action == APPROVE else None
-    )
-    try:
-        return storage.record_decision(
-            run, decision.decide(action, actor, comment, next_step, clock())
+    """Record the decision on the step the run is at when it is written.
+
+    A decision that loses the conditional write to another one re-reads the run
+    and, unless the caller named the step it saw (expected_step_id), decides
+    the step the run is at now, rechecking everything: losing an optimistic
+    write is the service's business, not the caller's. Every lost write means
+    another decision won, so DECISION_ATTEMPTS bounds a run's waiting deciders
+    by its remaining steps; past it the answer is 503, and nothing is written.
+    """
+    for _ in range(DECISION_ATTEMPTS):
+        run = storage.get_run(run_id)
+        current = decision.step_to_decide(run, expected_step_id)
+        next_step = (
+            storage.next_step(run.workflow_id, current.step_order) if action == APPROVE else None
         )
-    except errors.StaleRun:
-        # Another decision won the race; say where the run is now.
-        decision.step_to_decide(storage.get_run(run_id), current.id)
-        raise
+        try:
+            return storage.record_decision(
+                run, decision.decide(action, actor, comment, next_step, clock())
+            )
+        except errors.StaleRun:
+            if expected_step_id is not None:
+                # The caller decided on what it saw; say where the run is now.
+                decision.step_to_decide(storage.get_run(run_id), current.id)
+                raise
+    raise errors.Unavailable("Too many decisions on this run at once; retry shortly")
 
 
 # -- lists -------------------------------------------------------------------

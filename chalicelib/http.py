@@ -191,7 +191,9 @@ def _raw_body(request: Request) -> bytes:
 
 def _kept(response: Response) -> StoredResponse:
     """The parts of our response that a replay repeats: status, body, Location."""
-    body = json.dumps(response.body, separators=(",", ":"))
+    # Not ASCII-escaped: CJK text takes 3 bytes, not 6. A replay parses it and
+    # Chalice serialises it again, so the replayed bytes are the first ones.
+    body = json.dumps(response.body, separators=(",", ":"), ensure_ascii=False)
     location = response.headers.get("Location")
     return StoredResponse(
         response.status_code, body, location if isinstance(location, str) else None

@@ -26,6 +26,7 @@ Lambda would have to bundle it, where it bundles nothing today.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 from collections.abc import Callable
@@ -33,6 +34,7 @@ from typing import NamedTuple, Optional, Protocol
 
 from chalicelib import errors
 
+LOGGER = logging.getLogger("approval-workflows")
 KEY_HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 MAX_KEY_LENGTH = 255
@@ -183,10 +185,11 @@ def respond_once(
         return response, False
     try:
         store.save_idempotent_response(claim, response)
-    except errors.Unavailable:
-        # The change is made: answer it. The key stays in flight until its
-        # lease ends, then a retry runs again (the residual risk above).
-        pass
+    except errors.WorkflowError as exc:
+        # The change is made: answer it, whatever keeping the answer met. The
+        # key stays in flight until its lease ends, then a retry runs again
+        # (the residual risk above).
+        LOGGER.warning("Idempotency-Key response not kept (%s): %s", type(exc).__name__, exc)
     return response, False
 
 

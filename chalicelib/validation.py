@@ -81,7 +81,8 @@ def check_body_size(raw: bytes) -> None:
     """PayloadTooLarge if the body is larger than the service reads."""
     if len(raw) > MAX_BODY_BYTES:
         raise errors.PayloadTooLarge(
-            f"The request body is larger than {MAX_BODY_BYTES:,} bytes; nothing was read")
+            f"The request body is larger than {MAX_BODY_BYTES:,} bytes; nothing was read"
+        )
 
 
 def json_body(raw: bytes) -> Any:
@@ -279,7 +280,8 @@ def _text(fields: Mapping[str, Any], name: str, limit: int, required: bool = Tru
         return value
     if has_control_characters(value):
         raise errors.InvalidInput(
-            f"{name!r} must not contain control characters (tab and newline are allowed)")
+            f"{name!r} must not contain control characters (tab and newline are allowed)"
+        )
     value = unicodedata.normalize("NFC", value.strip())
     if is_blank(value):
         raise errors.InvalidInput(f"{name!r} must not be blank")
@@ -292,8 +294,9 @@ def is_blank(value: str) -> bool:
 
 
 def has_control_characters(value: str) -> bool:
-    return any(unicodedata.category(char) == "Cc" and char not in ALLOWED_CONTROLS
-               for char in value)
+    return any(
+        unicodedata.category(char) == "Cc" and char not in ALLOWED_CONTROLS for char in value
+    )
 
 
 def _invisible(char: str) -> bool:

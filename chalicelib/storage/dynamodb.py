@@ -96,13 +96,19 @@ COUNTER_KEY = {"PK": {"S": "COUNTER"}, "SK": {"S": "#ID"}}
 WORKFLOWS_PK = "WORKFLOWS"
 RUNS_PK = "RUNS"
 IDEMPOTENCY_SK = "#IDEM"
+PART_PREFIX = "#IDEM#PART#"
 # Kept response bodies longer than this are stored zlib-compressed (binary): a
 # run's answer holds its whole history and may outgrow a 400 KB item.
 INLINE_BODY_LIMIT = 64 * 1024
-# idempotency.may_claim, as DynamoDB evaluates it against the stored item.
+# A compressed body longer than this is kept in part items beside the key's
+# item (PART_PREFIX + number), written in the same transaction that marks the
+# key answered: each part stays well under DynamoDB's 400 KB per item.
+PART_BYTES = 300 * 1024
+# idempotency.may_claim, as DynamoDB evaluates it against the stored item: a
+# key is answered once its body (inline or in parts) is there.
 CLAIM_CONDITION = (
     "attribute_not_exists(PK) OR #expires_at <= :now OR (fingerprint = :fingerprint "
-    "AND attribute_not_exists(response_status) "
+    "AND attribute_not_exists(response_body) AND attribute_not_exists(response_parts) "
     "AND (lease_until <= :now OR claim_token = :token))"
 )
 
@@ -421,7 +427,7 @@ class DynamoDBStorage:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
             held = cast(Optional[Item], exc.response.get("Item"))
-            record = _idempotency_record(held) if held else None
+            record = self._idempotency_record(held) if held else None
             if record is None or idempotency.may_claim(record, claim):
                 # Only an endpoint that does not return the refusing item gets
                 # here; do nothing rather than guess.
@@ -430,39 +436,70 @@ class DynamoDBStorage:
         return None
 
     def save_idempotent_response(self, claim: IdempotencyClaim, response: StoredResponse) -> None:
-        values = {
-            ":status": _n(response.status),
-            ":body": _body_value(response.body),
-            ":token": _s(claim.token),
-        }
-        sets = "response_status = :status, response_body = :body"
+        body = _body_value(response.body)
+        parts = _parts(body["B"]) if "B" in body and len(body["B"]) > PART_BYTES else []
+        values: Item = {":status": _n(response.status), ":token": _s(claim.token)}
+        if parts:
+            sets = "response_status = :status, response_parts = :parts"
+            values[":parts"] = _n(len(parts))
+        else:
+            sets = "response_status = :status, response_body = :body"
+            values[":body"] = body
         if response.location is not None:
             sets += ", response_location = :location"
             values[":location"] = _s(response.location)
-        self._write_if_claimed(
-            "update_item",
-            UpdateExpression=f"SET {sets}",
-            ExpressionAttributeValues=values,
-            claim=claim,
+        answered = {"UpdateExpression": f"SET {sets}", "ExpressionAttributeValues": values}
+        if not parts:
+            self._write_if_claimed("update_item", claim=claim, **answered)
+            return
+        # The parts and the mark that the key is answered, all or nothing; a
+        # refused condition means a retry took the key over: it is its key now.
+        self._transact(
+            [
+                {"Put": {"TableName": self.table, "Item": self._part_item(claim, number, part)}}
+                for number, part in enumerate(parts, start=1)
+            ]
+            + [{"Update": {**self._claimed_key(claim), **answered}}]
         )
+
+    def _part_item(self, claim: IdempotencyClaim, number: int, part: bytes) -> Item:
+        return {
+            "PK": _s(f"IDEM#{claim.key}"),
+            "SK": _s(f"{PART_PREFIX}{number:04d}"),
+            "part": {"B": part},
+            TTL_ATTRIBUTE: _n(claim.expires_at),
+        }
+
+    def _idempotency_record(self, item: Item) -> IdempotencyRecord:
+        """The key's record; a body kept in parts is read from them."""
+        body = item.get("response_body")
+        if body is None and "response_parts" in item:
+            parts = [
+                part["part"]["B"] for part in self._query_partition(item["PK"]["S"], PART_PREFIX)
+            ][: int(item["response_parts"]["N"])]
+            if len(parts) == int(item["response_parts"]["N"]):
+                body = {"B": b"".join(parts)}
+        return _idempotency_record(item, body)
 
     def release_idempotency_key(self, claim: IdempotencyClaim) -> None:
         self._write_if_claimed(
             "delete_item", ExpressionAttributeValues={":token": _s(claim.token)}, claim=claim
         )
 
+    def _claimed_key(self, claim: IdempotencyClaim) -> dict[str, Any]:
+        """Where claim's key item is, and the condition that the claim still holds it."""
+        return {
+            "TableName": self.table,
+            "Key": _idempotency_key(claim.key),
+            "ConditionExpression": "claim_token = :token",
+        }
+
     def _write_if_claimed(self, operation: str, claim: IdempotencyClaim, **params: Any) -> None:
         """Update or delete claim's key item while the claim holds it; else nothing."""
         from botocore.exceptions import ClientError
 
         try:
-            self._call(
-                operation,
-                TableName=self.table,
-                Key=_idempotency_key(claim.key),
-                ConditionExpression="claim_token = :token",
-                **params,
-            )
+            self._call(operation, **self._claimed_key(claim), **params)
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
@@ -523,13 +560,17 @@ class DynamoDBStorage:
         except BotoCoreError as exc:
             raise errors.Unavailable("DynamoDB could not be reached; retry shortly") from exc
 
-    def _query_partition(self, pk: str) -> Iterator[Item]:
+    def _query_partition(self, pk: str, sk_prefix: str = "") -> Iterator[Item]:
+        """Every item of partition `pk` (whose sort key starts with `sk_prefix`)."""
         params: dict[str, Any] = {
             "TableName": self.table,
             "ConsistentRead": True,
             "KeyConditionExpression": "PK = :pk",
             "ExpressionAttributeValues": {":pk": _s(pk)},
         }
+        if sk_prefix:
+            params["KeyConditionExpression"] += " AND begins_with(SK, :prefix)"
+            params["ExpressionAttributeValues"][":prefix"] = _s(sk_prefix)
         while True:
             page = self._call("query", **params)
             yield from page["Items"]
@@ -720,11 +761,12 @@ def _number(value: float) -> dict[str, str]:
 
 
 def _body_value(body: str) -> dict[str, Any]:
-    if len(body) <= INLINE_BODY_LIMIT:
+    encoded = body.encode("utf-8")
+    if len(encoded) <= INLINE_BODY_LIMIT:
         return _s(body)
     import zlib
 
-    return {"B": zlib.compress(body.encode("utf-8"))}
+    return {"B": zlib.compress(encoded)}
 
 
 def _body_text(value: dict[str, Any]) -> str:
@@ -735,13 +777,19 @@ def _body_text(value: dict[str, Any]) -> str:
     return zlib.decompress(value["B"]).decode("utf-8")
 
 
-def _idempotency_record(item: Item) -> IdempotencyRecord:
+def _parts(compressed: bytes) -> list[bytes]:
+    return [compressed[at : at + PART_BYTES] for at in range(0, len(compressed), PART_BYTES)]
+
+
+def _idempotency_record(item: Item, body: Optional[dict[str, Any]]) -> IdempotencyRecord:
+    """A key's record from its item and its body; without a whole body (or
+    status) the key is still in flight, whatever else the item holds."""
     response = None
-    if "response_status" in item:
+    if "response_status" in item and body is not None:
         location = item.get("response_location")
         response = StoredResponse(
             int(item["response_status"]["N"]),
-            _body_text(item["response_body"]),
+            _body_text(body),
             location["S"] if location else None,
         )
     return IdempotencyRecord(

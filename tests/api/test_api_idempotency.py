@@ -273,3 +273,23 @@ def test_a_key_is_forgotten_after_24_hours(api: Api, clock: FakeClock) -> None:
 def test_gets_ignore_the_key(api: Api) -> None:
     response = api.request("GET", "/workflows/1", headers=keyed(" not a key "))
     assert response.status_code == 404
+
+
+def test_every_keyed_approval_of_a_long_history_is_answered_and_replayed(
+    api: Api, clock: FakeClock
+) -> None:
+    # 50 steps, each approved with a 5,000-character comment of CJK text that
+    # barely compresses: late answers hold more than DynamoDB keeps in an item.
+    import random
+
+    rng = random.Random(50)
+    _, run = api.started_run(steps=[f"Step {n}" for n in range(1, 51)])
+    for n in range(1, 51):
+        comment = "".join(chr(rng.randrange(0x4E00, 0x9FFF)) for _ in range(5000))
+        body = {"actor": f"approver {n}", "comment": comment}
+        path = f"/runs/{run['id']}/approve"
+        first = send(api, path, body, f"approve-{n}")
+        assert first.status_code == 200, (n, first.body[:200])
+        assert len(first.json_body["actions"]) == n
+        assert_replay_of(first, send(api, path, body, f"approve-{n}"))
+    assert api.get_run(run["id"])["status"] == "completed"

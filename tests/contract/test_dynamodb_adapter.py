@@ -322,3 +322,47 @@ def test_a_response_that_cannot_be_kept_is_answered_and_the_key_stays_in_flight(
     # Until the lease ends; then a retry would run again (README, "Safe retries").
     assert _decide_keyed(run_id, "k").status_code == 409
     assert len(_get_run(run_id)["actions"]) == 1
+
+
+@pytest.mark.parametrize(
+    "partial",
+    [
+        {":status": {"N": "200"}},
+        {":status": {"N": "200"}, ":parts": {"N": "2"}},
+    ],
+    ids=["a-status-without-a-body", "one-part-of-two"],
+)
+def test_a_key_record_missing_a_part_is_in_flight_never_a_500(
+    ddb: dynamodb.DynamoDBStorage, partial: dict[str, Any]
+) -> None:
+    from chalicelib import errors, idempotency
+
+    first = idempotency.new_claim("k", "fp", 1_900_000_000.0)
+    assert ddb.claim_idempotency_key(first) is None
+    sets = "response_status = :status" + (
+        ", response_parts = :parts" if ":parts" in partial else ""
+    )
+    ddb.client.update_item(
+        TableName=ddb.table,
+        Key={"PK": {"S": "IDEM#k"}, "SK": {"S": "#IDEM"}},
+        UpdateExpression=f"SET {sets}",
+        ExpressionAttributeValues=partial,
+    )
+    if ":parts" in partial:
+        ddb.client.put_item(
+            TableName=ddb.table,
+            Item={"PK": {"S": "IDEM#k"}, "SK": {"S": "#IDEM#PART#0001"}, "part": {"B": b"x"}},
+        )
+
+    with pytest.raises(errors.RequestInProgress):
+        ddb.claim_idempotency_key(idempotency.new_claim("k", "fp", first.now + 1))
+    retry = idempotency.new_claim("k", "fp", first.lease_until)
+    if ":parts" in partial:
+        # The item says it was answered, so no retry may run the request again;
+        # without its body it stays in flight until the key expires.
+        with pytest.raises(errors.RequestInProgress):
+            ddb.claim_idempotency_key(retry)
+        day_later = idempotency.new_claim("k", "fp", first.expires_at)
+        assert ddb.claim_idempotency_key(day_later) is None
+    else:
+        assert ddb.claim_idempotency_key(retry) is None

@@ -68,15 +68,27 @@ def decide_on_same_snapshot(
     run: Run,
     decision_of: Callable[[int], Callable[..., Run]],
 ) -> list[Attempts]:
-    """Round after round until the run ends, every thread decides on the same state."""
+    """Round after round until the run ends, every thread decides on the same state,
+    naming the step it saw (a decision without expected_step_id would retry on
+    the next step instead of losing)."""
     rounds: list[Attempts] = []
     for round_no in range(STEPS):
-        if engine.get_run(storage, run.id).status != IN_PROGRESS:
+        seen = engine.get_run(storage, run.id)
+        if seen.status != IN_PROGRESS:
             break
         rendezvous = Rendezvous(len(storages))
         actors = [f"round{round_no}-thread{i}" for i in range(len(storages))]
         tasks = [
-            rendezvous.guard(partial(decision_of(i), s, run.id, actor, clock=rendezvous.clock))
+            rendezvous.guard(
+                partial(
+                    decision_of(i),
+                    s,
+                    run.id,
+                    actor,
+                    expected_step_id=seen.current_step_id,
+                    clock=rendezvous.clock,
+                )
+            )
             for i, (s, actor) in enumerate(zip(storages, actors, strict=True))
         ]
         warm_up = [partial(s.get_run, run.id) for s in storages]
@@ -230,6 +242,38 @@ def test_concurrent_approvals_of_different_runs_all_succeed(
         assert [a.step_id for a in stored.actions] == [workflow.steps[0].id]
 
 
+# -- (a2) decisions without expected_step_id: losing a write is not the caller's business --
+
+
+@pytest.mark.parametrize(
+    "racers, steps", [(24, 3), (THREADS, 5), (4, 6)], ids=["24-on-3", "16-on-5", "4-on-6"]
+)
+@SHARING
+def test_concurrent_approvals_without_expected_step_give_exactly_min_n_s_successes(
+    race_storage_factory: Opener, per_thread: bool, racers: int, steps: int
+) -> None:
+    storage = race_storage_factory()
+    workflow, run = new_run(storage, steps=steps)
+    storages = [race_storage_factory() if per_thread else storage for _ in range(racers)]
+
+    outcomes = run_together(
+        [partial(engine.approve, s, run.id, f"racer{i}") for i, s in enumerate(storages)],
+        warm_up=[partial(s.get_run, run.id) for s in storages],
+    )
+
+    won = [outcome for outcome in outcomes if isinstance(outcome, Run)]
+    ended = [
+        o for o in outcomes if isinstance(o, errors.Conflict) and not isinstance(o, errors.StaleRun)
+    ]
+    assert len(won) == min(racers, steps), outcomes
+    assert len(won) + len(ended) == racers, outcomes
+    assert all(o.message == "Run is not in progress" for o in ended)
+    final = engine.get_run(storage, run.id)
+    assert [a.step_id for a in final.actions] == [s.id for s in workflow.steps][: len(won)]
+    assert final.status == (COMPLETED if racers >= steps else IN_PROGRESS)
+    assert_winners_match_history(final, [(run_.actions[-1].actor, run_) for run_ in won])
+
+
 # -- (b) concurrent approvals of one run, processes (SQLite only) -----------------------
 #
 # SQLite only, on purpose: what a second process adds over a thread with its own
@@ -251,8 +295,9 @@ def process_approves_in_rounds(
         clock = rendezvous_clock(barrier)
         for round_no in range(STEPS):
             actor = f"round{round_no}-process{worker}"
+            seen = storage.get_run(run_id).current_step_id
             try:
-                run = engine.approve(storage, run_id, actor, clock=clock)
+                run = engine.approve(storage, run_id, actor, expected_step_id=seen, clock=clock)
                 attempts.append((actor, "won", len(run.actions)))
             except errors.Conflict:
                 attempts.append((actor, "conflict", 0))
