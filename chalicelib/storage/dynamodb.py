@@ -61,6 +61,7 @@ expiry itself.
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import threading
@@ -91,7 +92,11 @@ NAME_SK = "#WFNAME"
 RUN_SK = "#RUN"
 STEP_PREFIX = "STEP#"
 ACTION_PREFIX = "ACT#"
-COUNTER_KEY = {"PK": {"S": "COUNTER"}, "SK": {"S": "#ID"}}
+# Each kind of record counts its ids from 1, on a counter item of its own, as
+# SQLite's tables do. Tables made when one counter served every kind start
+# the kinds' counters above it (LEGACY_COUNTER_KEY), so no id comes twice.
+ID_KINDS = ("workflow", "step", "run", "action")
+LEGACY_COUNTER_KEY = {"PK": {"S": "COUNTER"}, "SK": {"S": "#ID"}}
 # Partitions of the `all` index.
 WORKFLOWS_PK = "WORKFLOWS"
 RUNS_PK = "RUNS"
@@ -182,14 +187,19 @@ class DynamoDBStorage:
     def __init__(self, client: DynamoDBClient, table: str, id_block: int = ID_BLOCK) -> None:
         self.client = client
         self.table = table
-        self._ids = IdBlocks(self._reserve_ids, id_block)
+        self._ids = {
+            kind: IdBlocks(functools.partial(self._reserve_ids, kind), id_block)
+            for kind in ID_KINDS
+        }
+        self._legacy_top: Optional[int] = None
 
     # -- workflows -------------------------------------------------------
 
     def create_workflow(
         self, name: str, description: str, step_names: Sequence[str], now: str
     ) -> Workflow:
-        workflow_id, *step_ids = self._ids.take(1 + len(step_names))
+        (workflow_id,) = self._ids["workflow"].take()
+        step_ids = self._ids["step"].take(len(step_names)) if step_names else []
         steps = tuple(
             Step(step_id, workflow_id, step_name, order)
             for order, (step_id, step_name) in enumerate(
@@ -237,7 +247,7 @@ class DynamoDBStorage:
         if not last:
             raise errors.workflow_not_found(workflow_id)
         order = int(last[0]["step_order"]["N"]) + 1 if "step_order" in last[0] else 1
-        (step_id,) = self._ids.take()
+        (step_id,) = self._ids["step"].take()
         # A lost race means `order` is taken: the next free one is right after
         # it, so orders stay consecutive without reading again. A transaction
         # that adds step n + 1 to the workflow's list runs only after the one
@@ -291,7 +301,7 @@ class DynamoDBStorage:
     # -- runs ------------------------------------------------------------
 
     def create_run(self, workflow: Workflow, title: str, now: str) -> Run:
-        (run_id,) = self._ids.take()
+        (run_id,) = self._ids["run"].take()
         first = workflow.steps[0]
         item = {
             "PK": _s(_run_key(run_id)),
@@ -326,7 +336,7 @@ class DynamoDBStorage:
         step = run.current_step
         assert step is not None, "only a run in progress has a decision to record"
         seq = len(run.actions) + 1
-        (action_id,) = self._ids.take()
+        (action_id,) = self._ids["action"].take()
         action = Action(
             action_id,
             run.id,
@@ -627,17 +637,34 @@ class DynamoDBStorage:
                 ) from exc
         raise AssertionError("unreachable")
 
-    def _reserve_ids(self, count: int) -> int:
-        """Reserve `count` ids on the counter; the highest of them."""
+    def _reserve_ids(self, kind: str, count: int) -> int:
+        """Reserve `count` ids of `kind` on its counter; the highest of them."""
         answer = self._call(
             "update_item",
             TableName=self.table,
-            Key=COUNTER_KEY,
-            UpdateExpression="ADD next_id :n",
-            ExpressionAttributeValues={":n": _n(count)},
+            Key={"PK": _s(f"COUNTER#{kind}"), "SK": _s("#ID")},
+            UpdateExpression="SET next_id = if_not_exists(next_id, :start) + :n",
+            ExpressionAttributeValues={":n": _n(count), ":start": _n(self._legacy_ids())},
             ReturnValues="UPDATED_NEW",
         )
         return int(answer["Attributes"]["next_id"]["N"])
+
+    def _legacy_ids(self) -> int:
+        """The last id of the one counter older tables have (0 if none): read
+        once per storage, at its first block."""
+        if self._legacy_top is None:
+            items = self._call(
+                "query",
+                TableName=self.table,
+                ConsistentRead=True,
+                KeyConditionExpression="PK = :pk AND SK = :sk",
+                ExpressionAttributeValues={
+                    ":pk": LEGACY_COUNTER_KEY["PK"],
+                    ":sk": LEGACY_COUNTER_KEY["SK"],
+                },
+            )["Items"]
+            self._legacy_top = int(items[0]["next_id"]["N"]) if items else 0
+        return self._legacy_top
 
 
 # -- items <-> models ----------------------------------------------------------
