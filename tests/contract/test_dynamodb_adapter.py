@@ -146,8 +146,12 @@ def served(tmp_path: Path, serve: None, no_backoff: None) -> Iterator[MotoServer
 
 @pytest.fixture
 def run_id(served: MotoServer) -> int:
+    """A run at its first of two steps, on a storage whose id blocks are all taken
+    (a warm container: faults injected then hit the decision's own requests)."""
     with Client(app_module.app) as client:
         workflow = _post(client, "/workflows", {"name": "faults", "steps": ["a", "b"]}, 201)
+        warm_up = _post(client, "/runs", {"workflow_id": workflow["id"], "title": "w"}, 201)
+        _post(client, f"/runs/{warm_up['id']}/reject", {"actor": "ann"}, 200)
         return _post(client, "/runs", {"workflow_id": workflow["id"], "title": "t"}, 201)["id"]
 
 
@@ -270,6 +274,8 @@ def test_a_key_costs_one_put_and_one_update_and_a_replay_one_put(
     log = RequestLog(ddb)
     with Client(app_module.app) as client:
         workflow = _post(client, "/workflows", {"name": "keyed", "steps": ["a", "b"]}, 201)
+        warm_up = _post(client, "/runs", {"workflow_id": workflow["id"], "title": "w"}, 201)
+        _post(client, f"/runs/{warm_up['id']}/reject", {"actor": "ann"}, 200)
         run = _post(client, "/runs", {"workflow_id": workflow["id"], "title": "t"}, 201)
         path, body = f"/runs/{run['id']}/approve", json.dumps({"actor": "ann"})
 
