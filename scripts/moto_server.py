@@ -18,6 +18,7 @@ import argparse
 import contextlib
 import json
 import os
+import random
 import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -25,13 +26,26 @@ from typing import Any
 
 
 class Fault:
-    """Answer `remaining` requests of one operation with an error."""
+    """Answer `remaining` requests of one operation with an error; with `share`
+    below 1, only that share of them, picked by a seeded random generator."""
 
-    def __init__(self, status: int, body: dict[str, Any], remaining: int = 10**6) -> None:
+    def __init__(
+        self, status: int, body: dict[str, Any], remaining: int = 10**6, share: float = 1.0
+    ) -> None:
         self.status = status
         self.body = body
         self.remaining = remaining
+        self.share = share
         self.seen = 0
+        self._random = random.Random(0)
+
+    def strikes(self) -> bool:
+        """Whether this request gets the error."""
+        if self.remaining <= 0 or self._random.random() >= self.share:
+            return False
+        self.remaining -= 1
+        self.seen += 1
+        return True
 
 
 class MotoServer:
@@ -67,11 +81,9 @@ class MotoServer:
     def _app(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         operation = environ.get("HTTP_X_AMZ_TARGET", "").rpartition(".")[2]
         fault = self.faults.get(operation)
-        if fault is None or fault.remaining <= 0:
+        if fault is None or not fault.strikes():
             answer: Iterable[bytes] = self._moto(environ, start_response)
             return answer
-        fault.remaining -= 1
-        fault.seen += 1
         environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
         start_response(f"{fault.status} Fault", [("Content-Type", "application/x-amz-json-1.0")])
         return [json.dumps(fault.body).encode()]

@@ -127,6 +127,9 @@ ID_BLOCK = 1000
 MAX_ATTEMPTS = 4
 # Lost races on a transaction (TransactionConflict) are retried this often.
 CONFLICT_RETRIES = 5
+# Orders an append tries before it gives up (503): each lost one was taken by
+# another append to the same workflow in the meantime.
+APPEND_ATTEMPTS = 50
 
 
 def _wf_key(workflow_id: int) -> str:
@@ -143,6 +146,15 @@ def _step_sk(order: int) -> str:
 
 def _action_sk(seq: int) -> str:
     return f"{ACTION_PREFIX}{seq:010d}"
+
+
+class _TransactionConflict(Exception):
+    """A write met another transaction on the same item; DynamoDB wrote nothing."""
+
+
+def _back_off(attempt: int) -> None:
+    """Wait before retry `attempt` (from 0): jittered, doubling from 20 ms."""
+    time.sleep(random.uniform(0, 0.02 * 2**attempt))
 
 
 class ItemTooLarge(errors.Conflict):
@@ -252,7 +264,7 @@ class DynamoDBStorage:
         # it, so orders stay consecutive without reading again. A transaction
         # that adds step n + 1 to the workflow's list runs only after the one
         # that wrote step n, so the list stays in step order.
-        while True:
+        for _ in range(APPEND_ATTEMPTS):
             step = Step(step_id, workflow_id, name, order)
             try:
                 reasons = self._transact([self._put_new(_step_item(step)), self._listed_step(step)])
@@ -266,6 +278,7 @@ class DynamoDBStorage:
             if reasons[1] == "ConditionalCheckFailed":
                 raise errors.workflow_not_found(workflow_id)
             order += 1
+        raise errors.Unavailable("Too many steps are being appended at once; retry shortly")
 
     def _listed_step(self, step: Step) -> dict[str, Any]:
         """The update that appends `step` to the steps its workflow item carries."""
@@ -549,6 +562,21 @@ class DynamoDBStorage:
         return items, "LastEvaluatedKey" in page and bool(items)
 
     def _call(self, operation: str, **params: Any) -> Any:
+        """The client's `operation`; a single-item write that collides with a
+        transaction in flight (TransactionConflictException, which botocore
+        does not retry) is retried with jittered backoff, then answers 503."""
+        for attempt in range(CONFLICT_RETRIES + 1):
+            try:
+                return self._send(operation, **params)
+            except _TransactionConflict as exc:
+                if attempt == CONFLICT_RETRIES:
+                    raise errors.Unavailable(
+                        "DynamoDB is busy with other writes to the same records; retry shortly"
+                    ) from exc
+                _back_off(attempt)
+        raise AssertionError("unreachable")
+
+    def _send(self, operation: str, **params: Any) -> Any:
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
@@ -557,6 +585,8 @@ class DynamoDBStorage:
             code = exc.response.get("Error", {}).get("Code", "")
             if code in ("ConditionalCheckFailedException", "TransactionCanceledException"):
                 raise
+            if code == "TransactionConflictException":
+                raise _TransactionConflict() from exc
             if code == "ValidationException" and "size" in exc.response["Error"].get("Message", ""):
                 raise ItemTooLarge("The item would exceed DynamoDB's 400 KB") from exc
             if code == "ResourceNotFoundException":
@@ -629,7 +659,7 @@ class DynamoDBStorage:
                     # changes can break is an item's 400 KB limit.
                     raise ItemTooLarge("The item would exceed DynamoDB's 400 KB") from exc
                 if attempt < CONFLICT_RETRIES and "TransactionConflict" in reasons:
-                    time.sleep(random.uniform(0, 0.02 * 2**attempt))
+                    _back_off(attempt)
                     continue
                 raise errors.Unavailable(
                     "DynamoDB refused the transaction "
