@@ -105,15 +105,31 @@ def test_a_page_cut_short_at_one_megabyte_still_walks_every_workflow_once(
 def test_a_step_that_would_outgrow_the_workflow_item_answers_409_and_writes_nothing(
     ddb: dynamodb.DynamoDBStorage,
 ) -> None:
+    from botocore.exceptions import ClientError
+
     workflow = ddb.create_workflow("Long", "", ["A"], NOW)
-    # Fill the item's step list to just under DynamoDB's 400 KB, in one write.
-    filler = {"M": {"id": {"N": "1"}, "name": {"S": "x" * 190}, "step_order": {"N": "1"}}}
-    ddb.client.update_item(
-        TableName=ddb.table,
-        Key={"PK": {"S": f"WF#{workflow.id}"}, "SK": {"S": "#WORKFLOW"}},
-        UpdateExpression="SET steps = list_append(steps, :more)",
-        ExpressionAttributeValues={":more": {"L": [filler] * 1_900}},
-    )
+    # Fill the item's step list until the table refuses more, in ever smaller
+    # writes: then less room is left than one filler takes, and a filler is
+    # smaller than the step appended below, whatever the table's size rules
+    # (DynamoDB's documented ones or moto's).
+    filler = {"M": {"id": {"N": "1"}, "name": {"S": "x" * 180}, "step_order": {"N": "1"}}}
+
+    def fill(count: int) -> bool:
+        try:
+            ddb.client.update_item(
+                TableName=ddb.table,
+                Key={"PK": {"S": f"WF#{workflow.id}"}, "SK": {"S": "#WORKFLOW"}},
+                UpdateExpression="SET steps = list_append(steps, :more)",
+                ExpressionAttributeValues={":more": {"L": [filler] * count}},
+            )
+        except ClientError as exc:
+            assert exc.response["Error"]["Code"] == "ValidationException", exc
+            return False
+        return True
+
+    for chunk in (1_000, 100, 10, 1):
+        while fill(chunk):
+            pass
     before = ddb.get_workflow(workflow.id)
 
     with Client(app_module.app) as client:
