@@ -11,6 +11,7 @@ response that breaks its schema, content type or headers fails the test.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -25,23 +26,23 @@ import app as app_module
 from chalicelib import access_log
 from chalicelib.storage import Backend
 
-FUZZ_SECONDS = 55  # per backend
+FUZZ_SECONDS = int(os.environ.get("FUZZ_SECONDS", "55"))  # per backend
 MAX_EXAMPLES = 200
-CHECKS = [
-    "not_a_server_error",
-    "status_code_conformance",
-    "response_schema_conformance",
-    "content_type_conformance",
-    "response_headers_conformance",
-    "unsupported_method",
-]
+CHECKS = ["all"]
 # Methods sent to paths that do not list them, expecting 405. Not TRACE or QUERY:
 # chalice's local server (Python's http.server) answers those 501 itself and API
 # Gateway does not forward them; not OPTIONS: the gateway answers CORS preflights.
+# A request the schema allows may still be refused for its state, as the
+# document says: 409 (the run has ended, the name is taken) and 422 (an
+# Idempotency-Key the fuzzer reuses for another request).
 CONFIG = """
 [phases.coverage]
 unexpected-methods = ["get", "put", "post", "delete", "patch"]
+
+[checks.positive_data_acceptance]
+expected-statuses = ["2XX", "3XX", "401", "403", "404", "409", "422", "429", "5XX"]
 """
+PROJECT_DIR = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -95,8 +96,14 @@ def test_schemathesis_finds_no_server_error_undocumented_status_or_schema_violat
         "none",
         "--no-color",
     ]
+    # The hooks (schemathesis_hooks.py) issue cursors with the service's own code.
+    env = {
+        **os.environ,
+        "SCHEMATHESIS_HOOKS": "tests.fuzz.schemathesis_hooks",
+        "PYTHONPATH": str(PROJECT_DIR),
+    }
     result = subprocess.run(
-        command, cwd=tmp_path, capture_output=True, text=True, timeout=FUZZ_SECONDS + 120
+        command, cwd=tmp_path, capture_output=True, text=True, timeout=FUZZ_SECONDS + 120, env=env
     )
     # The summary names each failure with a curl line to reproduce it, and the seed.
     assert result.returncode == 0, result.stdout[-30_000:] + result.stderr[-5_000:]
