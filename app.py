@@ -11,7 +11,7 @@ from typing import Optional
 
 from chalice.app import Chalice, Response
 
-from chalicelib import access_log, engine, http, validation
+from chalicelib import access_log, engine, http, identity, validation
 from chalicelib.models import Page, Run, Step, Workflow
 from chalicelib.storage import Backend, create_storage
 
@@ -42,6 +42,7 @@ api = http.JsonApi(app, key_store=get_storage)
 @app.route("/workflows", methods=["POST"])
 @api.answers(201, location=lambda workflow: f"/workflows/{workflow.id}")
 def create_workflow() -> Workflow:
+    identity.require_admin(api.caller())
     new = validation.new_workflow(api.body())
     return engine.create_workflow(get_storage(), new.name, new.description, new.step_names)
 
@@ -62,6 +63,7 @@ def get_workflow(workflow_id: str) -> Workflow:
 @app.route("/workflows/{workflow_id}/steps", methods=["POST"])
 @api.answers(201, location=lambda step: f"/workflows/{step.workflow_id}")
 def append_step(workflow_id: str) -> Step:
+    identity.require_admin(api.caller())
     body = api.body()
     wid = validation.path_id(workflow_id, "Workflow")
     return engine.append_step(get_storage(), wid, validation.new_step(body))
@@ -71,7 +73,8 @@ def append_step(workflow_id: str) -> Step:
 @api.answers(201, location=lambda run: f"/runs/{run.id}")
 def start_run() -> Run:
     new = validation.new_run(api.body())
-    return engine.start_run(get_storage(), new.workflow_id, new.title)
+    requester = identity.requester_of(api.caller(), new.requested_by)
+    return engine.start_run(get_storage(), new.workflow_id, new.title, requester)
 
 
 @app.route("/runs", methods=["GET"])
@@ -94,10 +97,9 @@ def get_run(run_id: str) -> Run:
 def approve(run_id: str) -> Run:
     body = api.body()
     rid = validation.path_id(run_id, "Run")
-    decided = validation.decision(body)
-    return engine.approve(
-        get_storage(), rid, decided.actor, decided.comment, decided.expected_step_id
-    )
+    decided = validation.decision(body, actor_required=api.caller() is None)
+    actor = identity.actor_of(api.caller(), decided.actor)
+    return engine.approve(get_storage(), rid, actor, decided.comment, decided.expected_step_id)
 
 
 @app.route("/runs/{run_id}/reject", methods=["POST"])
@@ -105,10 +107,9 @@ def approve(run_id: str) -> Run:
 def reject(run_id: str) -> Run:
     body = api.body()
     rid = validation.path_id(run_id, "Run")
-    decided = validation.decision(body)
-    return engine.reject(
-        get_storage(), rid, decided.actor, decided.comment, decided.expected_step_id
-    )
+    decided = validation.decision(body, actor_required=api.caller() is None)
+    actor = identity.actor_of(api.caller(), decided.actor)
+    return engine.reject(get_storage(), rid, actor, decided.comment, decided.expected_step_id)
 
 
 @app.route("/openapi.json", methods=["GET"])

@@ -57,8 +57,14 @@ def append_step(storage: Storage, workflow_id: int, name: str) -> Step:
 # -- runs ------------------------------------------------------------------
 
 
-def start_run(storage: Storage, workflow_id: int, title: str, clock: Clock = utc_now) -> Run:
-    """Start a run of a workflow at its first step."""
+def start_run(
+    storage: Storage,
+    workflow_id: int,
+    title: str,
+    requested_by: Optional[str] = None,
+    clock: Clock = utc_now,
+) -> Run:
+    """Start a run of a workflow at its first step, on behalf of `requested_by`."""
     if workflow_id > MAX_ID:
         raise errors.workflow_not_found(workflow_id)
     workflow = storage.get_workflow(workflow_id)
@@ -66,7 +72,7 @@ def start_run(storage: Storage, workflow_id: int, title: str, clock: Clock = utc
         raise errors.Conflict(
             f"Workflow {workflow_id} has no steps; append one before starting a run"
         )
-    return storage.create_run(workflow, title, clock())
+    return storage.create_run(workflow, title, clock(), requested_by)
 
 
 def get_run(storage: Storage, run_id: int) -> Run:

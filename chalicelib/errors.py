@@ -26,6 +26,19 @@ class PayloadTooLarge(InvalidInput):
     """The request body is larger than the service reads."""
 
 
+class Unauthorized(WorkflowError):
+    """The caller did not prove who it is (WORKFLOW_AUTH=jwt)."""
+
+    def __init__(self, message: str, token_given: bool = False) -> None:
+        super().__init__(message)
+        # A bad token is an invalid_token challenge; no token at all is a bare one.
+        self.token_given = token_given
+
+
+class Forbidden(WorkflowError):
+    """The caller is known, and this is not theirs to do."""
+
+
 class NotFound(WorkflowError):
     """The workflow, run or step named does not exist."""
 

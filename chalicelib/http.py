@@ -16,12 +16,14 @@ from typing import Any, Optional, Protocol, Union
 
 from chalice.app import Chalice, CORSConfig, Request, Response
 
-from chalicelib import access_log, errors, idempotency, validation
+from chalicelib import access_log, errors, identity, idempotency, validation
 from chalicelib.idempotency import KeyStore, StoredResponse
 
 STATUS: dict[type[errors.WorkflowError], int] = {
     errors.PayloadTooLarge: 413,
     errors.InvalidInput: 400,
+    errors.Unauthorized: 401,
+    errors.Forbidden: 403,
     errors.NotFound: 404,
     errors.Conflict: 409,
     errors.IdempotencyMismatch: 422,
@@ -30,6 +32,8 @@ STATUS: dict[type[errors.WorkflowError], int] = {
 
 Headers = dict[str, Union[str, list[str]]]
 JSON_HEADERS: Mapping[str, str] = {"Content-Type": "application/json"}
+# Where a request's verified caller is kept for its view (see JsonApi.caller).
+_CALLER = "approval-workflows.caller"
 _OPENAPI_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "openapi.json")
 
 
@@ -74,6 +78,18 @@ def error_response(status: int, message: str, **details: Any) -> Response:
     return json_response({"error": message, **details}, status)
 
 
+def domain_error_response(exc: errors.WorkflowError) -> Response:
+    """The answer to a domain error: its status, its message, its details, and
+    for a caller that did not prove who it is the Bearer challenge (RFC 6750)."""
+    response = error_response(status_of(exc), exc.message, **exc.details)
+    if isinstance(exc, errors.Unauthorized):
+        challenge = 'Bearer realm="approval-workflows"'
+        if exc.token_given:
+            challenge += ', error="invalid_token"'
+        response.headers["WWW-Authenticate"] = challenge
+    return response
+
+
 class JsonApi:
     """The JSON side of `app`'s routes. Keyed POSTs claim their key in the store
     that `key_store` gives, at the time `clock` tells (seconds since the epoch)."""
@@ -116,7 +132,7 @@ class JsonApi:
                     try:
                         result = view(*args, **kwargs)
                     except errors.WorkflowError as exc:
-                        return error_response(status_of(exc), exc.message, **exc.details)
+                        return domain_error_response(exc)
                     access_log.note_ids(self.request, result.about())
                     headers = (
                         {"Location": self.base_path() + location(result)} if location else None
@@ -125,25 +141,35 @@ class JsonApi:
 
                 request = self.request
                 try:
+                    caller = identity.authenticate(request.headers.get("Authorization"))
                     # Before anything reads it, the Idempotency-Key's fingerprint included.
                     validation.check_body_size(_raw_body(request))
                 except errors.WorkflowError as exc:
-                    return error_response(status_of(exc), exc.message)
+                    return domain_error_response(exc)
+                request.context[_CALLER] = caller
                 key = request.headers.get("Idempotency-Key")
                 if key is None or request.method != "POST":
                     return respond()
-                return self._answer_once(key, respond)
+                return self._answer_once(key, caller, respond)
 
             return wrapper
 
         return decorate
 
-    def _answer_once(self, key: str, respond: Callable[[], Response]) -> Response:
-        """respond()'s response to the first request with `key`, replayed to its retries."""
+    def caller(self) -> Optional[identity.Caller]:
+        """The verified caller of the request (None in `none` mode)."""
+        caller: Optional[identity.Caller] = self.request.context.get(_CALLER)
+        return caller
+
+    def _answer_once(
+        self, key: str, caller: Optional[identity.Caller], respond: Callable[[], Response]
+    ) -> Response:
+        """respond()'s response to the first request with `key` (of this caller,
+        where callers are verified), replayed to its retries."""
         request = self.request
         try:
             claim = idempotency.new_claim(
-                idempotency.checked_key(key),
+                idempotency.scoped(idempotency.checked_key(key), caller and caller.actor),
                 idempotency.fingerprint(request.method, self.request_path(), _raw_body(request)),
                 self.clock(),
             )
@@ -151,7 +177,7 @@ class JsonApi:
                 self.key_store(), claim, lambda: _kept(respond())
             )
         except errors.WorkflowError as exc:
-            return error_response(status_of(exc), exc.message, **exc.details)
+            return domain_error_response(exc)
         headers: dict[str, str] = {}
         if stored.location is not None:
             headers["Location"] = stored.location

@@ -108,6 +108,13 @@ def checked_key(raw: str) -> str:
     return raw
 
 
+def scoped(key: str, actor: Optional[str]) -> str:
+    """The key as it is claimed: a verified caller's keys are its own, so that no
+    one can take another's key first. Keys hold no newline, so what follows the
+    last one is the key, whatever the actor holds."""
+    return key if actor is None else f"{actor}\n{key}"
+
+
 def fingerprint(method: str, path: str, body: bytes) -> str:
     """What makes two requests the same: method, path and body, a JSON body
     compared canonically (parsed, dumped with sorted keys), any other as bytes."""

@@ -95,6 +95,7 @@ class Run(NamedTuple):
     created_at: str
     updated_at: str
     actions: tuple[Action, ...] = ()
+    requested_by: Optional[str] = None
 
     @property
     def current_step_id(self) -> Optional[int]:
@@ -112,6 +113,7 @@ class Run(NamedTuple):
             "id": self.id,
             "workflow_id": self.workflow_id,
             "title": self.title,
+            "requested_by": self.requested_by,
             "status": self.status,
             "current_step_id": self.current_step_id,
             "current_step": self.current_step.to_dict() if self.current_step else None,

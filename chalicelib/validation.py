@@ -54,10 +54,11 @@ class NewWorkflow(NamedTuple):
 class NewRun(NamedTuple):
     workflow_id: int
     title: str
+    requested_by: Optional[str] = None
 
 
 class DecisionRequest(NamedTuple):
-    actor: str
+    actor: Optional[str]
     comment: str
     expected_step_id: Optional[int]
 
@@ -139,16 +140,26 @@ def new_step(body: Any) -> str:
 
 
 def new_run(body: Any) -> NewRun:
-    """POST /runs: {"workflow_id", "title"}."""
-    fields = _fields(body, required=("workflow_id", "title"))
+    """POST /runs: {"workflow_id", "title", "requested_by"?}."""
+    fields = _fields(body, required=("workflow_id", "title"), optional=("requested_by",))
     workflow_id = _id(fields, "workflow_id")
-    return NewRun(workflow_id, _text(fields, "title", MAX_TITLE))
+    title = _text(fields, "title", MAX_TITLE)
+    requested_by = (
+        _text(fields, "requested_by", MAX_ACTOR) if fields.get("requested_by") is not None else None
+    )
+    return NewRun(workflow_id, title, requested_by)
 
 
-def decision(body: Any) -> DecisionRequest:
-    """POST /runs/{id}/approve|reject: {"actor", "comment"?, "expected_step_id"?}."""
-    fields = _fields(body, required=("actor",), optional=("comment", "expected_step_id"))
-    actor = _text(fields, "actor", MAX_ACTOR)
+def decision(body: Any, actor_required: bool = True) -> DecisionRequest:
+    """POST /runs/{id}/approve|reject: {"actor", "comment"?, "expected_step_id"?};
+    `actor` may be left out where the caller is verified (actor_required False)."""
+    names = ("comment", "expected_step_id")
+    fields = (
+        _fields(body, required=("actor",), optional=names)
+        if actor_required
+        else _fields(body, required=(), optional=("actor", *names))
+    )
+    actor = _text(fields, "actor", MAX_ACTOR) if fields.get("actor") is not None else None
     comment = _text(fields, "comment", MAX_TEXT, required=False)
     expected = (
         _id(fields, "expected_step_id") if fields.get("expected_step_id") is not None else None

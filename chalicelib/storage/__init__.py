@@ -33,7 +33,9 @@ class Storage(Protocol):
         """Append a step at max(step_order) + 1, atomically; NotFound if absent."""
         ...
 
-    def create_run(self, workflow: Workflow, title: str, now: str) -> Run:
+    def create_run(
+        self, workflow: Workflow, title: str, now: str, requested_by: Optional[str] = None
+    ) -> Run:
         """Store a new run in progress at the workflow's first step."""
         ...
 

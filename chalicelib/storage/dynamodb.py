@@ -313,7 +313,9 @@ class DynamoDBStorage:
 
     # -- runs ------------------------------------------------------------
 
-    def create_run(self, workflow: Workflow, title: str, now: str) -> Run:
+    def create_run(
+        self, workflow: Workflow, title: str, now: str, requested_by: Optional[str] = None
+    ) -> Run:
         (run_id,) = self._ids["run"].take()
         first = workflow.steps[0]
         item = {
@@ -331,9 +333,11 @@ class DynamoDBStorage:
             "workflow_pk": _s(_wf_key(workflow.id)),
             **_status_keys(workflow.id, IN_PROGRESS),
         }
+        if requested_by is not None:
+            item["requested_by"] = _s(requested_by)
         if not self._put_if_new(item):
             raise errors.Unavailable(f"Run id {run_id} is already taken; retry")
-        return Run(run_id, workflow.id, title, IN_PROGRESS, first, now, now)
+        return Run(run_id, workflow.id, title, IN_PROGRESS, first, now, now, (), requested_by)
 
     def get_run(self, run_id: int) -> Run:
         items = list(self._query_partition(_run_key(run_id)))
@@ -389,15 +393,11 @@ class DynamoDBStorage:
         }
         if self._transact([update, self._put_new(_action_item(action, seq))]):
             raise errors.StaleRun()
-        return Run(
-            run.id,
-            run.workflow_id,
-            run.title,
-            decision.status,
-            decision.next_step,
-            run.created_at,
-            decision.at,
-            (*run.actions, action),
+        return run._replace(
+            status=decision.status,
+            current_step=decision.next_step,
+            updated_at=decision.at,
+            actions=(*run.actions, action),
         )
 
     def list_runs(
@@ -779,6 +779,7 @@ def _run(item: Item, actions: tuple[Action, ...]) -> Run:
         item["created_at"]["S"],
         item["updated_at"]["S"],
         actions,
+        item["requested_by"]["S"] if "requested_by" in item else None,
     )
 
 

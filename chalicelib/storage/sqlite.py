@@ -70,7 +70,17 @@ EXPIRED_KEYS_PER_CLAIM = 10
 _STEP_COLUMNS = "id, workflow_id, name, step_order"
 _RUN_COLUMNS = (
     "r.id, r.workflow_id, r.title, r.status, r.created_at, r.updated_at, "
-    "s.id, s.workflow_id, s.name, s.step_order"
+    "s.id, s.workflow_id, s.name, s.step_order, r.requested_by"
+)
+# Columns after the first _RUN_COLUMNS in a run's row with its actions.
+_ACTIONS_FROM = 11
+
+# Changes to the spec's schema, applied in order when a file is opened; the
+# file's PRAGMA user_version says how many it has had. Older files keep
+# working: rows from before a change read its new columns as NULL.
+MIGRATIONS = (
+    # 1: who started a run (null when nobody was named).
+    "ALTER TABLE workflow_runs ADD COLUMN requested_by TEXT",
 )
 
 
@@ -113,7 +123,16 @@ class SQLiteStorage:
             if self._schema_ready:
                 return
             _use_wal(conn)
-            conn.executescript(f"BEGIN IMMEDIATE; {SCHEMA} COMMIT;")
+            conn.executescript(f"BEGIN IMMEDIATE; {SCHEMA}")
+            try:
+                (version,) = conn.execute("PRAGMA user_version").fetchone()
+                for migration in MIGRATIONS[version:]:
+                    conn.execute(migration)
+                conn.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
             self._schema_ready = True
 
     @contextmanager
@@ -231,15 +250,19 @@ class SQLiteStorage:
 
     # -- runs ------------------------------------------------------------
 
-    def create_run(self, workflow: Workflow, title: str, now: str) -> Run:
+    def create_run(
+        self, workflow: Workflow, title: str, now: str, requested_by: Optional[str] = None
+    ) -> Run:
         first = workflow.steps[0]
         with self._write() as conn:
             cursor = conn.execute(
                 "INSERT INTO workflow_runs (workflow_id, title, status, current_step_id, "
-                "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (workflow.id, title, IN_PROGRESS, first.id, now, now),
+                "created_at, updated_at, requested_by) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (workflow.id, title, IN_PROGRESS, first.id, now, now, requested_by),
             )
-        return Run(_last_id(cursor), workflow.id, title, IN_PROGRESS, first, now, now)
+        return Run(
+            _last_id(cursor), workflow.id, title, IN_PROGRESS, first, now, now, (), requested_by
+        )
 
     def get_run(self, run_id: int) -> Run:
         # One statement, so the run and its history are one snapshot without a
@@ -262,7 +285,11 @@ class SQLiteStorage:
         )
         if not rows:
             raise errors.run_not_found(run_id)
-        actions = tuple(Action(*row[10:]) for row in rows) if rows[0][10] is not None else ()
+        actions = (
+            tuple(Action(*row[_ACTIONS_FROM:]) for row in rows)
+            if rows[0][_ACTIONS_FROM] is not None
+            else ()
+        )
         return _listed_run(rows[0])._replace(actions=actions)
 
     def list_runs(
@@ -324,15 +351,11 @@ class SQLiteStorage:
             decision.comment,
             decision.at,
         )
-        return Run(
-            run.id,
-            run.workflow_id,
-            run.title,
-            decision.status,
-            decision.next_step,
-            run.created_at,
-            decision.at,
-            (*run.actions, action),
+        return run._replace(
+            status=decision.status,
+            current_step=decision.next_step,
+            updated_at=decision.at,
+            actions=(*run.actions, action),
         )
 
     # -- idempotency keys --------------------------------------------------
@@ -408,7 +431,7 @@ def _use_wal(conn: sqlite3.Connection) -> None:
 def _listed_run(row: tuple[Any, ...]) -> Run:
     """A run from a row that starts with _RUN_COLUMNS, without its actions."""
     current = Step(*row[6:10]) if row[6] is not None else None
-    return Run(row[0], row[1], row[2], row[3], current, row[4], row[5])
+    return Run(row[0], row[1], row[2], row[3], current, row[4], row[5], (), row[10])
 
 
 def _last_id(cursor: sqlite3.Cursor) -> int:

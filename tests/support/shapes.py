@@ -13,6 +13,7 @@ RUN_FIELDS = {
     "id",
     "workflow_id",
     "title",
+    "requested_by",
     "status",
     "current_step_id",
     "current_step",
@@ -76,6 +77,9 @@ def assert_run(run: Any) -> None:
     assert_id(run["id"])
     assert_id(run["workflow_id"])
     assert isinstance(run["title"], str) and run["title"]
+    assert run["requested_by"] is None or (
+        isinstance(run["requested_by"], str) and run["requested_by"]
+    )
     assert run["status"] in RUN_STATUSES, run["status"]
     if run["status"] == "in_progress":
         assert_step(run["current_step"], run["workflow_id"])

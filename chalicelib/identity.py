@@ -1,0 +1,234 @@
+"""Who is calling: asserted in the body, or proven by a token the service verifies.
+
+WORKFLOW_AUTH selects the mode, read on every request:
+
+- `none` (the default): the caller is whoever the body says (`actor`,
+  `requested_by`). The service trusts it: for local use only.
+- `jwt`: every route but GET /openapi.json needs `Authorization: Bearer
+  <token>`, a JSON Web Token verified here on every request, locally and on
+  Lambda alike: signature, `iss`, `aud` (when WORKFLOW_JWT_AUDIENCE is set),
+  `exp` and `nbf` with 60 s of leeway. Keys come from an OIDC issuer's JSON Web
+  Key Set (WORKFLOW_JWKS_URL; RS256 or ES256) or a shared secret of at least
+  32 bytes (WORKFLOW_JWT_SECRET; HS256, for development and tests). The caller
+  is the WORKFLOW_JWT_ACTOR_CLAIM claim (default `sub`), its groups the
+  WORKFLOW_JWT_GROUPS_CLAIM claim (default `groups`; a list, or a string of
+  names separated by commas or spaces).
+
+PyJWT (and the cryptography it loads, hundreds of milliseconds) is imported
+only in `jwt` mode, so `none` mode's cold start does not pay for it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple, Optional
+
+from chalicelib import errors
+
+if TYPE_CHECKING:
+    from jwt import PyJWKClient
+
+NONE = "none"
+JWT = "jwt"
+MODES = (NONE, JWT)
+LEEWAY_SECONDS = 60
+MIN_SECRET_BYTES = 32
+ASYMMETRIC = ["RS256", "ES256"]
+SYMMETRIC = ["HS256"]
+DEFAULT_ADMIN_GROUP = "workflow-admins"
+LOGGER = logging.getLogger("approval-workflows")
+
+_jwks_clients: dict[str, PyJWKClient] = {}
+_jwks_lock = threading.Lock()
+
+
+class Caller(NamedTuple):
+    """A verified caller: the actor the token names and the groups it lists."""
+
+    actor: str
+    groups: frozenset[str]
+    admin: bool
+
+
+class Settings(NamedTuple):
+    mode: str
+    issuer: str
+    audience: Optional[str]
+    jwks_url: Optional[str]
+    secret: Optional[bytes]
+    actor_claim: str
+    groups_claim: str
+    admin_group: str
+
+
+def settings(environ: Mapping[str, str] = os.environ) -> Settings:
+    """The configuration in force; Unavailable (and a log line saying what to
+    set) if it cannot work, so a misconfigured service refuses every request."""
+    mode = environ.get("WORKFLOW_AUTH", NONE).strip().lower() or NONE
+    if mode not in MODES:
+        raise _misconfigured(f"WORKFLOW_AUTH is {mode!r}; use one of {', '.join(MODES)}")
+    issuer = environ.get("WORKFLOW_JWT_ISSUER", "").strip()
+    jwks_url = environ.get("WORKFLOW_JWKS_URL", "").strip() or None
+    secret = environ.get("WORKFLOW_JWT_SECRET", "").encode("utf-8") or None
+    if mode == JWT:
+        if not issuer:
+            raise _misconfigured("WORKFLOW_AUTH=jwt needs WORKFLOW_JWT_ISSUER, the tokens' iss")
+        if bool(jwks_url) == bool(secret):
+            raise _misconfigured(
+                "WORKFLOW_AUTH=jwt needs exactly one of WORKFLOW_JWKS_URL (an OIDC issuer's "
+                "key set) or WORKFLOW_JWT_SECRET (a shared HS256 secret)"
+            )
+        if secret is not None and len(secret) < MIN_SECRET_BYTES:
+            raise _misconfigured(
+                f"WORKFLOW_JWT_SECRET is {len(secret)} bytes; it must be at least "
+                f"{MIN_SECRET_BYTES} (for example: openssl rand -hex 32)"
+            )
+    return Settings(
+        mode,
+        issuer,
+        environ.get("WORKFLOW_JWT_AUDIENCE", "").strip() or None,
+        jwks_url,
+        secret,
+        environ.get("WORKFLOW_JWT_ACTOR_CLAIM", "").strip() or "sub",
+        environ.get("WORKFLOW_JWT_GROUPS_CLAIM", "").strip() or "groups",
+        environ.get("WORKFLOW_ADMIN_GROUP", "").strip() or DEFAULT_ADMIN_GROUP,
+    )
+
+
+def _misconfigured(what: str) -> errors.Unavailable:
+    LOGGER.error("Authentication is misconfigured: %s", what)
+    return errors.Unavailable("The service is misconfigured; its operators have been told why")
+
+
+def authenticate(authorization: Optional[str]) -> Optional[Caller]:
+    """The verified caller of a request with this Authorization header; None in
+    `none` mode, where the body says who calls; Unauthorized if not proven."""
+    config = settings()
+    if config.mode == NONE:
+        return None
+    if authorization is None or not authorization.strip():
+        raise errors.Unauthorized("This route needs Authorization: Bearer <token>")
+    scheme, _, token = authorization.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise errors.Unauthorized(
+            "The Authorization header must be 'Bearer <token>'", token_given=True
+        )
+    return _caller(_verified_claims(token, config), config)
+
+
+def _verified_claims(token: str, config: Settings) -> dict[str, Any]:
+    import jwt
+
+    try:
+        if config.secret is not None:
+            key: Any = config.secret
+            algorithms = SYMMETRIC
+        else:
+            assert config.jwks_url is not None
+            key = _jwks_client(config.jwks_url).get_signing_key_from_jwt(token)
+            algorithms = ASYMMETRIC
+        claims: dict[str, Any] = jwt.decode(
+            token,
+            key,
+            algorithms=algorithms,
+            issuer=config.issuer,
+            audience=config.audience,
+            leeway=LEEWAY_SECONDS,
+            options={"require": ["exp", "iss"], "verify_aud": config.audience is not None},
+        )
+    except jwt.PyJWTError as exc:
+        raise errors.Unauthorized(_reason(exc), token_given=True) from exc
+    return claims
+
+
+def _reason(exc: Exception) -> str:
+    """What is wrong with a token, in words, never the token itself."""
+    import jwt
+
+    reasons: list[tuple[type[Exception], str]] = [
+        (jwt.ExpiredSignatureError, "The token has expired"),
+        (jwt.ImmatureSignatureError, "The token is not valid yet (nbf or iat in the future)"),
+        (jwt.InvalidAudienceError, "The token is for another audience"),
+        (jwt.InvalidIssuerError, "The token was issued by another issuer"),
+        (jwt.InvalidAlgorithmError, "The token's algorithm is not allowed for its key"),
+        (jwt.InvalidSignatureError, "The token's signature does not verify"),
+        (jwt.MissingRequiredClaimError, "The token lacks a required claim"),
+        (jwt.PyJWKClientError, "The token's key is not in the issuer's key set"),
+        (jwt.InvalidKeyError, "The token's algorithm is not allowed for its key"),
+        (jwt.DecodeError, "The token is malformed"),
+    ]
+    if isinstance(exc, jwt.MissingRequiredClaimError):
+        return f"The token has no {exc.claim!r} claim"
+    return next((words for kind, words in reasons if isinstance(exc, kind)), "The token is invalid")
+
+
+def _jwks_client(url: str) -> PyJWKClient:
+    """One key-set client per URL for the process: it caches the keys for 5
+    minutes and fetches them again, at most every 30 s, for an unknown kid."""
+    with _jwks_lock:
+        client = _jwks_clients.get(url)
+        if client is None:
+            from jwt import PyJWKClient
+
+            client = PyJWKClient(url, cache_jwk_set=True, lifespan=300, timeout=5)
+            _jwks_clients[url] = client
+        return client
+
+
+def _caller(claims: Mapping[str, Any], config: Settings) -> Caller:
+    actor = claims.get(config.actor_claim)
+    if not isinstance(actor, str) or not actor.strip():
+        raise errors.Unauthorized(
+            f"The token names no actor (claim {config.actor_claim!r})", token_given=True
+        )
+    groups = _groups(claims.get(config.groups_claim))
+    return Caller(actor.strip(), groups, config.admin_group in groups)
+
+
+def _groups(value: Any) -> frozenset[str]:
+    if isinstance(value, str):
+        value = value.replace(",", " ").split()
+    if not isinstance(value, list):
+        return frozenset()
+    return frozenset(group.strip() for group in value if isinstance(group, str) and group.strip())
+
+
+# -- the rules that use the caller -------------------------------------------------------
+
+
+def actor_of(caller: Optional[Caller], asserted: Optional[str]) -> str:
+    """Who decides: the verified caller, or in `none` mode the body's actor."""
+    actor = _verified_or_asserted(caller, asserted, "actor")
+    if actor is None:
+        raise errors.InvalidInput("Missing required field 'actor'")
+    return actor
+
+
+def requester_of(caller: Optional[Caller], asserted: Optional[str]) -> Optional[str]:
+    """Who starts a run: the verified caller, or in `none` mode the body's
+    requested_by (None: nobody is named)."""
+    return _verified_or_asserted(caller, asserted, "requested_by")
+
+
+def _verified_or_asserted(
+    caller: Optional[Caller], asserted: Optional[str], field: str
+) -> Optional[str]:
+    if caller is None:
+        return asserted
+    if asserted is not None and asserted != caller.actor:
+        raise errors.Forbidden(
+            f"{field!r} must be you ({caller.actor!r}) or left out: the token says who calls"
+        )
+    return caller.actor
+
+
+def require_admin(caller: Optional[Caller]) -> None:
+    """Forbidden unless the verified caller is in the admin group (`none` mode: anyone)."""
+    if caller is not None and not caller.admin:
+        raise errors.Forbidden(
+            f"Only members of {settings().admin_group!r} may define workflows and steps"
+        )
