@@ -16,7 +16,7 @@ from typing import Any, Optional, Protocol, Union
 
 from chalice.app import Chalice, CORSConfig, Request, Response
 
-from chalicelib import access_log, errors, identity, idempotency, validation
+from chalicelib import access_log, errors, idempotency, identity, validation
 from chalicelib.idempotency import KeyStore, StoredResponse
 
 STATUS: dict[type[errors.WorkflowError], int] = {
