@@ -39,6 +39,9 @@ MIN_SECRET_BYTES = 32
 ASYMMETRIC = ["RS256", "ES256"]
 SYMMETRIC = ["HS256"]
 DEFAULT_ADMIN_GROUP = "workflow-admins"
+# An unknown kid fetches the key set again at most this often (key rotation
+# without a deploy, and no fetch storm from forged kids).
+JWKS_REFETCH_SECONDS = 30.0
 LOGGER = logging.getLogger("approval-workflows")
 
 _jwks_clients: dict[str, PyJWKClient] = {}
@@ -174,7 +177,13 @@ def _jwks_client(url: str) -> PyJWKClient:
         if client is None:
             from jwt import PyJWKClient
 
-            client = PyJWKClient(url, cache_jwk_set=True, lifespan=300, timeout=5)
+            client = PyJWKClient(
+                url,
+                cache_jwk_set=True,
+                lifespan=300,
+                timeout=5,
+                cooldown_duration=JWKS_REFETCH_SECONDS,
+            )
             _jwks_clients[url] = client
         return client
 

@@ -1,0 +1,420 @@
+"""Verified callers (WORKFLOW_AUTH=jwt): every way a token can fail is a 401 with
+a Bearer challenge, the token decides who acts, and none mode is unchanged."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import logging
+import time
+from collections.abc import Iterator
+from typing import Any, Optional
+
+import pytest
+from chalice.test import HTTPResponse
+
+from chalicelib import errors, identity
+from tests.support.api import JSON_HEADERS, Api
+from tests.support.shapes import assert_error
+from tests.support.tokens import AUDIENCE, ISSUER, SECRET, KeySet, claims, hs256
+
+ADMIN = "workflow-admins"
+
+
+@pytest.fixture
+def secret_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKFLOW_AUTH", "jwt")
+    monkeypatch.setenv("WORKFLOW_JWT_ISSUER", ISSUER)
+    monkeypatch.setenv("WORKFLOW_JWT_SECRET", SECRET)
+
+
+@pytest.fixture
+def key_set(monkeypatch: pytest.MonkeyPatch) -> Iterator[KeySet]:
+    keys = KeySet()
+    monkeypatch.setenv("WORKFLOW_AUTH", "jwt")
+    monkeypatch.setenv("WORKFLOW_JWT_ISSUER", ISSUER)
+    monkeypatch.setenv("WORKFLOW_JWT_AUDIENCE", AUDIENCE)
+    monkeypatch.setenv("WORKFLOW_JWKS_URL", keys.url)
+    yield keys
+    keys.close()
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {**JSON_HEADERS, "Authorization": f"Bearer {token}"}
+
+
+def as_(api: Api, token: str, method: str, path: str, body: Any = None) -> HTTPResponse:
+    raw = b"" if body is None else json.dumps(body).encode()
+    return api.request(method, path, raw=raw, headers=bearer(token))
+
+
+def admin_token(actor: str = "ada") -> str:
+    return hs256(claims(actor, groups=[ADMIN]))
+
+
+def started(api: Api, steps: tuple[str, ...] = ("Manager", "Finance")) -> dict[str, Any]:
+    """A run started by maria, of a workflow ada defined."""
+    workflow = as_(api, admin_token(), "POST", "/workflows", {"name": "PO", "steps": list(steps)})
+    assert workflow.status_code == 201, workflow.body
+    run = as_(
+        api,
+        hs256(claims("maria")),
+        "POST",
+        "/runs",
+        {"workflow_id": workflow.json_body["id"], "title": "Laptops"},
+    )
+    assert run.status_code == 201, run.body
+    return dict(run.json_body)
+
+
+def assert_401(response: HTTPResponse, reason: Optional[str], token_given: bool) -> None:
+    assert_error(response, 401)
+    if reason is not None:
+        assert reason in response.json_body["error"], response.json_body
+    challenge = response.headers["WWW-Authenticate"]
+    assert challenge.startswith("Bearer ")
+    assert ('error="invalid_token"' in challenge) is token_given
+
+
+def unsigned(payload: dict[str, Any], header: dict[str, Any], key: bytes = b"") -> str:
+    """A token made by hand, as an attacker would: alg none, or HMAC with any key."""
+
+    def part(data: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()
+
+    signing_input = f"{part(header)}.{part(payload)}"
+    if header["alg"] == "none":
+        return signing_input + "."
+    mac = hmac.new(key, signing_input.encode(), hashlib.sha256).digest()
+    return signing_input + "." + base64.urlsafe_b64encode(mac).rstrip(b"=").decode()
+
+
+# -- 401: every reason, on every route but the document ---------------------------------
+
+ROUTES = [
+    ("GET", "/workflows"),
+    ("POST", "/workflows"),
+    ("GET", "/workflows/1"),
+    ("POST", "/workflows/1/steps"),
+    ("GET", "/runs"),
+    ("POST", "/runs"),
+    ("GET", "/runs/1"),
+    ("POST", "/runs/1/approve"),
+    ("POST", "/runs/1/reject"),
+]
+
+
+@pytest.mark.parametrize("method, path", ROUTES)
+def test_every_route_needs_a_token(api: Api, secret_mode: None, method: str, path: str) -> None:
+    response = api.request(method, path, raw=b'{"name": "x"}')
+
+    assert_401(response, "Bearer", token_given=False)
+
+
+def test_the_openapi_document_needs_no_token(api: Api, secret_mode: None) -> None:
+    assert api.get("/openapi.json").status_code == 200
+
+
+@pytest.mark.parametrize("header", ["Basic bWFyaWE6c2VjcmV0", "Bearer", "Bearer   ", "token abc"])
+def test_an_authorization_that_is_not_a_bearer_token_is_401(
+    api: Api, secret_mode: None, header: str
+) -> None:
+    response = api.request("GET", "/runs", headers={**JSON_HEADERS, "Authorization": header})
+
+    assert_error(response, 401)
+    assert response.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+@pytest.mark.parametrize(
+    "token, reason",
+    [
+        ("not-a-token", "malformed"),
+        (hs256(claims(), secret="another secret, also at least 32 bytes"), "signature"),
+        (hs256(claims(exp=int(time.time()) - 120)), "expired"),
+        (hs256(claims(nbf=int(time.time()) + 120)), "not valid yet"),
+        (hs256(claims(iss="https://elsewhere.example.test")), "another issuer"),
+        (hs256({k: v for k, v in claims().items() if k != "exp"}), "'exp'"),
+        (hs256({k: v for k, v in claims().items() if k != "sub"}), "no actor"),
+        (hs256(claims(actor="   ")), "no actor"),
+        (unsigned(claims(), {"alg": "none", "typ": "JWT"}), None),
+    ],
+    ids=[
+        "malformed",
+        "other-secret",
+        "expired",
+        "not-yet-valid",
+        "other-issuer",
+        "no-exp",
+        "no-sub",
+        "blank-sub",
+        "alg-none",
+    ],
+)
+def test_a_token_that_does_not_verify_is_401_and_writes_nothing(
+    api: Api, secret_mode: None, token: str, reason: Optional[str]
+) -> None:
+    response = as_(api, token, "POST", "/workflows", {"name": "Forged"})
+
+    assert_401(response, reason, token_given=True)
+    assert token not in response.body.decode()
+    listed = as_(api, admin_token(), "GET", "/workflows")
+    assert listed.json_body["items"] == []
+
+
+def test_clock_skew_within_60_seconds_is_tolerated(api: Api, secret_mode: None) -> None:
+    now = int(time.time())
+    skewed = hs256(claims(exp=now - 30, nbf=now + 30, groups=[ADMIN]))
+
+    assert as_(api, skewed, "GET", "/runs").status_code == 200
+
+
+# -- 401: the key set ----------------------------------------------------------------------
+
+
+def test_a_token_signed_by_the_issuers_key_is_accepted(api: Api, key_set: KeySet) -> None:
+    token = key_set.sign(claims("ada", groups=[ADMIN], aud=AUDIENCE))
+
+    assert as_(api, token, "POST", "/workflows", {"name": "Signed"}).status_code == 201
+
+
+@pytest.mark.parametrize(
+    "forge, reason",
+    [
+        (lambda keys: keys.sign(claims(aud=AUDIENCE), key="unpublished"), "signature"),
+        (lambda keys: keys.sign(claims(aud="someone-else")), "another audience"),
+        (lambda keys: keys.sign(claims()), "'aud'"),
+        (lambda keys: keys.sign(claims(aud=AUDIENCE), kid="unpublished"), "key"),
+        # The classic key confusion: HMAC keyed with the issuer's public key.
+        (
+            lambda keys: unsigned(
+                claims(aud=AUDIENCE), {"alg": "HS256", "kid": "key-1"}, keys.public_pem()
+            ),
+            "algorithm",
+        ),
+        (lambda keys: unsigned(claims(aud=AUDIENCE), {"alg": "none", "kid": "key-1"}), None),
+    ],
+    ids=["other-key", "other-audience", "no-audience", "unknown-kid", "key-confusion", "alg-none"],
+)
+def test_a_forged_token_is_refused_by_the_key_set(
+    api: Api, key_set: KeySet, forge: Any, reason: Optional[str]
+) -> None:
+    response = as_(api, forge(key_set), "GET", "/runs")
+
+    assert_401(response, reason, token_given=True)
+
+
+def test_a_rotated_key_is_fetched_once_for_an_unknown_kid(
+    api: Api, key_set: KeySet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(identity, "JWKS_REFETCH_SECONDS", 0.0)
+    assert as_(api, key_set.sign(claims(aud=AUDIENCE)), "GET", "/runs").status_code == 200
+    fetched = key_set.fetches
+    key_set.published.append("key-2")
+
+    rotated = key_set.sign(claims(aud=AUDIENCE), kid="key-2")
+
+    assert as_(api, rotated, "GET", "/runs").status_code == 200
+    assert key_set.fetches == fetched + 1
+    assert as_(api, rotated, "GET", "/runs").status_code == 200
+    assert key_set.fetches == fetched + 1
+
+
+def test_unknown_kids_fetch_the_key_set_at_most_every_30_seconds(api: Api, key_set: KeySet) -> None:
+    assert as_(api, key_set.sign(claims(aud=AUDIENCE)), "GET", "/runs").status_code == 200
+    fetched = key_set.fetches
+
+    for n in range(5):
+        forged = key_set.sign(claims(aud=AUDIENCE), kid=f"made-up-{n}", key="unpublished")
+        assert_401(as_(api, forged, "GET", "/runs"), "key", token_given=True)
+
+    assert key_set.fetches == fetched
+
+
+# -- who acts -----------------------------------------------------------------------------
+
+
+def test_decisions_record_the_verified_actor(api: Api, secret_mode: None) -> None:
+    run = started(api)
+
+    approved = as_(api, hs256(claims("finn")), "POST", f"/runs/{run['id']}/approve", {})
+    same = as_(
+        api,
+        hs256(claims("lena")),
+        "POST",
+        f"/runs/{run['id']}/reject",
+        {"actor": "lena", "comment": "No"},
+    )
+
+    assert approved.status_code == 200 and same.status_code == 200
+    assert [a["actor"] for a in same.json_body["actions"]] == ["finn", "lena"]
+
+
+@pytest.mark.parametrize("decision", ["approve", "reject"])
+def test_a_body_actor_other_than_the_caller_is_403_and_writes_nothing(
+    api: Api, secret_mode: None, decision: str
+) -> None:
+    run = started(api)
+
+    response = as_(
+        api, hs256(claims("mallory")), "POST", f"/runs/{run['id']}/{decision}", {"actor": "cfo"}
+    )
+
+    assert_error(response, 403)
+    reread = as_(api, admin_token(), "GET", f"/runs/{run['id']}")
+    assert reread.json_body["actions"] == []
+
+
+@pytest.mark.parametrize("path", ["/workflows", "/workflows/{id}/steps"])
+def test_defining_workflows_needs_the_admin_group(api: Api, secret_mode: None, path: str) -> None:
+    workflow = as_(api, admin_token(), "POST", "/workflows", {"name": "PO", "steps": ["A"]})
+    target = path.format(id=workflow.json_body["id"])
+
+    refused = as_(api, hs256(claims("maria", groups=["finance"])), "POST", target, {"name": "B"})
+
+    assert_error(refused, 403)
+    assert ADMIN in refused.json_body["error"]
+    steps = as_(api, admin_token(), "GET", f"/workflows/{workflow.json_body['id']}")
+    assert [s["name"] for s in steps.json_body["steps"]] == ["A"]
+
+
+@pytest.mark.parametrize(
+    "groups",
+    [["finance", ADMIN], f"finance, {ADMIN}", f"finance {ADMIN}"],
+    ids=["list", "commas", "spaces"],
+)
+def test_groups_come_as_a_list_or_a_separated_string(
+    api: Api, secret_mode: None, groups: Any
+) -> None:
+    token = hs256({**claims("ada"), "groups": groups})
+
+    assert as_(api, token, "POST", "/workflows", {"name": "Grouped"}).status_code == 201
+
+
+def test_the_actor_and_groups_claims_are_configurable(
+    api: Api, secret_mode: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As a Cognito ID token carries them.
+    monkeypatch.setenv("WORKFLOW_JWT_ACTOR_CLAIM", "cognito:username")
+    monkeypatch.setenv("WORKFLOW_JWT_GROUPS_CLAIM", "cognito:groups")
+    token = hs256({**claims("sub-uuid"), "cognito:username": "ada", "cognito:groups": [ADMIN]})
+
+    created = as_(api, token, "POST", "/workflows", {"name": "Cognito", "steps": ["A"]})
+    run = as_(api, token, "POST", "/runs", {"workflow_id": created.json_body["id"], "title": "t"})
+
+    assert created.status_code == 201
+    assert run.json_body["requested_by"] == "ada"
+
+
+# -- the requester --------------------------------------------------------------------------
+
+
+def test_the_requester_is_the_verified_caller(api: Api, secret_mode: None) -> None:
+    run = started(api)
+    workflow_id = run["workflow_id"]
+
+    named = as_(
+        api,
+        hs256(claims("maria")),
+        "POST",
+        "/runs",
+        {"workflow_id": workflow_id, "title": "t", "requested_by": "maria"},
+    )
+    other = as_(
+        api,
+        hs256(claims("maria")),
+        "POST",
+        "/runs",
+        {"workflow_id": workflow_id, "title": "t", "requested_by": "ceo"},
+    )
+
+    assert run["requested_by"] == "maria"
+    assert named.json_body["requested_by"] == "maria"
+    assert_error(other, 403)
+
+
+def test_in_none_mode_the_requester_is_asserted_or_null(api: Api) -> None:
+    workflow = api.create_workflow(steps=["Manager"])
+
+    named = api.post(
+        "/runs", {"workflow_id": workflow["id"], "title": "t", "requested_by": " maria "}
+    )
+    anonymous = api.start_run(workflow["id"])
+
+    assert named.json_body["requested_by"] == "maria"
+    assert anonymous["requested_by"] is None
+    assert api.get_run(named.json_body["id"])["requested_by"] == "maria"
+    listed = api.get("/runs").json_body["items"]
+    assert [r["requested_by"] for r in listed] == [None, "maria"]
+
+
+@pytest.mark.parametrize("requested_by", ["", "   ", 7, "x" * 201, "a\x00b"], ids=repr)
+def test_in_none_mode_a_bad_requester_is_400(api: Api, requested_by: Any) -> None:
+    workflow = api.create_workflow(steps=["Manager"])
+
+    response = api.post(
+        "/runs", {"workflow_id": workflow["id"], "title": "t", "requested_by": requested_by}
+    )
+
+    assert_error(response, 400)
+
+
+# -- Idempotency-Keys belong to their caller --------------------------------------------------
+
+
+def test_one_callers_key_is_not_anothers(api: Api, secret_mode: None) -> None:
+    run = started(api)
+    body = {"workflow_id": run["workflow_id"], "title": "Same key"}
+    keyed = {"Idempotency-Key": "4d0c0e9e-1f3a-4d52-9c1e-6f0a2b7c8d90"}
+
+    first = api.request("POST", "/runs", body, headers={**bearer(hs256(claims("maria"))), **keyed})
+    other = api.request("POST", "/runs", body, headers={**bearer(hs256(claims("finn"))), **keyed})
+
+    assert (first.status_code, other.status_code) == (201, 201)
+    assert first.json_body["id"] != other.json_body["id"]
+    assert "Idempotent-Replayed" not in other.headers
+
+
+# -- configuration ------------------------------------------------------------------------------
+
+
+def test_a_short_secret_is_refused_with_a_clear_log_line(
+    api: Api, secret_mode: None, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("WORKFLOW_JWT_SECRET", "too short")
+
+    with caplog.at_level(logging.ERROR, logger="approval-workflows"):
+        response = as_(api, hs256(claims()), "GET", "/runs")
+
+    assert_error(response, 503)
+    assert "WORKFLOW_JWT_SECRET" not in response.json_body["error"]
+    assert any("at least 32" in record.getMessage() for record in caplog.records)
+
+
+@pytest.mark.parametrize(
+    "environ, fix",
+    [
+        ({"WORKFLOW_AUTH": "jwt", "WORKFLOW_JWT_SECRET": SECRET}, "WORKFLOW_JWT_ISSUER"),
+        ({"WORKFLOW_AUTH": "jwt", "WORKFLOW_JWT_ISSUER": ISSUER}, "exactly one"),
+        (
+            {
+                "WORKFLOW_AUTH": "jwt",
+                "WORKFLOW_JWT_ISSUER": ISSUER,
+                "WORKFLOW_JWT_SECRET": SECRET,
+                "WORKFLOW_JWKS_URL": "https://x",
+            },
+            "exactly one",
+        ),
+        ({"WORKFLOW_AUTH": "oauth"}, "WORKFLOW_AUTH"),
+    ],
+)
+def test_settings_say_what_to_fix(
+    environ: dict[str, str], fix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with (
+        caplog.at_level(logging.ERROR, logger="approval-workflows"),
+        pytest.raises(errors.Unavailable),
+    ):
+        identity.settings(environ)
+    assert fix in caplog.text

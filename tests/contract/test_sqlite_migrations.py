@@ -1,0 +1,72 @@
+"""A database file written before a schema change keeps working after it."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from chalicelib.storage import sqlite as sqlite_storage
+from chalicelib.storage.sqlite import SQLiteStorage
+
+NOW = "2030-01-02T03:04:05.000Z"
+
+
+def file_of_the_first_schema(path: Path) -> None:
+    """A file as the service wrote it before any migration: the spec's schema,
+    user_version 0, a workflow and a run that has one approval."""
+    with sqlite3.connect(path) as conn:
+        conn.executescript(sqlite_storage.SCHEMA)
+        conn.execute("INSERT INTO workflows (name, created_at) VALUES ('Old', ?)", (NOW,))
+        conn.execute(
+            "INSERT INTO workflow_steps (workflow_id, name, step_order) VALUES (1, 'A', 1)"
+        )
+        conn.execute(
+            "INSERT INTO workflow_steps (workflow_id, name, step_order) VALUES (1, 'B', 2)"
+        )
+        conn.execute(
+            "INSERT INTO workflow_runs (workflow_id, title, status, current_step_id, created_at, "
+            "updated_at) VALUES (1, 'Old run', 'in_progress', 2, ?, ?)",
+            (NOW, NOW),
+        )
+        conn.execute(
+            "INSERT INTO workflow_actions (run_id, step_id, action, actor, created_at) "
+            "VALUES (1, 1, 'approve', 'ann', ?)",
+            (NOW,),
+        )
+    conn.close()
+
+
+def test_an_old_file_is_migrated_on_open_and_its_runs_read_as_before(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    file_of_the_first_schema(path)
+    storage = SQLiteStorage(str(path))
+
+    old = storage.get_run(1)
+    workflow = storage.get_workflow(1)
+    new = storage.create_run(workflow, "New run", NOW, requested_by="maria")
+
+    assert (old.title, old.requested_by, [a.actor for a in old.actions]) == (
+        "Old run",
+        None,
+        ["ann"],
+    )
+    assert storage.get_run(new.id).requested_by == "maria"
+    assert [run.requested_by for run in storage.list_runs(None, None, None, 10).items] == [
+        "maria",
+        None,
+    ]
+    with sqlite3.connect(path) as conn:
+        (version,) = conn.execute("PRAGMA user_version").fetchone()
+    assert version == len(sqlite_storage.MIGRATIONS)
+    storage.close()
+
+
+def test_opening_a_migrated_file_again_changes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    file_of_the_first_schema(path)
+    SQLiteStorage(str(path)).get_run(1)
+
+    again = SQLiteStorage(str(path))
+
+    assert again.get_run(1).title == "Old run"
+    again.close()
