@@ -1,10 +1,12 @@
 # The two commands: `make run` serves the API locally, `make test` runs the suite.
 # `make test-fast` is the inner loop; `make lint` is ruff and mypy.
-# DynamoDB: `make dynamodb-table`, `make run-dynamodb`, `make package` (docs/deploy.md).
+# DynamoDB: `make dynamodb-table`, `make run-dynamodb`, `make package`, `make scan` (docs/deploy.md).
 # `make bench` runs the benchmarks (bench/) and writes their figures into BENCHMARKS.md.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# checkov (make scan) has a virtualenv of its own: see requirements-scan.txt.
+SCAN_VENV := .venv-scan
 PIP := $(BIN)/python -m pip install --disable-pip-version-check --progress-bar on
 PORT ?= 8000
 HOST ?= 127.0.0.1
@@ -19,7 +21,7 @@ PYTEST_WORKERS ?= auto
 XDIST := -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 .PHONY: run test test-fast lint format bench profile venv clean clean-data \
-	dynamodb-table run-dynamodb package
+	dynamodb-table run-dynamodb package scan
 
 # Serving needs only Chalice and boto3; the test and benchmark tools come on top.
 $(VENV)/.created:
@@ -74,6 +76,22 @@ run-dynamodb: $(VENV)/.dev
 package: $(VENV)/.serve
 	$(BIN)/python scripts/package.py --stage prod --out dist
 
+$(SCAN_VENV)/.created: requirements-scan.txt
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed"'
+	$(PYTHON) -m venv $(SCAN_VENV)
+	@echo "Installing checkov (requirements-scan.txt) into $(SCAN_VENV) ..."
+	$(SCAN_VENV)/bin/python -m pip install --disable-pip-version-check --progress-bar on \
+		-r requirements-scan.txt
+	@touch $@
+
+# The packaged template and the CloudFormation it expands to, as an operator
+# scans them: cfn-lint, then checkov (.checkov.yaml), offline. Fails on any
+# finding docs/deploy.md does not explain.
+scan: package $(VENV)/.dev $(SCAN_VENV)/.created
+	$(BIN)/python scripts/expand_template.py dist/sam.json dist/cloudformation.json
+	$(BIN)/cfn-lint dist/sam.json dist/cloudformation.json
+	$(SCAN_VENV)/bin/checkov --config-file .checkov.yaml -f dist/sam.json -f dist/cloudformation.json
+
 bench: $(VENV)/.dev
 	$(BIN)/python -m bench.run
 
@@ -82,9 +100,9 @@ BACKEND ?= sqlite
 profile: $(VENV)/.dev
 	$(BIN)/python -m bench.profile_hot_path $(BACKEND)
 
-# Removes the virtualenv and caches; keeps the local database (.data/).
+# Removes the virtualenvs and caches; keeps the local database (.data/).
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache dist
+	rm -rf $(VENV) $(SCAN_VENV) .mypy_cache .ruff_cache dist
 
 # Removes the local database (.data/): every workflow and run `make run` stored.
 clean-data:

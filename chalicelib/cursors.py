@@ -2,13 +2,14 @@
 
 A cursor is `<payload>.<mac>`, both unpadded URL-safe base64. The payload is
 the compact JSON `[version, list, filter, position]`; the mac is HMAC-SHA256 of
-the payload under the key in WORKFLOW_CURSOR_SECRET (read on every call, so a
-rotated key takes effect at once and cursors signed with the old one answer
-400). A cursor says nothing about the page size: clients may change `limit`
-between pages.
+the payload under the key WORKFLOW_CURSOR_SECRET configures: the value of that
+variable (read on every call, so a new key takes effect at once and cursors
+signed with the old one answer 400), or, on Lambda, the SSM parameter that
+WORKFLOW_CURSOR_SECRET_PARAMETER names (read once per container:
+chalicelib/secret_store.py). A cursor says nothing about the page size:
+clients may change `limit` between pages.
 
-Pure: no storage, no HTTP; the only input besides the arguments is that one
-environment variable.
+No storage, no HTTP; the only input besides the arguments is that key.
 """
 
 from __future__ import annotations
@@ -16,12 +17,11 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import os
 import string
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from chalicelib import errors
+from chalicelib import errors, secret_store
 
 SECRET_VARIABLE = "WORKFLOW_CURSOR_SECRET"
 # Only for development and tests: anyone can read it here and forge cursors.
@@ -108,7 +108,7 @@ def _mac(payload: bytes, secret: Optional[str]) -> bytes:
     import hashlib
     import hmac
 
-    key = (secret or os.environ.get(SECRET_VARIABLE) or DEVELOPMENT_SECRET).encode()
+    key = (secret or secret_store.value(SECRET_VARIABLE) or DEVELOPMENT_SECRET).encode()
     return hmac.new(key, payload, hashlib.sha256).digest()
 
 

@@ -9,6 +9,12 @@ indexes and Time to Live cannot drift. It
 adds the table, passes its name to the function, and grants the function's role
 the adapter's DynamoDB actions on that table (and its indexes) only.
 
+It also makes the deployment one an operator can run (docs/deploy.md): API
+Gateway's own errors in the service's shape, stage throttling and reserved
+concurrency, an access log and the function's log group with a retention,
+one stage only, the cursor key read by reference from SSM Parameter Store,
+and X-Ray tracing; each limit a template parameter.
+
 Runs offline: no AWS credentials are needed, a placeholder region is set when
 none is configured.
 """
@@ -36,8 +42,56 @@ TABLE = "WorkflowTable"
 FUNCTION = "APIHandler"
 ROLE = "ApiHandlerRole"
 REST_API = "RestAPI"
-CURSOR_SECRET = "CursorSecret"
 TABLE_POLICY = "WorkflowTableAccess"
+SECRET_POLICY = "CursorSecretAccess"
+TRACING_POLICY = "TracingAccess"
+ACCESS_LOG_GROUP = "ApiAccessLogGroup"
+# .chalice/policy-prod.json (the role's own policy) grants writing to this one.
+FUNCTION_LOG_GROUP = "FunctionLogGroup"
+
+# Template parameters: the operator's knobs, documented in docs/deploy.md.
+SECRET_PARAMETER = "CursorSecretParameter"
+SECRET_KEY = "CursorSecretKmsKeyArn"
+RATE_LIMIT = "ApiThrottlingRateLimit"
+BURST_LIMIT = "ApiThrottlingBurstLimit"
+CONCURRENCY = "FunctionReservedConcurrency"
+RETENTION = "LogRetentionInDays"
+TRACING = "TracingEnabled"
+# Conditions on them.
+TRACING_ON = "TracingOn"
+SECRET_KEY_GIVEN = "CursorSecretKeyGiven"
+RESERVES_CONCURRENCY = "ReservesConcurrency"
+NO_RESERVATION = -1
+
+# The variable chalicelib/secret_store.py reads the parameter's name from.
+SECRET_PARAMETER_VARIABLE = "WORKFLOW_CURSOR_SECRET_PARAMETER"
+# API Gateway's own answers (unknown route, throttling, timeouts, ...) in the
+# service's error shape; messageString is already a quoted JSON string.
+ERROR_TEMPLATE = '{"error": $context.error.messageString}'
+# One JSON line per request: who called what, from where, and how it ended,
+# written by API Gateway, so it is there even when the function never ran.
+ACCESS_LOG_FIELDS = {
+    "requestId": "$context.requestId",
+    "requestTime": "$context.requestTime",
+    "sourceIp": "$context.identity.sourceIp",
+    # The caller API Gateway verified (IAM); empty while the API is open.
+    "caller": "$context.identity.caller",
+    "user": "$context.identity.user",
+    "httpMethod": "$context.httpMethod",
+    "resourcePath": "$context.resourcePath",
+    "path": "$context.path",
+    "status": "$context.status",
+    "errorType": "$context.error.responseType",
+    "responseLength": "$context.responseLength",
+    "responseLatency": "$context.responseLatency",
+    "integrationLatency": "$context.integrationLatency",
+    "xrayTraceId": "$context.xrayTraceId",
+}
+# What CloudWatch Logs accepts as RetentionInDays.
+# fmt: off
+RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096,
+                  1827, 2192, 2557, 2922, 3288, 3653)
+# fmt: on
 
 # The DynamoDB calls the adapter makes at run time, as IAM actions. There is no
 # IAM action for TransactWriteItems: DynamoDB authorises each Put/Update inside
@@ -112,8 +166,11 @@ def table_policy(table_keys: dict[str, Any]) -> dict[str, Any]:
 
 
 def merge_template(table_keys: dict[str, Any]) -> dict[str, Any]:
-    """What `chalice package --merge-template` deep-merges into its SAM template."""
+    """What `chalice package --merge-template` deep-merges into its SAM template
+    (dicts merge key by key; a list or value here replaces chalice's)."""
     return {
+        "Parameters": parameters(),
+        "Conditions": conditions(),
         "Resources": {
             TABLE: {
                 "Type": "AWS::DynamoDB::Table",
@@ -123,59 +180,219 @@ def merge_template(table_keys: dict[str, Any]) -> dict[str, Any]:
                 "UpdateReplacePolicy": "Retain",
                 "Properties": table_properties(table_keys),
             },
-            # A policy of its own rather than in the role's inline policy, which
+            # Policies of their own rather than in the role's inline policy, which
             # chalice writes from the stage's iam_policy_file verbatim.
-            TABLE_POLICY: {
-                "Type": "AWS::IAM::Policy",
-                "Properties": {
-                    "PolicyName": TABLE_POLICY,
-                    "Roles": [{"Ref": ROLE}],
-                    "PolicyDocument": table_policy(table_keys),
-                },
+            TABLE_POLICY: role_policy(TABLE_POLICY, table_policy(table_keys)),
+            SECRET_POLICY: role_policy(SECRET_POLICY, secret_policy()),
+            # X-Ray has no resource-level permissions: the grant exists only
+            # while tracing is on.
+            TRACING_POLICY: {
+                **role_policy(TRACING_POLICY, tracing_policy()),
+                "Condition": TRACING_ON,
             },
             FUNCTION: {
-                # The function must not run before it may use its table.
-                "DependsOn": [TABLE_POLICY],
-                "Properties": {
-                    "Environment": {
-                        "Variables": {
-                            "WORKFLOW_STORAGE": "dynamodb",
-                            "WORKFLOW_TABLE": {"Ref": TABLE},
-                            "WORKFLOW_CURSOR_SECRET": {"Ref": CURSOR_SECRET},
-                        }
-                    }
-                },
+                # The function must not run before it may use its table and
+                # key. (Not TracingAccess: DependsOn cannot name a resource
+                # that a condition may leave out; a trace lost in the seconds
+                # before it exists costs nothing.)
+                "DependsOn": [TABLE_POLICY, SECRET_POLICY],
+                "Properties": function_properties(),
             },
-            **gateway_errors(),
+            REST_API: {"Properties": api_properties()},
+            ACCESS_LOG_GROUP: log_group(),
+            FUNCTION_LOG_GROUP: log_group(),
         },
-        "Parameters": {
-            CURSOR_SECRET: {
-                "Type": "String",
-                "NoEcho": True,
-                "MinLength": 32,
-                "Description": "Signs list cursors: a long random secret, kept across deploys",
-            }
+        "Outputs": {
+            "WorkflowTableName": {"Value": {"Ref": TABLE}},
+            "ApiAccessLogGroupName": {"Value": {"Ref": ACCESS_LOG_GROUP}},
+            "FunctionLogGroupName": {"Value": {"Ref": FUNCTION_LOG_GROUP}},
         },
-        "Outputs": {"WorkflowTableName": {"Value": {"Ref": TABLE}}},
     }
 
 
-def gateway_errors() -> dict[str, Any]:
-    """API Gateway's own answers (unknown route, throttling, timeouts) in the
-    service's error shape, {"error": "..."}, instead of {"message": "..."}."""
+def parameters() -> dict[str, Any]:
+    """The deploy-time knobs, each with the default docs/deploy.md explains."""
     return {
-        f"GatewayResponse{kind}": {
-            "Type": "AWS::ApiGateway::GatewayResponse",
-            "Properties": {
-                "RestApiId": {"Ref": REST_API},
-                "ResponseType": f"DEFAULT_{kind}",
-                # messageString is already a quoted JSON string.
-                "ResponseTemplates": {
-                    "application/json": '{"error": $context.error.messageString}'
-                },
+        SECRET_PARAMETER: {
+            "Type": "String",
+            "Default": "/approval-workflows/cursor-secret",
+            # A path-style name: its ARN is then ...:parameter<name>.
+            "AllowedPattern": "^(/[a-zA-Z0-9_.-]+)+$",
+            "Description": "SSM SecureString parameter holding the key that signs list cursors",
+        },
+        SECRET_KEY: {
+            "Type": "String",
+            "Default": "",
+            "AllowedPattern": "^(arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[a-zA-Z0-9-]+)?$",
+            "Description": "The customer-managed KMS key that encrypts that parameter, "
+            "if any (empty: the AWS managed key aws/ssm)",
+        },
+        RATE_LIMIT: {
+            "Type": "Number",
+            "Default": 50,
+            "MinValue": 1,
+            "Description": "Requests per second the API stage lets through, in the long run",
+        },
+        BURST_LIMIT: {
+            "Type": "Number",
+            "Default": 100,
+            "MinValue": 1,
+            "Description": "Requests the API stage lets through at once above the rate",
+        },
+        CONCURRENCY: {
+            "Type": "Number",
+            "Default": 20,
+            "MinValue": NO_RESERVATION,
+            "Description": "Concurrent executions reserved for (and capping) the function; "
+            f"{NO_RESERVATION}: none, share the account's pool",
+        },
+        RETENTION: {
+            "Type": "Number",
+            "Default": 365,
+            "AllowedValues": list(RETENTION_DAYS),
+            "Description": "Days the access log and the function's log keep events",
+        },
+        TRACING: {
+            "Type": "String",
+            "Default": "true",
+            "AllowedValues": ["true", "false"],
+            "Description": "X-Ray tracing of the API stage and the function",
+        },
+    }
+
+
+def conditions() -> dict[str, Any]:
+    return {
+        TRACING_ON: {"Fn::Equals": [{"Ref": TRACING}, "true"]},
+        SECRET_KEY_GIVEN: {"Fn::Not": [{"Fn::Equals": [{"Ref": SECRET_KEY}, ""]}]},
+        RESERVES_CONCURRENCY: {
+            "Fn::Not": [{"Fn::Equals": [{"Ref": CONCURRENCY}, str(NO_RESERVATION)]}]
+        },
+    }
+
+
+def function_properties() -> dict[str, Any]:
+    """The function's settings on top of chalice's (its code, role, timeout)."""
+    return {
+        "Environment": {
+            "Variables": {
+                "WORKFLOW_STORAGE": "dynamodb",
+                "WORKFLOW_TABLE": {"Ref": TABLE},
+                # The parameter's name, not the key: chalicelib/secret_store.py reads it.
+                SECRET_PARAMETER_VARIABLE: {"Ref": SECRET_PARAMETER},
+            }
+        },
+        "ReservedConcurrentExecutions": {
+            "Fn::If": [RESERVES_CONCURRENCY, {"Ref": CONCURRENCY}, {"Ref": "AWS::NoValue"}]
+        },
+        # Active: Lambda records each invocation; no X-Ray SDK in the bundle.
+        "Tracing": {"Fn::If": [TRACING_ON, "Active", "PassThrough"]},
+        # A declared group (with a retention) rather than the one Lambda would
+        # create; the role may write to this group only.
+        "LoggingConfig": {"LogGroup": {"Ref": FUNCTION_LOG_GROUP}},
+    }
+
+
+def api_properties() -> dict[str, Any]:
+    """The REST API's settings on top of chalice's (its routes)."""
+    return {
+        # Any value stops SAM from adding a second stage named "Stage"; chalice's
+        # definition is Swagger 2.0 (check_packaged holds it to that).
+        "OpenApiVersion": "2.0",
+        # Inside the API's definition, so every deployment carries them.
+        "GatewayResponses": {
+            f"DEFAULT_{kind}": {"ResponseTemplates": {"application/json": ERROR_TEMPLATE}}
+            for kind in ("4XX", "5XX")
+        },
+        "MethodSettings": [
+            {
+                "ResourcePath": "/*",
+                "HttpMethod": "*",
+                "ThrottlingRateLimit": {"Ref": RATE_LIMIT},
+                "ThrottlingBurstLimit": {"Ref": BURST_LIMIT},
+            }
+        ],
+        "AccessLogSetting": {
+            "DestinationArn": {"Fn::GetAtt": [ACCESS_LOG_GROUP, "Arn"]},
+            "Format": json.dumps(ACCESS_LOG_FIELDS, separators=(",", ":")),
+        },
+        "TracingEnabled": {"Ref": TRACING},
+    }
+
+
+def log_group() -> dict[str, Any]:
+    """A log group CloudFormation names, kept for the retention after the stack goes."""
+    return {
+        "Type": "AWS::Logs::LogGroup",
+        # "Who called what" outlives the stack, as the table does; the
+        # retention still expires its events.
+        "DeletionPolicy": "Retain",
+        "UpdateReplacePolicy": "Retain",
+        "Properties": {"RetentionInDays": {"Ref": RETENTION}},
+    }
+
+
+def role_policy(name: str, document: dict[str, Any]) -> dict[str, Any]:
+    """An IAM policy on the function's role."""
+    return {
+        "Type": "AWS::IAM::Policy",
+        "Properties": {"PolicyName": name, "Roles": [{"Ref": ROLE}], "PolicyDocument": document},
+    }
+
+
+def secret_policy() -> dict[str, Any]:
+    """Reading the cursor key's parameter, and nothing else; decrypting with its
+    key only when that is a customer-managed one (aws/ssm's key policy already
+    lets the account's principals decrypt through SSM)."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "CursorSecretParameter",
+                "Effect": "Allow",
+                "Action": ["ssm:GetParameter"],
+                "Resource": [
+                    {
+                        "Fn::Sub": "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}"
+                        f":parameter${{{SECRET_PARAMETER}}}"
+                    }
+                ],
             },
-        }
-        for kind in ("4XX", "5XX")
+            {
+                "Fn::If": [
+                    SECRET_KEY_GIVEN,
+                    {
+                        "Sid": "CursorSecretKey",
+                        "Effect": "Allow",
+                        "Action": ["kms:Decrypt"],
+                        "Resource": [{"Ref": SECRET_KEY}],
+                        "Condition": {
+                            "StringEquals": {
+                                "kms:ViaService": {
+                                    "Fn::Sub": "ssm.${AWS::Region}.${AWS::URLSuffix}"
+                                }
+                            }
+                        },
+                    },
+                    {"Ref": "AWS::NoValue"},
+                ]
+            },
+        ],
+    }
+
+
+def tracing_policy() -> dict[str, Any]:
+    """What Lambda needs to send the function's traces to X-Ray."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "Tracing",
+                "Effect": "Allow",
+                "Action": ["xray:PutTraceSegments", "xray:PutTelemetryRecords"],
+                "Resource": "*",
+            }
+        ],
     }
 
 
@@ -192,8 +409,15 @@ def check_packaged(template: dict[str, Any]) -> None:
             f"Expected one function {FUNCTION!r}, chalice made {functions}: "
             "give each the table's environment and policy in scripts/package.py"
         )
-    if resources.get(REST_API, {}).get("Type") != "AWS::Serverless::Api":
+    api = resources.get(REST_API, {})
+    if api.get("Type") != "AWS::Serverless::Api":
         raise RuntimeError(f"Expected the REST API {REST_API!r}: the gateway responses need it")
+    version = api["Properties"].get("DefinitionBody", {}).get("swagger")
+    if version != api["Properties"]["OpenApiVersion"]:
+        raise RuntimeError(
+            f"chalice's API definition is not Swagger {api['Properties']['OpenApiVersion']} "
+            f"(swagger: {version!r}): update OpenApiVersion in scripts/package.py"
+        )
     role = resources[FUNCTION]["Properties"].get("Role")
     if role != {"Fn::GetAtt": [ROLE, "Arn"]}:
         raise RuntimeError(

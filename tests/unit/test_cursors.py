@@ -18,6 +18,7 @@ RUN_FILTERS = {"workflow_id": 7, "status": "completed"}
 @pytest.fixture(autouse=True)
 def no_configured_secret(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(cursors.SECRET_VARIABLE, raising=False)
+    monkeypatch.delenv(cursors.SECRET_VARIABLE + "_PARAMETER", raising=False)
 
 
 def refused(cursor: str, list_name: str = "runs", filters: cursors.Filter = RUN_FILTERS) -> str:
