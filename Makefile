@@ -20,7 +20,7 @@ WORKFLOW_TABLE ?= approval-workflows
 PYTEST_WORKERS ?= auto
 XDIST := -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
-.PHONY: run test test-fast lint format bench profile venv clean clean-data \
+.PHONY: run test test-fast lint format bench profile venv clean clean-data token \
 	dynamodb-table run-dynamodb package scan
 
 # Serving needs only Chalice and boto3; the test and benchmark tools come on top.
@@ -61,6 +61,12 @@ test: lint
 # The unit, contract and API tiers: no race storms, fuzzing or packaging.
 test-fast: $(VENV)/.dev
 	$(BIN)/python -m pytest -q $(XDIST) -m "unit or contract or api"
+
+# A development token for WORKFLOW_AUTH=jwt with WORKFLOW_JWT_SECRET (README, "Verified callers").
+USER ?=
+GROUPS ?=
+token: $(VENV)/.serve
+	@$(BIN)/python scripts/dev_token.py "$(USER)" "$(GROUPS)"
 
 # Creates WORKFLOW_TABLE where boto3's environment points (AWS_ENDPOINT_URL_DYNAMODB,
 # AWS_PROFILE, AWS_DEFAULT_REGION, ...); does nothing if it exists.

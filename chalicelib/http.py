@@ -50,7 +50,12 @@ class StageCORS(CORSConfig):
 
     @property
     def allow_origin(self) -> str:
-        return os.environ.get("WORKFLOW_CORS_ORIGIN", "*")
+        origin = os.environ.get("WORKFLOW_CORS_ORIGIN", "*").strip() or "*"
+        if origin == "*" and os.environ.get("WORKFLOW_AUTH", "").strip().lower() == "jwt":
+            # Never every origin beside authentication: browsers then refuse
+            # other pages until WORKFLOW_CORS_ORIGIN names the one allowed.
+            return "null"
+        return origin
 
     @allow_origin.setter
     def allow_origin(self, value: str) -> None:

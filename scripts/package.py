@@ -57,6 +57,13 @@ BURST_LIMIT = "ApiThrottlingBurstLimit"
 CONCURRENCY = "FunctionReservedConcurrency"
 RETENTION = "LogRetentionInDays"
 TRACING = "TracingEnabled"
+JWT_ISSUER = "JwtIssuer"
+JWT_AUDIENCE = "JwtAudience"
+JWKS_URL = "JwksUrl"
+CORS_ORIGIN = "CorsOrigin"
+# Stages that serve the public: they must verify callers (WORKFLOW_AUTH=jwt in
+# the stage's environment_variables in .chalice/config.json).
+PUBLIC_STAGES = ("prod",)
 # Conditions on them.
 TRACING_ON = "TracingOn"
 SECRET_KEY_GIVEN = "CursorSecretKeyGiven"
@@ -258,6 +265,31 @@ def parameters() -> dict[str, Any]:
             "AllowedValues": ["true", "false"],
             "Description": "X-Ray tracing of the API stage and the function",
         },
+        JWT_ISSUER: {
+            "Type": "String",
+            "MinLength": 1,
+            "Description": "The exact iss of the tokens callers send (an OIDC issuer, e.g. "
+            "https://cognito-idp.<region>.amazonaws.com/<pool id>)",
+        },
+        JWT_AUDIENCE: {
+            "Type": "String",
+            "Default": "",
+            "Description": "The aud the tokens must contain (empty: not checked; Cognito "
+            "access tokens carry none)",
+        },
+        JWKS_URL: {
+            "Type": "String",
+            "AllowedPattern": "^https://[^\\s]+$",
+            "Description": "The issuer's JSON Web Key Set (RS256 or ES256 keys), e.g. "
+            "<issuer>/.well-known/jwks.json",
+        },
+        CORS_ORIGIN: {
+            "Type": "String",
+            # Never * beside authentication: name the web page's own origin.
+            "AllowedPattern": "^https?://[^*\\s/]+$",
+            "Description": "The one origin whose pages may call the API from a browser, "
+            "e.g. https://approvals.example.com",
+        },
     }
 
 
@@ -280,6 +312,12 @@ def function_properties() -> dict[str, Any]:
                 "WORKFLOW_TABLE": {"Ref": TABLE},
                 # The parameter's name, not the key: chalicelib/secret_store.py reads it.
                 SECRET_PARAMETER_VARIABLE: {"Ref": SECRET_PARAMETER},
+                # WORKFLOW_AUTH itself comes from the stage (check_packaged holds
+                # public stages to jwt); the shared-secret mode is not offered.
+                "WORKFLOW_JWT_ISSUER": {"Ref": JWT_ISSUER},
+                "WORKFLOW_JWT_AUDIENCE": {"Ref": JWT_AUDIENCE},
+                "WORKFLOW_JWKS_URL": {"Ref": JWKS_URL},
+                "WORKFLOW_CORS_ORIGIN": {"Ref": CORS_ORIGIN},
             }
         },
         "ReservedConcurrentExecutions": {
@@ -456,8 +494,23 @@ def package(out_dir: Path, stage: str) -> Path:
             env=env,
         )
     sam = out_dir / "sam.json"
-    check_packaged(json.loads(sam.read_text()))
+    template = json.loads(sam.read_text())
+    check_packaged(template)
+    check_authenticates(template, stage)
     return sam
+
+
+def check_authenticates(template: dict[str, Any], stage: str) -> None:
+    """Refuse a public stage whose function would trust whatever callers say."""
+    variables = template["Resources"][FUNCTION]["Properties"]["Environment"]["Variables"]
+    mode = str(variables.get("WORKFLOW_AUTH", "none")).strip().lower()
+    if stage in PUBLIC_STAGES and mode != "jwt":
+        raise RuntimeError(
+            f"The {stage!r} stage would run with WORKFLOW_AUTH={mode}, which trusts whoever "
+            "calls: set WORKFLOW_AUTH to jwt in its environment_variables in .chalice/config.json"
+        )
+    if "WORKFLOW_JWT_SECRET" in variables:
+        raise RuntimeError("A shared JWT secret is for local use; deploy with the JWKS URL")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

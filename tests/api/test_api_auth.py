@@ -418,3 +418,36 @@ def test_settings_say_what_to_fix(
     ):
         identity.settings(environ)
     assert fix in caplog.text
+
+
+def test_cors_never_allows_every_origin_beside_authentication(
+    api: Api, secret_mode: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = hs256(claims())
+    assert as_(api, token, "GET", "/runs").headers["Access-Control-Allow-Origin"] == "null"
+
+    monkeypatch.setenv("WORKFLOW_CORS_ORIGIN", "https://approvals.example.com")
+    allowed = as_(api, token, "GET", "/runs").headers["Access-Control-Allow-Origin"]
+
+    assert allowed == "https://approvals.example.com"
+
+
+def test_make_tokens_development_token_is_accepted(
+    api: Api, secret_mode: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "dev_token.py"
+    printed = subprocess.run(
+        [sys.executable, str(script), "ada", "finance,workflow-admins"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout.strip()
+
+    created = as_(api, printed, "POST", "/workflows", {"name": "By make token"})
+
+    assert created.status_code == 201

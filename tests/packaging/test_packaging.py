@@ -89,15 +89,18 @@ def offline_env(home: Path) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(scope="module")
-def sam_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    project = tmp_path_factory.mktemp("project")
+def copy_of_the_project(project: Path) -> Path:
+    """The files `make package` reads, with a requirements.txt that keeps pip offline."""
     skip = shutil.ignore_patterns("__pycache__", "deployments", "venv")
     shutil.copy(PROJECT_DIR / "app.py", project)
     for folder in ("chalicelib", "scripts", ".chalice"):
         shutil.copytree(PROJECT_DIR / folder, project / folder, ignore=skip)
     (project / "requirements.txt").write_text("# no packages: pip stays offline\n")
-    subprocess.run(
+    return project
+
+
+def run_package(project: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [
             sys.executable,
             str(project / "scripts" / "package.py"),
@@ -106,11 +109,18 @@ def sam_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "--out",
             str(project / "dist"),
         ],
-        check=True,
         cwd=project,
         env=offline_env(project),
         capture_output=True,
+        text=True,
     )
+
+
+@pytest.fixture(scope="module")
+def sam_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    project = copy_of_the_project(tmp_path_factory.mktemp("project"))
+    packaged = run_package(project)
+    assert packaged.returncode == 0, packaged.stderr
     assert (project / "dist" / "deployment.zip").is_file()
     return project / "dist" / "sam.json"
 
@@ -562,3 +572,48 @@ def test_no_request_outlives_an_idempotency_keys_lease(template: dict[str, Any])
 
     timeout = template["Resources"][FUNCTION]["Properties"]["Timeout"]
     assert timeout < idempotency.LEASE_SECONDS
+
+
+# -- verified callers ---------------------------------------------------------------
+
+
+def test_the_prod_function_verifies_callers_against_the_issuers_keys(
+    template: dict[str, Any],
+) -> None:
+    variables = template["Resources"][FUNCTION]["Properties"]["Environment"]["Variables"]
+    parameters = template["Parameters"]
+
+    assert variables["WORKFLOW_AUTH"] == "jwt"
+    assert variables["WORKFLOW_JWT_ISSUER"] == {"Ref": "JwtIssuer"}
+    assert variables["WORKFLOW_JWT_AUDIENCE"] == {"Ref": "JwtAudience"}
+    assert variables["WORKFLOW_JWKS_URL"] == {"Ref": "JwksUrl"}
+    assert "WORKFLOW_JWT_SECRET" not in variables
+    assert "Default" not in parameters["JwtIssuer"] and "Default" not in parameters["JwksUrl"]
+    assert parameters["JwksUrl"]["AllowedPattern"].startswith("^https://")
+
+
+def test_the_prod_cors_origin_is_a_parameter_that_cannot_be_a_wildcard(
+    template: dict[str, Any],
+) -> None:
+    import re
+
+    variables = template["Resources"][FUNCTION]["Properties"]["Environment"]["Variables"]
+    pattern = re.compile(template["Parameters"]["CorsOrigin"]["AllowedPattern"])
+
+    assert variables["WORKFLOW_CORS_ORIGIN"] == {"Ref": "CorsOrigin"}
+    assert "Default" not in template["Parameters"]["CorsOrigin"]
+    assert pattern.fullmatch("https://approvals.example.com")
+    assert not pattern.fullmatch("*") and not pattern.fullmatch("https://*.example.com")
+
+
+def test_make_package_refuses_a_prod_stage_that_trusts_its_callers(tmp_path: Path) -> None:
+    project = copy_of_the_project(tmp_path)
+    config_path = project / ".chalice" / "config.json"
+    config = json.loads(config_path.read_text())
+    config["stages"]["prod"]["environment_variables"]["WORKFLOW_AUTH"] = "none"
+    config_path.write_text(json.dumps(config))
+
+    refused = run_package(project)
+
+    assert refused.returncode == 1
+    assert "WORKFLOW_AUTH" in refused.stderr and "Traceback" not in refused.stderr
