@@ -33,6 +33,23 @@ elif MODE == "bare":
 
     answer = bare_app.app(EVENT, Context())
     ok = answer["statusCode"] == 200
+elif MODE == "bare_jwt":
+    # A bare app that verifies the request's token with the library the service uses.
+    import os
+
+    import jwt
+
+    from bench import bare_app
+
+    token = EVENT["headers"]["Authorization"].partition(" ")[2]
+    jwt.decode(
+        token,
+        os.environ["WORKFLOW_JWT_SECRET"],
+        algorithms=["HS256"],
+        issuer=os.environ["WORKFLOW_JWT_ISSUER"],
+    )
+    answer = bare_app.app(EVENT, Context())
+    ok = answer["statusCode"] == 200
 elif MODE == "boto3":
     import boto3
 

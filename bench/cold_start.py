@@ -4,6 +4,8 @@
              the same request to a Chalice app whose routes do nothing
   DynamoDB   app.py serving GET /runs/{id} from a moto server on loopback, versus
              importing boto3, creating a client and making the same Query
+  jwt        app.py with WORKFLOW_AUTH=jwt (SQLite) serving the same request with a
+             bearer token, versus the bare app verifying that token with PyJWT
 
 Goal: <= 1.3x the bare figure in each case. The figure is the time from before
 the import to the first answer, in the fresh process (what Lambda's init plus
@@ -100,6 +102,29 @@ def run_event(run_id: int) -> dict[str, object]:
     return gateway_event("GET", "/runs/{run_id}", f"/runs/{run_id}", {"run_id": str(run_id)})
 
 
+JWT_SECRET = "a benchmark's secret of at least thirty-two bytes"
+JWT_ISSUER = "https://issuer.example.test"
+
+
+def jwt_setup(env: dict[str, str], event: dict[str, object]) -> tuple[dict[str, str], dict]:
+    """The SQLite environment in jwt mode, and the event with a token for it."""
+    import jwt
+
+    token = jwt.encode(
+        {"iss": JWT_ISSUER, "sub": "maria", "exp": int(time.time()) + 24 * 3600},
+        JWT_SECRET,
+        algorithm="HS256",
+    )
+    headers = {**event["headers"], "Authorization": f"Bearer {token}"}  # type: ignore[dict-item]
+    jwt_env = {
+        **env,
+        "WORKFLOW_AUTH": "jwt",
+        "WORKFLOW_JWT_ISSUER": JWT_ISSUER,
+        "WORKFLOW_JWT_SECRET": JWT_SECRET,
+    }
+    return jwt_env, {**event, "headers": headers}
+
+
 def main() -> None:
     from bench.moto_process import MotoProcess
 
@@ -125,6 +150,9 @@ def main() -> None:
             "ddb_service": child("ddb_service", "service", run_event(ddb_run), ddb_env),
             "ddb_boto3": child("ddb_boto3", "boto3", query, ddb_env),
         }
+        jwt_env, jwt_event = jwt_setup(sqlite_env, run_event(sqlite_run))
+        contenders["jwt_service"] = child("jwt_service", "service", jwt_event, jwt_env)
+        contenders["jwt_bare"] = child("jwt_bare", "bare_jwt", jwt_event, jwt_env)
         rounds = alternate(contenders, ROUNDS, progress="cold start")
 
     import statistics
@@ -135,8 +163,15 @@ def main() -> None:
         "sqlite_bare": "SQLite: bare Chalice app",
         "ddb_service": "DynamoDB: app.py",
         "ddb_boto3": "DynamoDB: boto3 + one Query",
+        "jwt_service": "jwt mode: app.py",
+        "jwt_bare": "jwt mode: bare Chalice app verifying the token",
     }
-    for service, bare in (("sqlite_service", "sqlite_bare"), ("ddb_service", "ddb_boto3")):
+    pairs = (
+        ("sqlite_service", "sqlite_bare"),
+        ("ddb_service", "ddb_boto3"),
+        ("jwt_service", "jwt_bare"),
+    )
+    for service, bare in pairs:
         for name in (service, bare):
             report.add(
                 Figure(
