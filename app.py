@@ -7,6 +7,7 @@ or the domain error, into the HTTP response (chalicelib/http.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Optional
 
 from chalice.app import Chalice, Response
@@ -95,21 +96,22 @@ def get_run(run_id: str) -> Run:
 @app.route("/runs/{run_id}/approve", methods=["POST"])
 @api.answers(200)
 def approve(run_id: str) -> Run:
-    body = api.body()
-    rid = validation.path_id(run_id, "Run")
-    decided = validation.decision(body, actor_required=api.caller() is None)
-    actor = identity.actor_of(api.caller(), decided.actor)
-    return engine.approve(get_storage(), rid, actor, decided.comment, decided.expected_step_id)
+    return _decide(run_id, engine.approve)
 
 
 @app.route("/runs/{run_id}/reject", methods=["POST"])
 @api.answers(200)
 def reject(run_id: str) -> Run:
+    return _decide(run_id, engine.reject)
+
+
+def _decide(run_id: str, decide: Callable[..., Run]) -> Run:
+    """An approve or reject request: the body, the run, who decides."""
     body = api.body()
     rid = validation.path_id(run_id, "Run")
     decided = validation.decision(body, actor_required=api.caller() is None)
     actor = identity.actor_of(api.caller(), decided.actor)
-    return engine.reject(get_storage(), rid, actor, decided.comment, decided.expected_step_id)
+    return decide(get_storage(), rid, actor, decided.comment, decided.expected_step_id)
 
 
 @app.route("/openapi.json", methods=["GET"])

@@ -107,6 +107,15 @@ class Run(NamedTuple):
     def about(self) -> dict[str, int]:
         return {"workflow_id": self.workflow_id, "run_id": self.id}
 
+    def decided(self, decision: Decision, action: Action) -> Run:
+        """The run as `decision` leaves it, `action` (its record) last in its history."""
+        return self._replace(
+            status=decision.status,
+            current_step=decision.next_step,
+            updated_at=decision.at,
+            actions=(*self.actions, action),
+        )
+
     def listed(self) -> dict[str, Any]:
         """The run as lists show it: everything but its actions."""
         return {

@@ -393,12 +393,7 @@ class DynamoDBStorage:
         }
         if self._transact([update, self._put_new(_action_item(action, seq))]):
             raise errors.StaleRun()
-        return run._replace(
-            status=decision.status,
-            current_step=decision.next_step,
-            updated_at=decision.at,
-            actions=(*run.actions, action),
-        )
+        return run.decided(decision, action)
 
     def list_runs(
         self,

@@ -351,12 +351,7 @@ class SQLiteStorage:
             decision.comment,
             decision.at,
         )
-        return run._replace(
-            status=decision.status,
-            current_step=decision.next_step,
-            updated_at=decision.at,
-            actions=(*run.actions, action),
-        )
+        return run.decided(decision, action)
 
     # -- idempotency keys --------------------------------------------------
 
