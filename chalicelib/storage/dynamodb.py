@@ -79,9 +79,11 @@ from chalicelib.storage.dynamodb_schema import (
     INDEX_KEYS,
     TTL_ATTRIBUTE,
 )
+from chalicelib.storage.failures import unavailable
 
 if TYPE_CHECKING:
     import boto3
+    from botocore.exceptions import ClientError
     from mypy_boto3_dynamodb import DynamoDBClient
 
 Item = dict[str, dict[str, Any]]
@@ -502,7 +504,7 @@ class DynamoDBStorage:
         return items, "LastEvaluatedKey" in page and bool(items)
 
     def _call(self, operation: str, **params: Any) -> Any:
-        from botocore.exceptions import BotoCoreError, ClientError
+        from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
         try:
             return getattr(self.client, operation)(**params)
@@ -512,16 +514,18 @@ class DynamoDBStorage:
                 raise
             if code == "ValidationException" and "size" in exc.response["Error"].get("Message", ""):
                 raise ItemTooLarge("The item would exceed DynamoDB's 400 KB") from exc
-            if code == "ResourceNotFoundException":
-                raise errors.Unavailable(
-                    f"DynamoDB table {self.table!r} does not exist; create it with "
-                    "`make dynamodb-table`"
-                ) from exc
-            raise errors.Unavailable(
-                f"DynamoDB did not accept the request ({code}); retry shortly"
+            raise _refused(self.client, self.table, exc) from exc
+        except NoCredentialsError as exc:
+            raise unavailable(
+                f"DynamoDB {operation} on table {self.table!r} was not sent: no AWS credentials "
+                "were found. Set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
             ) from exc
         except BotoCoreError as exc:
-            raise errors.Unavailable("DynamoDB could not be reached; retry shortly") from exc
+            raise unavailable(
+                f"DynamoDB {operation} on table {self.table!r} at "
+                f"{self.client.meta.endpoint_url} failed: {exc}",
+                transient=True,
+            ) from exc
 
     def _query_partition(self, pk: str) -> Iterator[Item]:
         params: dict[str, Any] = {
@@ -754,13 +758,15 @@ def _idempotency_record(item: Item) -> IdempotencyRecord:
 
 
 def create_client(session: Optional[boto3.session.Session] = None) -> DynamoDBClient:
-    """A DynamoDB client configured the boto3 way (region, profile, endpoint).
+    """A DynamoDB client configured the boto3 way (region, profile, endpoint);
+    Unavailable, with the log saying what to set, when that configuration is wrong.
 
     A new session parses botocore's service models (0.3 to 0.6 s), a client from
     an existing one takes about 0.03 s: callers that need several clients pass
     one session. Clients are thread-safe; sessions are not."""
     import boto3
     from botocore.config import Config
+    from botocore.exceptions import BotoCoreError
 
     config = Config(
         retries={"mode": "standard", "total_max_attempts": MAX_ATTEMPTS},
@@ -768,14 +774,66 @@ def create_client(session: Optional[boto3.session.Session] = None) -> DynamoDBCl
         read_timeout=10,
         tcp_keepalive=True,
     )
-    session = session or boto3.session.Session()
-    # Lambda and some tools set only AWS_REGION, which botocore does not read.
-    region = session.region_name or os.environ.get("AWS_REGION")
-    return session.client("dynamodb", region_name=region, config=config)
+    try:
+        session = session or boto3.session.Session()
+        # Lambda and some tools set only AWS_REGION, which botocore does not read.
+        region = session.region_name or os.environ.get("AWS_REGION")
+        if not region:
+            raise unavailable(
+                "No AWS region is configured for DynamoDB: set AWS_REGION or "
+                "AWS_DEFAULT_REGION (or a region in the AWS_PROFILE's config)"
+            )
+        return session.client("dynamodb", region_name=region, config=config)
+    except (BotoCoreError, ValueError) as exc:
+        # AWS_PROFILE naming no profile (ProfileNotFound), an
+        # AWS_ENDPOINT_URL_DYNAMODB that is no URL (ValueError), ...
+        raise unavailable(
+            f"The DynamoDB client cannot be created: {exc}. Check AWS_PROFILE, "
+            "AWS_REGION and AWS_ENDPOINT_URL_DYNAMODB"
+        ) from exc
 
 
 def table_name() -> str:
     name = os.environ.get("WORKFLOW_TABLE", "").strip()
     if not name:
-        raise errors.Unavailable("WORKFLOW_TABLE names no DynamoDB table")
+        raise unavailable(
+            "WORKFLOW_TABLE is not set: set it to the DynamoDB table's name "
+            "(`make dynamodb-table` creates one)"
+        )
     return name
+
+
+# What the log tells the operator to do about a request DynamoDB refused, by
+# error code; any other code is a passing fault (throttling, a server error)
+# that outlasted the retries.
+_CREDENTIALS_FIX = (
+    "check the AWS credentials and region (AWS_PROFILE, AWS_ACCESS_KEY_ID, "
+    "AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION)"
+)
+_FIXES = {
+    "ResourceNotFoundException": (
+        "the table does not exist there: create it with `make dynamodb-table`, "
+        "or set WORKFLOW_TABLE to a table that exists"
+    ),
+    "AccessDeniedException": (
+        "the credentials may not do this: grant the actions that docs/deploy.md lists"
+    ),
+    "UnrecognizedClientException": _CREDENTIALS_FIX,
+    "InvalidSignatureException": _CREDENTIALS_FIX,
+    "IncompleteSignature": _CREDENTIALS_FIX,
+    "MissingAuthenticationToken": _CREDENTIALS_FIX,
+    "ExpiredTokenException": _CREDENTIALS_FIX,
+}
+
+
+def _refused(client: DynamoDBClient, table: str, exc: ClientError) -> errors.Unavailable:
+    """The 503 for a request DynamoDB refused, logged with its code and what to do."""
+    error = exc.response.get("Error", {})
+    code = error.get("Code", "")
+    fix = _FIXES.get(code)
+    return unavailable(
+        f"DynamoDB refused {exc.operation_name} on table {table!r} at "
+        f"{client.meta.endpoint_url} ({code}: {error.get('Message', '')}): "
+        + (fix or "retries ran out; retry later, or raise the table's capacity if it persists"),
+        transient=fix is None,
+    )
