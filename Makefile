@@ -42,8 +42,10 @@ $(VENV)/.dev: $(VENV)/.serve requirements-dev.txt
 
 venv: $(VENV)/.dev
 
+# The port is checked before anything starts; the server says so too if it is
+# taken in between.
 run: $(VENV)/.serve
-	@bash scripts/port_free.sh $(HOST) $(PORT)
+	@bash scripts/port_free.sh $(HOST) $(PORT) PORT
 	@$(BIN)/python scripts/local_server.py --host $(HOST) --port $(PORT) --stage dev \
 		$(CHALICE_LOCAL_FLAGS)
 
@@ -70,6 +72,7 @@ dynamodb-table: $(VENV)/.serve
 	WORKFLOW_TABLE=$(WORKFLOW_TABLE) $(BIN)/python scripts/create_table.py
 
 # The API on a throwaway moto DynamoDB (port MOTO_PORT); no AWS account needed.
+# Both ports are checked before moto starts.
 run-dynamodb: $(VENV)/.dev
 	@HOST=$(HOST) PORT=$(PORT) MOTO_PORT=$(MOTO_PORT) WORKFLOW_TABLE=$(WORKFLOW_TABLE) \
 		BIN=$(BIN) CHALICE_LOCAL_FLAGS="$(CHALICE_LOCAL_FLAGS)" bash scripts/run_dynamodb.sh

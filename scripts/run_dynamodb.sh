@@ -2,7 +2,8 @@
 # `make run-dynamodb`: the API on scripts/local_server.py, stored in a throwaway
 # moto DynamoDB on loopback. Dummy credentials only, so no AWS account is touched.
 # Make passes HOST, PORT, MOTO_PORT, WORKFLOW_TABLE, BIN and CHALICE_LOCAL_FLAGS.
-# moto stops with the API server however that ends.
+# Both ports are checked before moto starts, so a port in use is one line and
+# leaves nothing running; moto stops with the API server however that ends.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,10 +22,12 @@ export WORKFLOW_STORAGE=dynamodb WORKFLOW_TABLE=${WORKFLOW_TABLE:-approval-workf
 
 answers() { (: <"/dev/tcp/$MOTO_HOST/$MOTO_PORT") 2>/dev/null; }
 
-if answers; then
-    echo "Port $MOTO_PORT is already in use; choose another with MOTO_PORT=..." >&2
+if [ "$PORT" = "$MOTO_PORT" ]; then
+    echo "PORT and MOTO_PORT are both $PORT; choose another with MOTO_PORT=..." >&2
     exit 1
 fi
+bash scripts/port_free.sh "$HOST" "$PORT" PORT
+bash scripts/port_free.sh "$MOTO_HOST" "$MOTO_PORT" MOTO_PORT
 mkdir -p "$(dirname "$MOTO_LOG")"
 "$BIN/python" scripts/moto_server.py --host "$MOTO_HOST" --port "$MOTO_PORT" >"$MOTO_LOG" 2>&1 &
 moto=$!
