@@ -83,7 +83,7 @@ from chalicelib.storage.failures import unavailable
 
 if TYPE_CHECKING:
     import boto3
-    from botocore.exceptions import ClientError
+    from botocore.exceptions import BotoCoreError, ClientError
     from mypy_boto3_dynamodb import DynamoDBClient
 
 Item = dict[str, dict[str, Any]]
@@ -504,7 +504,7 @@ class DynamoDBStorage:
         return items, "LastEvaluatedKey" in page and bool(items)
 
     def _call(self, operation: str, **params: Any) -> Any:
-        from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+        from botocore.exceptions import BotoCoreError, ClientError
 
         try:
             return getattr(self.client, operation)(**params)
@@ -515,17 +515,8 @@ class DynamoDBStorage:
             if code == "ValidationException" and "size" in exc.response["Error"].get("Message", ""):
                 raise ItemTooLarge("The item would exceed DynamoDB's 400 KB") from exc
             raise _refused(self.client, self.table, exc) from exc
-        except NoCredentialsError as exc:
-            raise unavailable(
-                f"DynamoDB {operation} on table {self.table!r} was not sent: no AWS credentials "
-                "were found. Set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
-            ) from exc
         except BotoCoreError as exc:
-            raise unavailable(
-                f"DynamoDB {operation} on table {self.table!r} at "
-                f"{self.client.meta.endpoint_url} failed: {exc}",
-                transient=True,
-            ) from exc
+            raise _not_answered(self.client, self.table, operation, exc) from exc
 
     def _query_partition(self, pk: str) -> Iterator[Item]:
         params: dict[str, Any] = {
@@ -824,6 +815,24 @@ _FIXES = {
     "MissingAuthenticationToken": _CREDENTIALS_FIX,
     "ExpiredTokenException": _CREDENTIALS_FIX,
 }
+
+
+def _not_answered(
+    client: DynamoDBClient, table: str, operation: str, exc: BotoCoreError
+) -> errors.Unavailable:
+    """The 503 for a request that got no answer from DynamoDB, logged with why."""
+    from botocore.exceptions import NoCredentialsError
+
+    if isinstance(exc, NoCredentialsError):
+        return unavailable(
+            f"DynamoDB {operation} on table {table!r} was not sent: no AWS credentials "
+            "were found. Set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+        )
+    # Unreachable after the retries, a timeout, a partial set of credentials, ...
+    return unavailable(
+        f"DynamoDB {operation} on table {table!r} at {client.meta.endpoint_url} failed: {exc}",
+        transient=True,
+    )
 
 
 def _refused(client: DynamoDBClient, table: str, exc: ClientError) -> errors.Unavailable:
