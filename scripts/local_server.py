@@ -13,8 +13,6 @@ Where it differs, on purpose:
 - A path that matches no route answers 404 {"error": ...} with an X-Request-Id
   and its own access line, as the packaged API Gateway does (scripts/package.py),
   where chalice local answers 403 {"message": "Missing Authentication Token"}.
-  (A known path with a method it lacks still reaches the app, which answers
-  405; API Gateway answers that 404 too, as it never reaches the function.)
 - One access line per request, the service's JSON line (chalicelib/access_log.py):
   http.server's own "127.0.0.1 - - [...] GET ..." line is not written.
 - A port in use, or an address that cannot be listened on, is one line on
@@ -44,7 +42,10 @@ from chalice.app import Chalice  # noqa: E402
 from chalice.config import Config  # noqa: E402
 
 from chalicelib import access_log  # noqa: E402
-from scripts.package import NO_ROUTE  # noqa: E402  (the deployed API's words)
+
+# What an unknown path answers; the same words as the packaged API Gateway's
+# answer (scripts/package.py), and no echo of the path.
+NO_ROUTE = "No route matches this path"
 
 
 class RequestHandler(chalice.local.ChaliceRequestHandler):

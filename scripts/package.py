@@ -62,9 +62,6 @@ SAME_IN_CLOUDFORMATION = (
 
 PLACEHOLDER_REGION = "us-east-1"
 
-# What a path or method that matches no route answers, deployed and under `make run`.
-NO_ROUTE = "No route matches this method and path"
-
 
 def has_indexes(table_keys: dict[str, Any]) -> bool:
     return bool(table_keys.get("GlobalSecondaryIndexes") or table_keys.get("LocalSecondaryIndexes"))
@@ -165,13 +162,8 @@ def merge_template(table_keys: dict[str, Any]) -> dict[str, Any]:
 
 def gateway_errors() -> dict[str, Any]:
     """API Gateway's own answers (unknown route, throttling, timeouts) in the
-    service's error shape, {"error": "..."}, instead of {"message": "..."}.
-
-    A path or method that matches no route answers 404 NO_ROUTE, as `make run`
-    does (scripts/local_server.py), rather than API Gateway's 403 "Missing
-    Authentication Token": this API uses no IAM authorisation, so that answer
-    never means a missing token."""
-    responses: dict[str, Any] = {
+    service's error shape, {"error": "..."}, instead of {"message": "..."}."""
+    return {
         f"GatewayResponse{kind}": {
             "Type": "AWS::ApiGateway::GatewayResponse",
             "Properties": {
@@ -185,16 +177,6 @@ def gateway_errors() -> dict[str, Any]:
         }
         for kind in ("4XX", "5XX")
     }
-    responses["GatewayResponseNoRoute"] = {
-        "Type": "AWS::ApiGateway::GatewayResponse",
-        "Properties": {
-            "RestApiId": {"Ref": REST_API},
-            "ResponseType": "MISSING_AUTHENTICATION_TOKEN",
-            "StatusCode": "404",
-            "ResponseTemplates": {"application/json": json.dumps({"error": NO_ROUTE})},
-        },
-    }
-    return responses
 
 
 def check_packaged(template: dict[str, Any]) -> None:
