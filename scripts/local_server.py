@@ -11,8 +11,10 @@ lambda_timeout the Lambda context), and gives the app a request per thread.
 Where it differs, on purpose:
 
 - A path that matches no route answers 404 {"error": ...} with an X-Request-Id
-  and its own access line, as the packaged API Gateway does (scripts/package.py),
-  where chalice local answers 403 {"message": "Missing Authentication Token"}.
+  and its own access line, where chalice local answers 403 {"message":
+  "Missing Authentication Token"}. The shape is that of the packaged API
+  Gateway's own answers (scripts/package.py maps them to {"error": ...}); the
+  status is what issue 11 asks for (API Gateway's own is still 403).
 - One access line per request, the service's JSON line (chalicelib/access_log.py):
   http.server's own "127.0.0.1 - - [...] GET ..." line is not written.
 - A port in use, or an address that cannot be listened on, is one line on
@@ -43,8 +45,7 @@ from chalice.config import Config  # noqa: E402
 
 from chalicelib import access_log  # noqa: E402
 
-# What an unknown path answers; the same words as the packaged API Gateway's
-# answer (scripts/package.py), and no echo of the path.
+# What an unknown path answers: no echo of the path, which may be long.
 NO_ROUTE = "No route matches this path"
 
 
