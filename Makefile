@@ -11,10 +11,13 @@ PIP := $(BIN)/python -m pip install --disable-pip-version-check --progress-bar o
 PORT ?= 8000
 HOST ?= 127.0.0.1
 MOTO_PORT ?= 5000
-# chalice's autoreload polls every file under the project (.venv and the SQLite
-# file in .data included) and restarts the server, dropping requests in flight,
-# whenever one changes: every write would do. Restart by hand after a code change.
-CHALICE_LOCAL_FLAGS ?= --no-autoreload
+# Flags for scripts/local_server.py, which serves `make run` and `make run-dynamodb`
+# (chalice local's stage handling; the deployed API's 404 for unknown paths; one
+# access line per request). No reloading by default: chalice's reloader polls
+# every file under the project (.venv and the SQLite file in .data included) and
+# restarts the server, dropping requests in flight, whenever one changes: every
+# write would do. `--autoreload` turns it on; restart by hand otherwise.
+CHALICE_LOCAL_FLAGS ?=
 WORKFLOW_TABLE ?= approval-workflows
 # Tests run on every core (pytest-xdist); the longest (fuzzing) start first.
 PYTEST_WORKERS ?= auto
@@ -41,9 +44,12 @@ $(VENV)/.dev: $(VENV)/.serve requirements-dev.txt
 
 venv: $(VENV)/.dev
 
+# The port is checked before anything starts; the server says so too if it is
+# taken in between.
 run: $(VENV)/.serve
-	@bash scripts/port_free.sh $(HOST) $(PORT)
-	$(BIN)/chalice local --host $(HOST) --port $(PORT) --stage dev $(CHALICE_LOCAL_FLAGS)
+	@bash scripts/port_free.sh $(HOST) $(PORT) PORT
+	@$(BIN)/python scripts/local_server.py --host $(HOST) --port $(PORT) --stage dev \
+		$(CHALICE_LOCAL_FLAGS)
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check .
@@ -74,8 +80,9 @@ dynamodb-table: $(VENV)/.serve
 	WORKFLOW_TABLE=$(WORKFLOW_TABLE) $(BIN)/python scripts/create_table.py
 
 # The API on a throwaway moto DynamoDB (port MOTO_PORT); no AWS account needed.
+# Both ports are checked before moto starts.
 run-dynamodb: $(VENV)/.dev
-	HOST=$(HOST) PORT=$(PORT) MOTO_PORT=$(MOTO_PORT) WORKFLOW_TABLE=$(WORKFLOW_TABLE) \
+	@HOST=$(HOST) PORT=$(PORT) MOTO_PORT=$(MOTO_PORT) WORKFLOW_TABLE=$(WORKFLOW_TABLE) \
 		BIN=$(BIN) CHALICE_LOCAL_FLAGS="$(CHALICE_LOCAL_FLAGS)" bash scripts/run_dynamodb.sh
 
 # dist/sam.json and dist/deployment.zip for CloudFormation, table included; offline.

@@ -4,6 +4,10 @@ The endpoint, region and credentials come from boto3's usual configuration
 (AWS_ENDPOINT_URL_DYNAMODB, AWS_DEFAULT_REGION or AWS_REGION, AWS_PROFILE, ...);
 the table name from WORKFLOW_TABLE. The definition is `dynamodb_schema.TABLE_KEYS`, the
 same one `make package` deploys.
+
+Whatever goes wrong (no region, no credentials, an endpoint that refuses a call
+or cannot be reached) is said in one line on standard error, with a non-zero
+exit status; never a traceback.
 """
 
 from __future__ import annotations
@@ -22,17 +26,47 @@ if TYPE_CHECKING:
 
 
 def main(client: BaseClient | None = None) -> int:
+    """0 once the table exists with its Time to Live on. Otherwise one line on
+    standard error, no traceback: what to set (exit 2), or what the endpoint
+    refused or why it could not be reached (exit 1)."""
+    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+
     try:
         table = dynamodb.table_name()
-    except errors.Unavailable as exc:
-        print(exc.message, file=sys.stderr)
-        return 2
-    if client is None:
-        client = dynamodb.create_client()  # falls back to AWS_REGION itself
-    created = dynamodb_schema.ensure_table(client, table)
+        if client is None:
+            client = dynamodb.create_client()  # falls back to AWS_REGION itself
+    except errors.Unavailable:
+        return 2  # the storage module has logged what to set, in one line
     where = client.meta.endpoint_url
+    try:
+        created = dynamodb_schema.ensure_table(client, table)
+    except NoCredentialsError:
+        return _fail(
+            f"No AWS credentials were found to create DynamoDB table {table!r} at {where}: "
+            "set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+        )
+    except ClientError as exc:
+        error = exc.response.get("Error", {})
+        consequence = (
+            "; without Time to Live, expired Idempotency-Keys stay in the table "
+            "(the service still treats them as expired)"
+            if "TimeToLive" in exc.operation_name
+            else ""
+        )
+        return _fail(
+            f"{where} refused {exc.operation_name} for DynamoDB table {table!r} "
+            f"({error.get('Code', '')}: {error.get('Message', '')}){consequence}"
+        )
+    except BotoCoreError as exc:
+        # Unreachable (after the client's retries), or the table never became active.
+        return _fail(f"DynamoDB table {table!r} could not be created at {where}: {exc}")
     print(f"DynamoDB table {table!r} {'created' if created else 'already exists'} at {where}")
     return 0
+
+
+def _fail(reason: str) -> int:
+    print(" ".join(reason.split()), file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":

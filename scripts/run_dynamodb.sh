@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# `make run-dynamodb`: the API on `chalice local`, stored in a throwaway moto
-# DynamoDB on loopback. Dummy credentials only, so no AWS account is touched.
-# Make passes HOST, PORT, MOTO_PORT, WORKFLOW_TABLE and BIN.
+# `make run-dynamodb`: the API on scripts/local_server.py, stored in a throwaway
+# moto DynamoDB on loopback. Dummy credentials only, so no AWS account is touched.
+# Make passes HOST, PORT, MOTO_PORT, WORKFLOW_TABLE, BIN and CHALICE_LOCAL_FLAGS.
+# Both ports are checked before moto starts, so a port in use is one line and
+# leaves nothing running; moto stops with the API server however that ends.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,7 +12,7 @@ HOST=${HOST:-127.0.0.1}
 PORT=${PORT:-8000}
 MOTO_HOST=127.0.0.1
 MOTO_PORT=${MOTO_PORT:-5000}
-MOTO_LOG=.data/moto.log
+MOTO_LOG=${MOTO_LOG:-.data/moto.log}
 
 unset AWS_PROFILE AWS_SESSION_TOKEN AWS_IGNORE_CONFIGURED_ENDPOINT_URLS
 export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing
@@ -20,11 +22,13 @@ export WORKFLOW_STORAGE=dynamodb WORKFLOW_TABLE=${WORKFLOW_TABLE:-approval-workf
 
 answers() { (: <"/dev/tcp/$MOTO_HOST/$MOTO_PORT") 2>/dev/null; }
 
-if answers; then
-    echo "Port $MOTO_PORT is already in use; choose another with MOTO_PORT=..." >&2
+if [ "$PORT" = "$MOTO_PORT" ]; then
+    echo "PORT and MOTO_PORT are both $PORT; choose another with MOTO_PORT=..." >&2
     exit 1
 fi
-mkdir -p .data
+bash scripts/port_free.sh "$HOST" "$PORT" PORT
+bash scripts/port_free.sh "$MOTO_HOST" "$MOTO_PORT" MOTO_PORT
+mkdir -p "$(dirname "$MOTO_LOG")"
 "$BIN/python" scripts/moto_server.py --host "$MOTO_HOST" --port "$MOTO_PORT" >"$MOTO_LOG" 2>&1 &
 moto=$!
 trap 'kill "$moto" 2>/dev/null || true; wait "$moto" 2>/dev/null || true' EXIT
@@ -44,4 +48,6 @@ answers || { echo "moto server does not answer on $AWS_ENDPOINT_URL_DYNAMODB" >&
 echo "moto DynamoDB on $AWS_ENDPOINT_URL_DYNAMODB (log: $MOTO_LOG); stops with this server"
 
 "$BIN/python" scripts/create_table.py
-"$BIN/chalice" local --host "$HOST" --port "$PORT" --stage dev ${CHALICE_LOCAL_FLAGS:-}
+# Not exec: the EXIT trap stops moto when the server ends.
+# shellcheck disable=SC2086  # the flags are words to split
+"$BIN/python" scripts/local_server.py --host "$HOST" --port "$PORT" --stage dev ${CHALICE_LOCAL_FLAGS:-}

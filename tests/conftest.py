@@ -8,6 +8,7 @@ Tiers, one folder each, marked by folder (`-m` selects them):
     races      storms of concurrent writers                make test
     fuzz       schemathesis against the served document    make test
     packaging  `make package`'s template, cfn-lint         make test
+    local      the make targets, run as a user runs them      make test
 
 Which suites run on which backends, and why:
 
@@ -46,8 +47,8 @@ from tests.support.backends import (
     session,
 )
 
-TIERS = ("unit", "contract", "api", "races", "fuzz", "packaging")
-LONGEST_FIRST = ("fuzz", "races", "packaging", "api", "contract", "unit")
+TIERS = ("unit", "contract", "api", "races", "fuzz", "packaging", "local")
+LONGEST_FIRST = ("fuzz", "races", "packaging", "local", "api", "contract", "unit")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

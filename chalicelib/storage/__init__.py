@@ -6,9 +6,9 @@ import os
 from collections.abc import Sequence
 from typing import Optional, Protocol
 
-from chalicelib import errors
 from chalicelib.idempotency import KeyStore
 from chalicelib.models import Decision, Run, Slice, Step, Workflow
+from chalicelib.storage import failures
 
 # os.path, not pathlib: pathlib is not imported by Chalice, and importing it
 # cost every cold start 1.2 ms.
@@ -85,4 +85,7 @@ def create_storage() -> Backend:
         from chalicelib.storage import dynamodb
 
         return dynamodb.DynamoDBStorage(dynamodb.create_client(), dynamodb.table_name())
-    raise errors.Unavailable(f"Unknown WORKFLOW_STORAGE {kind!r}; use 'sqlite' or 'dynamodb'")
+    raise failures.unavailable(
+        f"WORKFLOW_STORAGE is {kind!r}, which is no storage: set it to 'sqlite' (the default) "
+        "or 'dynamodb'"
+    )

@@ -80,9 +80,11 @@ from chalicelib.storage.dynamodb_schema import (
     INDEX_KEYS,
     TTL_ATTRIBUTE,
 )
+from chalicelib.storage.failures import unavailable
 
 if TYPE_CHECKING:
     import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
     from mypy_boto3_dynamodb import DynamoDBClient
 
 Item = dict[str, dict[str, Any]]
@@ -584,16 +586,9 @@ class DynamoDBStorage:
                 raise _TransactionConflict() from exc
             if code == "ValidationException" and "size" in exc.response["Error"].get("Message", ""):
                 raise ItemTooLarge("The item would exceed DynamoDB's 400 KB") from exc
-            if code == "ResourceNotFoundException":
-                raise errors.Unavailable(
-                    f"DynamoDB table {self.table!r} does not exist; create it with "
-                    "`make dynamodb-table`"
-                ) from exc
-            raise errors.Unavailable(
-                f"DynamoDB did not accept the request ({code}); retry shortly"
-            ) from exc
+            raise _refused(self.client, self.table, exc) from exc
         except BotoCoreError as exc:
-            raise errors.Unavailable("DynamoDB could not be reached; retry shortly") from exc
+            raise _not_answered(self.client, self.table, operation, exc) from exc
 
     def _query_partition(self, pk: str, sk_prefix: str = "") -> Iterator[Item]:
         """Every item of partition `pk` (whose sort key starts with `sk_prefix`)."""
@@ -855,13 +850,15 @@ def _idempotency_record(item: Item, body: Optional[dict[str, Any]]) -> Idempoten
 
 
 def create_client(session: Optional[boto3.session.Session] = None) -> DynamoDBClient:
-    """A DynamoDB client configured the boto3 way (region, profile, endpoint).
+    """A DynamoDB client configured the boto3 way (region, profile, endpoint);
+    Unavailable, with the log saying what to set, when that configuration is wrong.
 
     A new session parses botocore's service models (0.3 to 0.6 s), a client from
     an existing one takes about 0.03 s: callers that need several clients pass
     one session. Clients are thread-safe; sessions are not."""
     import boto3
     from botocore.config import Config
+    from botocore.exceptions import BotoCoreError
 
     config = Config(
         retries={"mode": "standard", "total_max_attempts": MAX_ATTEMPTS},
@@ -869,14 +866,84 @@ def create_client(session: Optional[boto3.session.Session] = None) -> DynamoDBCl
         read_timeout=10,
         tcp_keepalive=True,
     )
-    session = session or boto3.session.Session()
-    # Lambda and some tools set only AWS_REGION, which botocore does not read.
-    region = session.region_name or os.environ.get("AWS_REGION")
-    return session.client("dynamodb", region_name=region, config=config)
+    try:
+        session = session or boto3.session.Session()
+        # Lambda and some tools set only AWS_REGION, which botocore does not read.
+        region = session.region_name or os.environ.get("AWS_REGION")
+        if not region:
+            raise unavailable(
+                "No AWS region is configured for DynamoDB: set AWS_REGION or "
+                "AWS_DEFAULT_REGION (or a region in the AWS_PROFILE's config)"
+            )
+        return session.client("dynamodb", region_name=region, config=config)
+    except (BotoCoreError, ValueError) as exc:
+        # AWS_PROFILE naming no profile (ProfileNotFound), an
+        # AWS_ENDPOINT_URL_DYNAMODB that is no URL (ValueError), ...
+        raise unavailable(
+            f"The DynamoDB client cannot be created: {exc}. Check AWS_PROFILE, "
+            "AWS_REGION and AWS_ENDPOINT_URL_DYNAMODB"
+        ) from exc
 
 
 def table_name() -> str:
     name = os.environ.get("WORKFLOW_TABLE", "").strip()
     if not name:
-        raise errors.Unavailable("WORKFLOW_TABLE names no DynamoDB table")
+        raise unavailable(
+            "WORKFLOW_TABLE is not set: set it to the DynamoDB table's name "
+            "(`make dynamodb-table` creates one)"
+        )
     return name
+
+
+# What the log tells the operator to do about a request DynamoDB refused, by
+# error code; any other code is a passing fault (throttling, a server error)
+# that outlasted the retries.
+_CREDENTIALS_FIX = (
+    "check the AWS credentials and region (AWS_PROFILE, AWS_ACCESS_KEY_ID, "
+    "AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION)"
+)
+_FIXES = {
+    "ResourceNotFoundException": (
+        "the table does not exist there: create it with `make dynamodb-table`, "
+        "or set WORKFLOW_TABLE to a table that exists"
+    ),
+    "AccessDeniedException": (
+        "the credentials may not do this: grant the actions that docs/deploy.md lists"
+    ),
+    "UnrecognizedClientException": _CREDENTIALS_FIX,
+    "InvalidSignatureException": _CREDENTIALS_FIX,
+    "IncompleteSignature": _CREDENTIALS_FIX,
+    "MissingAuthenticationToken": _CREDENTIALS_FIX,
+    "ExpiredTokenException": _CREDENTIALS_FIX,
+}
+
+
+def _not_answered(
+    client: DynamoDBClient, table: str, operation: str, exc: BotoCoreError
+) -> errors.Unavailable:
+    """The 503 for a request that got no answer from DynamoDB, logged with why."""
+    from botocore.exceptions import NoCredentialsError
+
+    if isinstance(exc, NoCredentialsError):
+        return unavailable(
+            f"DynamoDB {operation} on table {table!r} was not sent: no AWS credentials "
+            "were found. Set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+        )
+    # Unreachable after the retries, a timeout, a partial set of credentials, ...
+    return unavailable(
+        f"DynamoDB {operation} on table {table!r} at {client.meta.endpoint_url} failed: {exc}",
+        transient=True,
+    )
+
+
+def _refused(client: DynamoDBClient, table: str, exc: ClientError) -> errors.Unavailable:
+    """The 503 for a request DynamoDB refused, logged with its code and what to do."""
+    error = exc.response.get("Error", {})
+    code = error.get("Code", "")
+    fix = _FIXES.get(code)
+    return unavailable(
+        f"DynamoDB refused {exc.operation_name} on table {table!r} at "
+        f"{client.meta.endpoint_url} ({code}: {error.get('Message', '')}): "
+        + (fix or "retries ran out; retry later, or raise the table's capacity if it persists"),
+        transient=fix is None,
+    )

@@ -13,6 +13,7 @@ from typing import Any, Optional
 from chalicelib import errors, idempotency
 from chalicelib.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
 from chalicelib.models import IN_PROGRESS, Action, Decision, Run, Slice, Step, Workflow
+from chalicelib.storage.failures import unavailable
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS workflows (
@@ -103,6 +104,22 @@ class SQLiteStorage:
         return conn
 
     def _connect(self) -> sqlite3.Connection:
+        """A connection with the schema in place; Unavailable, with the log
+        saying what to fix, when the path cannot hold a database."""
+        try:
+            return self._open()
+        except (OSError, sqlite3.Error) as exc:
+            if _is_busy(exc):
+                raise errors.Unavailable("The database is busy; retry shortly") from exc
+            # A directory, a path under a file, a place that cannot be written,
+            # a file that is not a database: each is the operator's to fix.
+            raise unavailable(
+                f"The SQLite database {self.path!r} (WORKFLOW_SQLITE_PATH) cannot be used: "
+                f"{exc}. Set WORKFLOW_SQLITE_PATH to a file in a writable directory, "
+                "or leave it unset for .data/workflows.sqlite3 in the project"
+            ) from exc
+
+    def _open(self) -> sqlite3.Connection:
         directory = os.path.dirname(self.path)
         if directory:
             os.makedirs(directory, exist_ok=True)
@@ -112,10 +129,15 @@ class SQLiteStorage:
         conn = sqlite3.connect(
             self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
         )
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        self._ensure_schema(conn)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            self._ensure_schema(conn)
+        except BaseException:
+            # Not kept, so closed here: the next request opens a new one.
+            conn.close()
+            raise
         return conn
 
     def _ensure_schema(self, conn: sqlite3.Connection) -> None:
@@ -406,6 +428,12 @@ def _idempotency_record(row: tuple[Any, ...]) -> IdempotencyRecord:
     fingerprint, token, lease_until, expires_at, status, body, location = row
     response = StoredResponse(status, body, location) if status is not None else None
     return IdempotencyRecord(fingerprint, token, lease_until, expires_at, response)
+
+
+def _is_busy(exc: BaseException) -> bool:
+    """Whether SQLite refused because another connection holds the file, which passes."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and (code & 0xFF) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 def _use_wal(conn: sqlite3.Connection) -> None:

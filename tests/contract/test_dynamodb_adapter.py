@@ -253,12 +253,19 @@ def test_unreachable_endpoint_answers_503(unreachable_dynamodb: None) -> None:
     assert set(response.json_body) == {"error"}
 
 
-def test_missing_table_answers_503_naming_the_fix(ddb: dynamodb.DynamoDBStorage) -> None:
+def test_missing_table_answers_503_and_the_log_names_the_fix(
+    ddb: dynamodb.DynamoDBStorage, caplog: pytest.LogCaptureFixture
+) -> None:
     app_module.use_storage(dynamodb.DynamoDBStorage(ddb.client, "no-such-table"))
     with Client(app_module.app) as client:
         response = client.http.get("/workflows/1")
     assert response.status_code == 503
-    assert "make dynamodb-table" in response.json_body["error"]
+    # Clients learn nothing of the table; the operator's log says what to do.
+    assert "no-such-table" not in response.json_body["error"]
+    assert "make dynamodb-table" not in response.json_body["error"]
+    logged = [r.getMessage() for r in caplog.records if r.name == "approval-workflows.storage"]
+    assert len(logged) == 1
+    assert "'no-such-table'" in logged[0] and "make dynamodb-table" in logged[0]
 
 
 # -- Idempotency-Key ----------------------------------------------------------------

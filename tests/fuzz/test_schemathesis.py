@@ -1,6 +1,6 @@
 """A property-based run of schemathesis against the served OpenAPI document.
 
-The app runs on chalice's local server in a thread (real HTTP on 127.0.0.1, a
+The app runs on `make run`'s local server in a thread (real HTTP on 127.0.0.1, a
 free port), once per storage backend: a fresh SQLite file, and a fresh table on
 the one-request-at-a-time moto server (schemathesis sends requests from two
 workers at once; moto's in-process mock is not safe for that). Its CLI reads GET /openapi.json and
@@ -18,13 +18,13 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import chalice.local
 import pytest
 from chalice.config import Config
 
 import app as app_module
 from chalicelib import access_log
 from chalicelib.storage import Backend
+from scripts import local_server
 
 FUZZ_SECONDS = int(os.environ.get("FUZZ_SECONDS", "55"))  # per backend
 MAX_EXAMPLES = 200
@@ -49,16 +49,13 @@ PROJECT_DIR = Path(__file__).resolve().parents[2]
 def served_app(
     race_storage_factory: Callable[[], Backend], serve: None, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[str]:
-    """The base URL of the app on chalice's local server, on fresh storage."""
+    """The base URL of the app on the local server `make run` uses, on fresh storage."""
     app_module.use_storage(race_storage_factory())
     monkeypatch.setattr(access_log.LOGGER, "disabled", True)
-    # http.server writes headers and body apart: with Nagle's algorithm and delayed
-    # ACKs every request would take 40 ms instead of one.
-    monkeypatch.setattr(chalice.local.ChaliceRequestHandler, "disable_nagle_algorithm", True)
     app_class = app_module.app.__class__
-    # create_local_server gives the app a per-thread current_request, as `chalice local`
-    # does; the class goes back afterwards for the tests that use chalice.test.Client.
-    server = chalice.local.create_local_server(app_module.app, Config.create(), "127.0.0.1", 0)
+    # build_server gives the app a per-thread current_request, as `make run` does;
+    # the class goes back afterwards for the tests that use chalice.test.Client.
+    server = local_server.build_server(app_module.app, Config.create(), "127.0.0.1", 0)
     thread = threading.Thread(target=server.server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -1,0 +1,131 @@
+"""The local server of `make run` (scripts/local_server.py), in this process on
+a free loopback port, on a real SQLite file: unknown paths answer as the
+deployed API does, each request writes one access line, the routes answer as
+the app does."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chalice.config import Config
+
+import app as app_module
+from scripts import local_server
+from tests.support.backends import sqlite_backend
+from tests.support.http import TIMEOUT, request, send
+
+ACCESS_LOGGER = "approval-workflows.access"
+
+
+@pytest.fixture
+def port(tmp_path: Path, serve: None) -> Iterator[int]:
+    """The port of the app on build_server, serving a fresh SQLite file."""
+    with sqlite_backend(tmp_path) as open_storage:
+        app_module.use_storage(open_storage())
+        app_class = app_module.app.__class__
+        server = local_server.build_server(app_module.app, Config.create(), "127.0.0.1", 0)
+        thread = threading.Thread(target=server.server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield int(server.server.server_address[1])
+        finally:
+            server.shutdown()
+            server.server.server_close()
+            thread.join(TIMEOUT)
+            # Back to the plain class for the tests that use chalice.test.Client.
+            app_module.app.__class__ = app_class
+
+
+def _access_lines(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
+    return [
+        json.loads(record.getMessage()) for record in caplog.records if record.name == ACCESS_LOGGER
+    ]
+
+
+@pytest.mark.parametrize(
+    "method, path",
+    [
+        ("GET", "/"),
+        ("GET", "/nope"),
+        ("GET", "/workflows/1/nope"),
+        ("POST", "/runs/1/approve/twice"),
+        ("DELETE", "/workflow"),
+        ("OPTIONS", "/nope"),
+        ("GET", "/nope?limit=1"),
+    ],
+)
+def test_an_unknown_path_answers_404_in_the_error_shape_with_a_request_id(
+    port: int, caplog: pytest.LogCaptureFixture, method: str, path: str
+) -> None:
+    caplog.clear()
+    answer = request(port, method, path, body={"name": "x"} if method == "POST" else None)
+    assert answer.status == 404
+    assert answer.headers["Content-Type"] == "application/json"
+    assert answer.json() == {"error": local_server.NO_ROUTE}
+    request_id = answer.headers["X-Request-Id"]
+    assert request_id
+    lines = _access_lines(caplog)
+    assert len(lines) == 1
+    assert lines[0]["request_id"] == request_id
+    assert (lines[0]["method"], lines[0]["route"], lines[0]["status"]) == (method, None, 404)
+
+
+def test_an_unknown_path_answers_head_without_a_body(port: int) -> None:
+    answer = request(port, "HEAD", "/nope")
+    assert (answer.status, answer.body) == (404, b"")
+    assert answer.headers["X-Request-Id"]
+
+
+def test_a_connection_carries_on_after_an_unknown_path(port: int) -> None:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
+    try:
+        # The unknown path's body is read, so the next request starts where it should.
+        assert send(connection, "POST", "/nope", {"name": "x" * 10_000}).status == 404
+        created = send(connection, "POST", "/workflows", {"name": "After", "steps": ["a"]})
+        assert created.status == 201
+        assert send(connection, "GET", f"/workflows/{created.json()['id']}").status == 200
+    finally:
+        connection.close()
+
+
+def test_each_request_writes_one_access_line_and_http_server_none(
+    port: int, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    capfd.readouterr()
+    caplog.clear()
+    answers = [
+        request(port, "POST", "/workflows", {"name": "Logged", "steps": ["a"]}),
+        request(port, "GET", "/workflows/1"),
+        request(port, "GET", "/nope"),
+        request(port, "PUT", "/workflows"),
+        request(port, "GET", "/workflows/999"),
+    ]
+    assert [answer.status for answer in answers] == [201, 200, 404, 405, 404]
+    lines = _access_lines(caplog)
+    assert [line["request_id"] for line in lines] == [
+        answer.headers["X-Request-Id"] for answer in answers
+    ]
+    written = capfd.readouterr()
+    # http.server's own line: 127.0.0.1 - - [01/Dec/2026 10:00:00] "GET /nope HTTP/1.1" 404 -
+    assert "HTTP/1.1" not in written.err + written.out
+
+
+def test_the_routes_answer_as_the_app_does(port: int) -> None:
+    created = request(port, "POST", "/workflows", {"name": "Served", "steps": ["a", "b"]})
+    assert created.status == 201
+    assert created.headers["Location"] == f"/workflows/{created.json()['id']}"
+    assert request(port, "GET", "/workflows/999").json() == {"error": "Workflow 999 not found"}
+    not_allowed = request(port, "PUT", "/workflows")
+    assert not_allowed.status == 405
+    assert set(not_allowed.json()) == {"error"}
+    preflight = request(
+        port, "OPTIONS", "/workflows", headers={"Access-Control-Request-Method": "POST"}
+    )
+    assert preflight.status == 200
+    assert "POST" in preflight.headers["Access-Control-Allow-Methods"]
