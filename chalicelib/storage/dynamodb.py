@@ -338,7 +338,10 @@ class DynamoDBStorage:
         if requested_by is not None:
             item["requested_by"] = _s(requested_by)
         if not self._put_if_new(item):
-            raise errors.Unavailable(f"Run id {run_id} is already taken; retry")
+            raise unavailable(
+                f"Run id {run_id} is already taken in table {self.table!r}: a counter item "
+                "was changed by hand, or the table holds runs of another service",
+            )
         return Run(run_id, workflow.id, title, IN_PROGRESS, first, now, now, (), requested_by)
 
     def get_run(self, run_id: int) -> Run:
@@ -567,8 +570,10 @@ class DynamoDBStorage:
                 return self._send(operation, **params)
             except _TransactionConflict as exc:
                 if attempt == CONFLICT_RETRIES:
-                    raise errors.Unavailable(
-                        "DynamoDB is busy with other writes to the same records; retry shortly"
+                    raise unavailable(
+                        f"DynamoDB {operation} on table {self.table!r} met a transaction in "
+                        f"flight {CONFLICT_RETRIES + 1} times (TransactionConflictException)",
+                        transient=True,
                     ) from exc
                 _back_off(attempt)
         raise AssertionError("unreachable")
@@ -651,9 +656,10 @@ class DynamoDBStorage:
                 if attempt < CONFLICT_RETRIES and "TransactionConflict" in reasons:
                     _back_off(attempt)
                     continue
-                raise errors.Unavailable(
-                    "DynamoDB refused the transaction "
-                    f"({', '.join(reasons) or exc.response['Error']['Code']}); retry shortly"
+                raise unavailable(
+                    f"DynamoDB refused a transaction on table {self.table!r} "
+                    f"({', '.join(reasons) or exc.response['Error']['Code']})",
+                    transient=True,
                 ) from exc
         raise AssertionError("unreachable")
 
