@@ -75,6 +75,7 @@ SECRET_PARAMETER_VARIABLE = "WORKFLOW_CURSOR_SECRET_PARAMETER"
 # API Gateway's own answers (unknown route, throttling, timeouts, ...) in the
 # service's error shape; messageString is already a quoted JSON string.
 ERROR_TEMPLATE = '{"error": $context.error.messageString}'
+NO_ROUTE_TEMPLATE = '{"error": "No route matches this path"}'
 # One JSON line per request: who called what, from where, and how it ended,
 # written by API Gateway, so it is there even when the function never ran.
 ACCESS_LOG_FIELDS = {
@@ -339,8 +340,16 @@ def api_properties() -> dict[str, Any]:
         "OpenApiVersion": "2.0",
         # Inside the API's definition, so every deployment carries them.
         "GatewayResponses": {
-            f"DEFAULT_{kind}": {"ResponseTemplates": {"application/json": ERROR_TEMPLATE}}
-            for kind in ("4XX", "5XX")
+            **{
+                f"DEFAULT_{kind}": {"ResponseTemplates": {"application/json": ERROR_TEMPLATE}}
+                for kind in ("4XX", "5XX")
+            },
+            # A path or method the API does not route: 404, as make run answers,
+            # not API Gateway's 403 "Missing Authentication Token".
+            "MISSING_AUTHENTICATION_TOKEN": {
+                "StatusCode": "404",
+                "ResponseTemplates": {"application/json": NO_ROUTE_TEMPLATE},
+            },
         },
         "MethodSettings": [
             {

@@ -318,9 +318,12 @@ def test_api_gateways_own_errors_answer_in_the_service_error_shape(
     template: dict[str, Any], expanded: dict[str, Any]
 ) -> None:
     # A property of the API, not resources beside it that a redeployment can drop.
+    no_route = {"application/json": '{"error": "No route matches this path"}'}
     assert template["Resources"][REST_API]["Properties"]["GatewayResponses"] == {
         "DEFAULT_4XX": {"ResponseTemplates": ERROR_TEMPLATE},
         "DEFAULT_5XX": {"ResponseTemplates": ERROR_TEMPLATE},
+        # An unknown route is 404, as make run answers it.
+        "MISSING_AUTHENTICATION_TOKEN": {"StatusCode": "404", "ResponseTemplates": no_route},
     }
     for each in (template, expanded):
         assert of_type(each, "AWS::ApiGateway::GatewayResponse") == {}
@@ -328,9 +331,13 @@ def test_api_gateways_own_errors_answer_in_the_service_error_shape(
     # carries (the deployment's logical id is a hash of that definition).
     body = expanded["Resources"][REST_API]["Properties"]["Body"]
     responses = body["x-amazon-apigateway-gateway-responses"]
-    assert set(responses) == {"DEFAULT_4XX", "DEFAULT_5XX"}
-    for response in responses.values():
-        assert response["responseTemplates"] == ERROR_TEMPLATE
+    assert set(responses) == {"DEFAULT_4XX", "DEFAULT_5XX", "MISSING_AUTHENTICATION_TOKEN"}
+    for kind in ("DEFAULT_4XX", "DEFAULT_5XX"):
+        assert responses[kind]["responseTemplates"] == ERROR_TEMPLATE
+    assert responses["MISSING_AUTHENTICATION_TOKEN"]["statusCode"] == "404"
+    assert json.loads(
+        responses["MISSING_AUTHENTICATION_TOKEN"]["responseTemplates"]["application/json"]
+    ) == {"error": "No route matches this path"}
     (deployment,) = of_type(expanded, "AWS::ApiGateway::Deployment").values()
     assert deployment["Properties"]["RestApiId"] == {"Ref": REST_API}
 
