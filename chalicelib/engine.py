@@ -8,11 +8,11 @@ machine itself is chalicelib/decision.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Optional
 
-from chalicelib import cursors, decision, errors
+from chalicelib import decision, errors
 from chalicelib.models import APPROVE, REJECT, Page, Run, Slice, Step, Workflow
 from chalicelib.storage import Storage
 from chalicelib.validation import MAX_ID
@@ -23,6 +23,7 @@ DECISION_ATTEMPTS = 10
 RUNS = "runs"
 
 Clock = Callable[[], str]
+Filter = Mapping[str, Any]
 
 
 def utc_now() -> str:
@@ -164,12 +165,19 @@ def list_runs(
     return _page(storage.list_runs(workflow_id, status, before, limit), RUNS, filters)
 
 
-def _position(cursor: Optional[str], list_name: str, filters: cursors.Filter) -> Optional[int]:
-    return None if cursor is None else cursors.position(cursor, list_name, filters)
+def _position(cursor: Optional[str], list_name: str, filters: Filter) -> Optional[int]:
+    if cursor is None:
+        return None
+    # Imported here, as below: only list pages need cursors (and their secret).
+    from chalicelib import cursors
+
+    return cursors.position(cursor, list_name, filters)
 
 
-def _page(found: Slice[Any], list_name: str, filters: cursors.Filter) -> Page:
+def _page(found: Slice[Any], list_name: str, filters: Filter) -> Page:
     """The page of `found`, with a cursor that continues after its last item."""
+    from chalicelib import cursors
+
     more = found.more and found.items
     return Page(
         found.items, cursors.issue(list_name, filters, found.items[-1].id) if more else None

@@ -150,7 +150,9 @@ class SQLiteStorage:
                 (version,) = conn.execute("PRAGMA user_version").fetchone()
                 for migration in MIGRATIONS[version:]:
                     conn.execute(migration)
-                conn.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
+                if version != len(MIGRATIONS):
+                    # Only then: setting it writes the file's header, on every open.
+                    conn.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
