@@ -87,6 +87,7 @@ class Action(NamedTuple):
             "actor": self.actor,
             "comment": self.comment,
             "created_at": self.created_at,
+            "hash": self.hash,
         }
 
 
@@ -126,6 +127,7 @@ class Run(NamedTuple):
             "current_step": self.current_step.to_dict() if self.current_step else None,
             "created_at": self.created_at,
             "updated_at": self.updated_at,
+            "head_hash": self.head_hash,
         }
 
 

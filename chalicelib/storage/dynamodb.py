@@ -7,8 +7,9 @@ Key schema (PK, SK are strings):
                                                           steps (a copy of its step items)
     step         WF#<workflow id>   STEP#<order, 10 digits>  id, name, step_order
     name guard   WFNAME#<name>      #WFNAME               workflow_id (makes names unique)
-    run          RUN#<id>           #RUN                  status, current step, seq
-    action       RUN#<run id>       ACT#<seq, 10 digits>  the decision, step name
+    run          RUN#<id>           #RUN                  status, current step, seq,
+                                                          head_hash
+    action       RUN#<run id>       ACT#<seq, 10 digits>  the decision, step name, hash
     id counter   COUNTER            #ID                   next id block (hi/lo)
     idempotency  IDEM#<key>         #IDEM                 request fingerprint, claim,
                                                           lease, response; expires_at (TTL)
@@ -18,6 +19,14 @@ page of workflows needs no read per workflow; the step items make (workflow,
 step_order) unique and answer next_step. Appending a step writes both in one
 transaction. A run and its history share a partition, so GET /runs/{id} is one
 Query; an action's key makes one action per position in a run's history.
+
+The audit chain (chalicelib/audit.py): a decision's transaction puts the
+action with its hash and sets the run's head_hash to it, computed from the run
+as read; its condition on the run's seq lets one decision only extend a given
+head, so the chain cannot fork. The run item carrying head_hash costs nothing
+(the same update) and lets lists show it without reading actions. History
+recorded before the chain reads without hashes; a decision on such a run
+chains to the head its history recomputes to.
 
 Lists: four global secondary indexes, each sorted by `id` (a number) and
 projecting whole items, so every page is one Query with no follow-up read. An
@@ -69,7 +78,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Optional, cast
 
-from chalicelib import errors, idempotency
+from chalicelib import audit, errors, idempotency
 from chalicelib.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
 from chalicelib.models import IN_PROGRESS, Action, Decision, Run, Slice, Step, Workflow
 from chalicelib.storage.dynamodb_schema import (
@@ -318,6 +327,8 @@ class DynamoDBStorage:
     ) -> Run:
         (run_id,) = self._ids["run"].take()
         first = workflow.steps[0]
+        run = Run(run_id, workflow.id, title, IN_PROGRESS, first, now, now, (), requested_by)
+        genesis = audit.genesis_hash(audit.genesis_of(run))
         item = {
             "PK": _s(_run_key(run_id)),
             "SK": _s(RUN_SK),
@@ -328,6 +339,7 @@ class DynamoDBStorage:
             "created_at": _s(now),
             "updated_at": _s(now),
             "seq": _n(0),
+            "head_hash": _s(genesis),
             **_current_step_attrs(first),
             "all_pk": _s(RUNS_PK),
             "workflow_pk": _s(_wf_key(workflow.id)),
@@ -337,7 +349,7 @@ class DynamoDBStorage:
             item["requested_by"] = _s(requested_by)
         if not self._put_if_new(item):
             raise errors.Unavailable(f"Run id {run_id} is already taken; retry")
-        return Run(run_id, workflow.id, title, IN_PROGRESS, first, now, now, (), requested_by)
+        return run._replace(head_hash=genesis)
 
     def get_run(self, run_id: int) -> Run:
         items = list(self._query_partition(_run_key(run_id)))
@@ -354,6 +366,7 @@ class DynamoDBStorage:
         assert step is not None, "only a run in progress has a decision to record"
         seq = len(run.actions) + 1
         (action_id,) = self._ids["action"].take()
+        chained = audit.next_hash(run, decision)
         action = Action(
             action_id,
             run.id,
@@ -363,11 +376,13 @@ class DynamoDBStorage:
             decision.actor,
             decision.comment,
             decision.at,
+            chained,
         )
         moved = {
             "status": _s(decision.status),
             "updated_at": _s(decision.at),
             "seq": _n(seq),
+            "head_hash": _s(chained),
             **_status_keys(run.workflow_id, decision.status),
         }
         if decision.next_step:
@@ -398,6 +413,7 @@ class DynamoDBStorage:
             current_step=decision.next_step,
             updated_at=decision.at,
             actions=(*run.actions, action),
+            head_hash=chained,
         )
 
     def list_runs(
@@ -780,11 +796,12 @@ def _run(item: Item, actions: tuple[Action, ...]) -> Run:
         item["updated_at"]["S"],
         actions,
         item["requested_by"]["S"] if "requested_by" in item else None,
+        item["head_hash"]["S"] if "head_hash" in item else None,
     )
 
 
 def _action_item(action: Action, seq: int) -> Item:
-    return {
+    item = {
         "PK": _s(_run_key(action.run_id)),
         "SK": _s(_action_sk(seq)),
         "id": _n(action.id),
@@ -795,6 +812,9 @@ def _action_item(action: Action, seq: int) -> Item:
         "comment": _s(action.comment),
         "created_at": _s(action.created_at),
     }
+    if action.hash is not None:
+        item["hash"] = _s(action.hash)
+    return item
 
 
 def _action(item: Item, run_id: int) -> Action:
@@ -807,6 +827,7 @@ def _action(item: Item, run_id: int) -> Action:
         item["actor"]["S"],
         item["comment"]["S"],
         item["created_at"]["S"],
+        item["hash"]["S"] if "hash" in item else None,
     )
 
 
