@@ -25,8 +25,9 @@ action with its hash and sets the run's head_hash to it, computed from the run
 as read; its condition on the run's seq lets one decision only extend a given
 head, so the chain cannot fork. The run item carrying head_hash costs nothing
 (the same update) and lets lists show it without reading actions. History
-recorded before the chain reads without hashes; a decision on such a run
-chains to the head its history recomputes to.
+recorded before the chain gets its hashes from scripts/backfill_audit_chain.py,
+once (see `unchained_run_ids`), not on read: were a missing hash computed on
+read, removing one would launder any edit.
 
 Lists: four global secondary indexes, each sorted by `id` (a number) and
 projecting whole items, so every page is one Query with no follow-up read. An
@@ -433,6 +434,90 @@ class DynamoDBStorage:
             index, pk = ALL_INDEX, RUNS_PK
         items, more = self._list_page(index, pk, before_id, limit, newest_first=True)
         return Slice(tuple(_run(item, ()) for item in items), more)
+
+    # -- the audit chain of history recorded before it -----------------------
+
+    def unchained_run_ids(self) -> Iterator[int]:
+        """The runs with history from before the audit chain (a run without its
+        head_hash, or an action without its hash), each once. One Scan of the
+        whole table: for scripts/backfill_audit_chain.py, never for a request."""
+        params: dict[str, Any] = {
+            "TableName": self.table,
+            "ProjectionExpression": "PK",
+            "FilterExpression": "(SK = :run AND attribute_not_exists(head_hash)) "
+            "OR (begins_with(SK, :action) AND attribute_not_exists(#hash))",
+            "ExpressionAttributeNames": {"#hash": "hash"},
+            "ExpressionAttributeValues": {":run": _s(RUN_SK), ":action": _s(ACTION_PREFIX)},
+        }
+        seen: set[int] = set()
+        while True:
+            page = self._call("scan", **params)
+            for item in page["Items"]:
+                run_id = int(item["PK"]["S"].removeprefix("RUN#"))
+                if run_id not in seen:
+                    seen.add(run_id)
+                    yield run_id
+            if "LastEvaluatedKey" not in page:
+                return
+            params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def chain_recorded_history(self, run_id: int) -> int:
+        """Store the hashes that the run's history lacks, computed from its stored
+        values in history order (audit.recomputed); how many were stored.
+
+        Conflict, and nothing written, if a hash it has already is not the one
+        its values give: that history changed after it was chained, and stays as
+        it is for GET /runs/{id}/audit to show. Every write is conditional, so a
+        decision recorded meanwhile (which chains itself) is never overwritten."""
+        items = list(self._query_partition(_run_key(run_id)))
+        head = next((item for item in items if item["SK"]["S"] == RUN_SK), None)
+        if head is None:
+            raise errors.run_not_found(run_id)
+        recorded = [item for item in items if item["SK"]["S"].startswith(ACTION_PREFIX)]
+        run = _run(head, tuple(_action(item, run_id) for item in recorded))
+        genesis, *hashes = audit.recomputed(run)
+        for seq, (action, expected) in enumerate(zip(run.actions, hashes, strict=True), start=1):
+            if action.hash not in (None, expected):
+                raise errors.Conflict(
+                    f"Run {run_id}: the stored hash of seq {seq} is not that of its values"
+                )
+        stored = 0
+        for item, action, expected in zip(recorded, run.actions, hashes, strict=True):
+            if action.hash is None:
+                stored += self._set_if_absent(item, "hash", expected)
+        if run.head_hash is None:
+            # Only while no decision moved the run since it was read: one that
+            # did set its own head.
+            stored += self._set_if_absent(head, "head_hash", (hashes or [genesis])[-1], head["seq"])
+        return stored
+
+    def _set_if_absent(
+        self, item: Item, name: str, value: str, seq: Optional[dict[str, str]] = None
+    ) -> int:
+        """Set attribute `name` of `item` to `value` unless it has one (or, with
+        `seq`, unless the item's seq has moved on); 1 if it did, else 0."""
+        from botocore.exceptions import ClientError
+
+        condition = "attribute_not_exists(#name)"
+        values: Item = {":value": _s(value)}
+        if seq is not None:
+            condition += " AND seq = :seq"
+            values[":seq"] = seq
+        try:
+            self._call(
+                "update_item",
+                TableName=self.table,
+                Key={"PK": item["PK"], "SK": item["SK"]},
+                UpdateExpression="SET #name = :value",
+                ConditionExpression=condition,
+                ExpressionAttributeNames={"#name": name},
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            return 0
+        return 1
 
     # -- idempotency keys --------------------------------------------------
 
