@@ -101,6 +101,7 @@ ROUTES = [
     ("GET", "/runs"),
     ("POST", "/runs"),
     ("GET", "/runs/1"),
+    ("GET", "/runs/1/audit"),
     ("POST", "/runs/1/approve"),
     ("POST", "/runs/1/reject"),
 ]
@@ -254,6 +255,20 @@ def test_decisions_record_the_verified_actor(api: Api, secret_mode: None) -> Non
 
     assert approved.status_code == 200 and same.status_code == 200
     assert [a["actor"] for a in same.json_body["actions"]] == ["finn", "lena"]
+
+
+def test_any_verified_caller_may_audit_a_run_whose_chain_covers_the_verified_names(
+    api: Api, secret_mode: None
+) -> None:
+    run = started(api)
+    as_(api, hs256(claims("finn")), "POST", f"/runs/{run['id']}/approve", {})
+
+    response = as_(api, hs256(claims("auditor")), "GET", f"/runs/{run['id']}/audit")
+
+    assert response.status_code == 200, response.body
+    answer = response.json_body
+    assert answer["valid"] and answer["genesis"]["requested_by"] == "maria"
+    assert [entry["actor"] for entry in answer["entries"]] == ["finn"]
 
 
 @pytest.mark.parametrize("decision", ["approve", "reject"])
