@@ -4,6 +4,8 @@ verifying says of every way a history can be tampered with."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -276,3 +278,36 @@ def test_the_verifier_answers_2_to_a_wrong_command_line(
 ) -> None:
     assert audit.main(argv) == 2
     assert "usage: python -m chalicelib.audit verify FILE" in capsys.readouterr().err
+
+
+def readme_verifier() -> str:
+    """The Python verifier the README shows auditors, as it shows it."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## The audit trail", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+@pytest.mark.parametrize(
+    "change, verdict",
+    [
+        (lambda d: None, (0, "valid\n", "")),
+        (lambda d: d["entries"][1].update(actor="mallory"), (1, "", "first invalid seq 2\n")),
+        (lambda d: d["entries"].pop(), (1, "", "head_hash is not the last entry's hash\n")),
+    ],
+    ids=["untouched", "edited", "last-deleted"],
+)
+def test_the_readmes_verifier_agrees(tmp_path: Path, change: Any, verdict: Any) -> None:
+    script = tmp_path / "verify.py"
+    script.write_text(readme_verifier(), encoding="utf-8")
+    document = answer(run_with(*THREE))
+    change(document)
+
+    done = subprocess.run(
+        [sys.executable, str(script), saved(tmp_path, document)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert (done.returncode, done.stdout) == verdict[:2]
+    assert done.stderr.endswith(verdict[2])
