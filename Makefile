@@ -1,6 +1,7 @@
 # The two commands: `make run` serves the API locally, `make test` runs the suite.
 # `make test-fast` is the inner loop; `make lint` is ruff and mypy.
-# DynamoDB: `make dynamodb-table`, `make run-dynamodb`, `make package`, `make scan` (docs/deploy.md).
+# DynamoDB: `make dynamodb-table`, `make run-dynamodb`, `make package`, `make scan` (docs/deploy.md),
+# `make audit-chain` once on a table with history from before the audit chain (README).
 # `make bench` runs the benchmarks (bench/) and writes their figures into BENCHMARKS.md.
 PYTHON ?= python3
 VENV := .venv
@@ -24,7 +25,7 @@ PYTEST_WORKERS ?= auto
 XDIST := -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 .PHONY: run test test-fast lint format bench profile venv clean clean-data token \
-	dynamodb-table run-dynamodb package scan
+	dynamodb-table run-dynamodb package scan audit-chain
 
 # Serving needs only Chalice and boto3; the test and benchmark tools come on top.
 $(VENV)/.created:
@@ -78,6 +79,11 @@ token: $(VENV)/.serve
 # AWS_PROFILE, AWS_DEFAULT_REGION, ...); does nothing if it exists.
 dynamodb-table: $(VENV)/.serve
 	WORKFLOW_TABLE=$(WORKFLOW_TABLE) $(BIN)/python scripts/create_table.py
+
+# Chains the history WORKFLOW_TABLE recorded before the audit chain existed,
+# once (README, "The audit trail"); safe to repeat, and beside live traffic.
+audit-chain: $(VENV)/.serve
+	WORKFLOW_TABLE=$(WORKFLOW_TABLE) $(BIN)/python scripts/backfill_audit_chain.py
 
 # The API on a throwaway moto DynamoDB (port MOTO_PORT); no AWS account needed.
 # Both ports are checked before moto starts.

@@ -13,7 +13,7 @@ from typing import Optional
 from chalice.app import Chalice, Response
 
 from chalicelib import access_log, engine, http, identity, validation
-from chalicelib.models import Page, Run, Step, Workflow
+from chalicelib.models import Page, Run, RunAudit, Step, Workflow
 from chalicelib.storage import Backend, create_storage
 
 app = Chalice(app_name="approval-workflows")
@@ -91,6 +91,12 @@ def list_runs() -> Page:
 @api.answers(200)
 def get_run(run_id: str) -> Run:
     return engine.get_run(get_storage(), validation.path_id(run_id, "Run"))
+
+
+@app.route("/runs/{run_id}/audit", methods=["GET"])
+@api.answers(200)
+def audit_run(run_id: str) -> RunAudit:
+    return engine.audit_run(get_storage(), validation.path_id(run_id, "Run"))
 
 
 @app.route("/runs/{run_id}/approve", methods=["POST"])

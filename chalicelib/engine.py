@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Optional
 
-from chalicelib import decision, errors
-from chalicelib.models import APPROVE, REJECT, Page, Run, Slice, Step, Workflow
+from chalicelib import audit, decision, errors
+from chalicelib.models import APPROVE, REJECT, Page, Run, RunAudit, Slice, Step, Workflow
 from chalicelib.storage import Storage
 from chalicelib.validation import MAX_ID
 
@@ -79,6 +79,11 @@ def start_run(
 def get_run(storage: Storage, run_id: int) -> Run:
     """The run's state and its full history."""
     return storage.get_run(run_id)
+
+
+def audit_run(storage: Storage, run_id: int) -> RunAudit:
+    """The run's history as its hash chain, recomputed from the stored values."""
+    return audit.audit_of(storage.get_run(run_id))
 
 
 def approve(

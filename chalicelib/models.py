@@ -72,6 +72,10 @@ class Action(NamedTuple):
     actor: str
     comment: str
     created_at: str
+    # Its link in the run's audit chain (chalicelib/audit.py); None only where
+    # the chain does not reach it yet (DynamoDB history from before the chain,
+    # until scripts/backfill_audit_chain.py runs) or someone removed it.
+    hash: Optional[str] = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -83,6 +87,7 @@ class Action(NamedTuple):
             "actor": self.actor,
             "comment": self.comment,
             "created_at": self.created_at,
+            "hash": self.hash,
         }
 
 
@@ -96,6 +101,9 @@ class Run(NamedTuple):
     updated_at: str
     actions: tuple[Action, ...] = ()
     requested_by: Optional[str] = None
+    # The last action's hash, or the genesis hash while it has none
+    # (chalicelib/audit.py); None as for Action.hash.
+    head_hash: Optional[str] = None
 
     @property
     def current_step_id(self) -> Optional[int]:
@@ -107,13 +115,15 @@ class Run(NamedTuple):
     def about(self) -> dict[str, int]:
         return {"workflow_id": self.workflow_id, "run_id": self.id}
 
-    def decided(self, decision: Decision, action: Action) -> Run:
-        """The run as `decision` leaves it, `action` (its record) last in its history."""
+    def decided(self, decision: Decision, action: Action, head_hash: str) -> Run:
+        """The run as `decision` leaves it, `action` (its record, whose hash is
+        `head_hash`) last in its history."""
         return self._replace(
             status=decision.status,
             current_step=decision.next_step,
             updated_at=decision.at,
             actions=(*self.actions, action),
+            head_hash=head_hash,
         )
 
     def listed(self) -> dict[str, Any]:
@@ -128,7 +138,32 @@ class Run(NamedTuple):
             "current_step": self.current_step.to_dict() if self.current_step else None,
             "created_at": self.created_at,
             "updated_at": self.updated_at,
+            "head_hash": self.head_hash,
         }
+
+
+class RunAudit(NamedTuple):
+    """A run's audit chain, recomputed from what is stored (chalicelib/audit.py)."""
+
+    run_id: int
+    workflow_id: int
+    genesis: dict[str, Any]
+    head_hash: Optional[str]
+    first_invalid_seq: Optional[int]
+    entries: tuple[dict[str, Any], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "genesis": self.genesis,
+            "head_hash": self.head_hash,
+            "valid": self.first_invalid_seq is None,
+            "first_invalid_seq": self.first_invalid_seq,
+            "entries": list(self.entries),
+        }
+
+    def about(self) -> dict[str, int]:
+        return {"workflow_id": self.workflow_id, "run_id": self.run_id}
 
 
 class Decision(NamedTuple):

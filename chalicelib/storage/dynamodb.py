@@ -7,8 +7,9 @@ Key schema (PK, SK are strings):
                                                           steps (a copy of its step items)
     step         WF#<workflow id>   STEP#<order, 10 digits>  id, name, step_order
     name guard   WFNAME#<name>      #WFNAME               workflow_id (makes names unique)
-    run          RUN#<id>           #RUN                  status, current step, seq
-    action       RUN#<run id>       ACT#<seq, 10 digits>  the decision, step name
+    run          RUN#<id>           #RUN                  status, current step, seq,
+                                                          head_hash
+    action       RUN#<run id>       ACT#<seq, 10 digits>  the decision, step name, hash
     id counter   COUNTER            #ID                   next id block (hi/lo)
     idempotency  IDEM#<key>         #IDEM                 request fingerprint, claim,
                                                           lease, response; expires_at (TTL)
@@ -18,6 +19,15 @@ page of workflows needs no read per workflow; the step items make (workflow,
 step_order) unique and answer next_step. Appending a step writes both in one
 transaction. A run and its history share a partition, so GET /runs/{id} is one
 Query; an action's key makes one action per position in a run's history.
+
+The audit chain (chalicelib/audit.py): a decision's transaction puts the
+action with its hash and sets the run's head_hash to it, computed from the run
+as read; its condition on the run's seq lets one decision only extend a given
+head, so the chain cannot fork. The run item carrying head_hash costs nothing
+(the same update) and lets lists show it without reading actions. History
+recorded before the chain gets its hashes from scripts/backfill_audit_chain.py,
+once (see `unchained_run_ids`), not on read: were a missing hash computed on
+read, removing one would launder any edit.
 
 Lists: four global secondary indexes, each sorted by `id` (a number) and
 projecting whole items, so every page is one Query with no follow-up read. An
@@ -69,7 +79,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Optional, cast
 
-from chalicelib import errors, idempotency
+from chalicelib import audit, errors, idempotency
 from chalicelib.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
 from chalicelib.models import IN_PROGRESS, Action, Decision, Run, Slice, Step, Workflow
 from chalicelib.storage.dynamodb_schema import (
@@ -320,6 +330,8 @@ class DynamoDBStorage:
     ) -> Run:
         (run_id,) = self._ids["run"].take()
         first = workflow.steps[0]
+        run = Run(run_id, workflow.id, title, IN_PROGRESS, first, now, now, (), requested_by)
+        genesis = audit.genesis_hash(audit.genesis_of(run))
         item = {
             "PK": _s(_run_key(run_id)),
             "SK": _s(RUN_SK),
@@ -330,6 +342,7 @@ class DynamoDBStorage:
             "created_at": _s(now),
             "updated_at": _s(now),
             "seq": _n(0),
+            "head_hash": _s(genesis),
             **_current_step_attrs(first),
             "all_pk": _s(RUNS_PK),
             "workflow_pk": _s(_wf_key(workflow.id)),
@@ -342,7 +355,7 @@ class DynamoDBStorage:
                 f"Run id {run_id} is already taken in table {self.table!r}: a counter item "
                 "was changed by hand, or the table holds runs of another service",
             )
-        return Run(run_id, workflow.id, title, IN_PROGRESS, first, now, now, (), requested_by)
+        return run._replace(head_hash=genesis)
 
     def get_run(self, run_id: int) -> Run:
         items = list(self._query_partition(_run_key(run_id)))
@@ -359,6 +372,7 @@ class DynamoDBStorage:
         assert step is not None, "only a run in progress has a decision to record"
         seq = len(run.actions) + 1
         (action_id,) = self._ids["action"].take()
+        chained = audit.next_hash(run, decision)
         action = Action(
             action_id,
             run.id,
@@ -368,11 +382,13 @@ class DynamoDBStorage:
             decision.actor,
             decision.comment,
             decision.at,
+            chained,
         )
         moved = {
             "status": _s(decision.status),
             "updated_at": _s(decision.at),
             "seq": _n(seq),
+            "head_hash": _s(chained),
             **_status_keys(run.workflow_id, decision.status),
         }
         if decision.next_step:
@@ -398,7 +414,7 @@ class DynamoDBStorage:
         }
         if self._transact([update, self._put_new(_action_item(action, seq))]):
             raise errors.StaleRun()
-        return run.decided(decision, action)
+        return run.decided(decision, action, chained)
 
     def list_runs(
         self,
@@ -417,6 +433,90 @@ class DynamoDBStorage:
             index, pk = ALL_INDEX, RUNS_PK
         items, more = self._list_page(index, pk, before_id, limit, newest_first=True)
         return Slice(tuple(_run(item, ()) for item in items), more)
+
+    # -- the audit chain of history recorded before it -----------------------
+
+    def unchained_run_ids(self) -> Iterator[int]:
+        """The runs with history from before the audit chain (a run without its
+        head_hash, or an action without its hash), each once. One Scan of the
+        whole table: for scripts/backfill_audit_chain.py, never for a request."""
+        params: dict[str, Any] = {
+            "TableName": self.table,
+            "ProjectionExpression": "PK",
+            "FilterExpression": "(SK = :run AND attribute_not_exists(head_hash)) "
+            "OR (begins_with(SK, :action) AND attribute_not_exists(#hash))",
+            "ExpressionAttributeNames": {"#hash": "hash"},
+            "ExpressionAttributeValues": {":run": _s(RUN_SK), ":action": _s(ACTION_PREFIX)},
+        }
+        seen: set[int] = set()
+        while True:
+            page = self._call("scan", **params)
+            for item in page["Items"]:
+                run_id = int(item["PK"]["S"].removeprefix("RUN#"))
+                if run_id not in seen:
+                    seen.add(run_id)
+                    yield run_id
+            if "LastEvaluatedKey" not in page:
+                return
+            params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def chain_recorded_history(self, run_id: int) -> int:
+        """Store the hashes that the run's history lacks, computed from its stored
+        values in history order (audit.recomputed); how many were stored.
+
+        Conflict, and nothing written, if a hash it has already is not the one
+        its values give: that history changed after it was chained, and stays as
+        it is for GET /runs/{id}/audit to show. Every write is conditional, so a
+        decision recorded meanwhile (which chains itself) is never overwritten."""
+        items = list(self._query_partition(_run_key(run_id)))
+        head = next((item for item in items if item["SK"]["S"] == RUN_SK), None)
+        if head is None:
+            raise errors.run_not_found(run_id)
+        recorded = [item for item in items if item["SK"]["S"].startswith(ACTION_PREFIX)]
+        run = _run(head, tuple(_action(item, run_id) for item in recorded))
+        genesis, *hashes = audit.recomputed(run)
+        for seq, (action, expected) in enumerate(zip(run.actions, hashes, strict=True), start=1):
+            if action.hash not in (None, expected):
+                raise errors.Conflict(
+                    f"Run {run_id}: the stored hash of seq {seq} is not that of its values"
+                )
+        stored = 0
+        for item, action, expected in zip(recorded, run.actions, hashes, strict=True):
+            if action.hash is None:
+                stored += self._set_if_absent(item, "hash", expected)
+        if run.head_hash is None:
+            # Only while no decision moved the run since it was read: one that
+            # did set its own head.
+            stored += self._set_if_absent(head, "head_hash", (hashes or [genesis])[-1], head["seq"])
+        return stored
+
+    def _set_if_absent(
+        self, item: Item, name: str, value: str, seq: Optional[dict[str, str]] = None
+    ) -> int:
+        """Set attribute `name` of `item` to `value` unless it has one (or, with
+        `seq`, unless the item's seq has moved on); 1 if it did, else 0."""
+        from botocore.exceptions import ClientError
+
+        condition = "attribute_not_exists(#name)"
+        values: Item = {":value": _s(value)}
+        if seq is not None:
+            condition += " AND seq = :seq"
+            values[":seq"] = seq
+        try:
+            self._call(
+                "update_item",
+                TableName=self.table,
+                Key={"PK": item["PK"], "SK": item["SK"]},
+                UpdateExpression="SET #name = :value",
+                ConditionExpression=condition,
+                ExpressionAttributeNames={"#name": name},
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            return 0
+        return 1
 
     # -- idempotency keys --------------------------------------------------
 
@@ -776,11 +876,12 @@ def _run(item: Item, actions: tuple[Action, ...]) -> Run:
         item["updated_at"]["S"],
         actions,
         item["requested_by"]["S"] if "requested_by" in item else None,
+        item["head_hash"]["S"] if "head_hash" in item else None,
     )
 
 
 def _action_item(action: Action, seq: int) -> Item:
-    return {
+    item = {
         "PK": _s(_run_key(action.run_id)),
         "SK": _s(_action_sk(seq)),
         "id": _n(action.id),
@@ -791,6 +892,9 @@ def _action_item(action: Action, seq: int) -> Item:
         "comment": _s(action.comment),
         "created_at": _s(action.created_at),
     }
+    if action.hash is not None:
+        item["hash"] = _s(action.hash)
+    return item
 
 
 def _action(item: Item, run_id: int) -> Action:
@@ -803,6 +907,7 @@ def _action(item: Item, run_id: int) -> Action:
         item["actor"]["S"],
         item["comment"]["S"],
         item["created_at"]["S"],
+        item["hash"]["S"] if "hash" in item else None,
     )
 
 

@@ -6,11 +6,11 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
-from chalicelib import errors, idempotency
+from chalicelib import audit, errors, idempotency
 from chalicelib.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
 from chalicelib.models import IN_PROGRESS, Action, Decision, Run, Slice, Step, Workflow
 from chalicelib.storage.failures import unavailable
@@ -71,17 +71,57 @@ EXPIRED_KEYS_PER_CLAIM = 10
 _STEP_COLUMNS = "id, workflow_id, name, step_order"
 _RUN_COLUMNS = (
     "r.id, r.workflow_id, r.title, r.status, r.created_at, r.updated_at, "
-    "s.id, s.workflow_id, s.name, s.step_order, r.requested_by"
+    "s.id, s.workflow_id, s.name, s.step_order, r.requested_by, r.head_hash"
 )
 # Columns after the first _RUN_COLUMNS in a run's row with its actions.
-_ACTIONS_FROM = 11
+_ACTIONS_FROM = 12
 
-# Changes to the spec's schema, applied in order when a file is opened; the
-# file's PRAGMA user_version says how many it has had. Older files keep
-# working: rows from before a change read its new columns as NULL.
-MIGRATIONS = (
+
+def _chain_recorded_history(conn: sqlite3.Connection) -> None:
+    """The audit chain (chalicelib/audit.py) for the runs and actions recorded
+    before it, computed once from their stored values, in history order.
+
+    Its queries name only the columns that exist at this migration, so that
+    files older still migrate through it whatever later migrations add."""
+    conn.execute("ALTER TABLE workflow_actions ADD COLUMN hash TEXT")
+    conn.execute("ALTER TABLE workflow_runs ADD COLUMN head_hash TEXT")
+    runs = conn.execute(
+        "SELECT id, workflow_id, title, requested_by, created_at FROM workflow_runs ORDER BY id"
+    ).fetchall()
+    for run_id, workflow_id, title, requested_by, created_at in runs:
+        genesis = {
+            "run_id": run_id,
+            "workflow_id": workflow_id,
+            "title": title,
+            "requested_by": requested_by,
+            "created_at": created_at,
+        }
+        head = audit.genesis_hash(genesis)
+        actions = conn.execute(
+            "SELECT wa.id, wa.run_id, wa.step_id, ws.name, wa.action, wa.actor, wa.comment, "
+            "wa.created_at FROM workflow_actions wa JOIN workflow_steps ws ON ws.id = wa.step_id "
+            "WHERE wa.run_id = ? ORDER BY wa.id",
+            (run_id,),
+        ).fetchall()
+        for seq, row in enumerate(actions, start=1):
+            head = audit.entry_hash(head, audit.entry_of(Action(*row), seq))
+            conn.execute("UPDATE workflow_actions SET hash = ? WHERE id = ?", (head, row[0]))
+        conn.execute("UPDATE workflow_runs SET head_hash = ? WHERE id = ?", (head, run_id))
+
+
+# A change to the schema: a statement, or a function of the connection when
+# SQL alone cannot make it.
+Migration = Union[str, Callable[[sqlite3.Connection], None]]
+
+# Changes to the spec's schema, applied in order when a file is opened, in the
+# one transaction that sets the file's PRAGMA user_version: how many it has had.
+# Older files keep working: rows from before a change read its new columns as
+# NULL, unless the change fills them.
+MIGRATIONS: tuple[Migration, ...] = (
     # 1: who started a run (null when nobody was named).
     "ALTER TABLE workflow_runs ADD COLUMN requested_by TEXT",
+    # 2: the audit chain: actions' hash and runs' head_hash, filled in.
+    _chain_recorded_history,
 )
 
 
@@ -149,7 +189,10 @@ class SQLiteStorage:
             try:
                 (version,) = conn.execute("PRAGMA user_version").fetchone()
                 for migration in MIGRATIONS[version:]:
-                    conn.execute(migration)
+                    if isinstance(migration, str):
+                        conn.execute(migration)
+                    else:
+                        migration(conn)
                 if version != len(MIGRATIONS):
                     # Only then: setting it writes the file's header, on every open.
                     conn.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
@@ -279,14 +322,20 @@ class SQLiteStorage:
     ) -> Run:
         first = workflow.steps[0]
         with self._write() as conn:
-            cursor = conn.execute(
-                "INSERT INTO workflow_runs (workflow_id, title, status, current_step_id, "
-                "created_at, updated_at, requested_by) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (workflow.id, title, IN_PROGRESS, first.id, now, now, requested_by),
+            # The id is the genesis's first field: take it, then chain from it.
+            run_id = _last_id(
+                conn.execute(
+                    "INSERT INTO workflow_runs (workflow_id, title, status, current_step_id, "
+                    "created_at, updated_at, requested_by) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (workflow.id, title, IN_PROGRESS, first.id, now, now, requested_by),
+                )
             )
-        return Run(
-            _last_id(cursor), workflow.id, title, IN_PROGRESS, first, now, now, (), requested_by
-        )
+            run = Run(run_id, workflow.id, title, IN_PROGRESS, first, now, now, (), requested_by)
+            run = run._replace(head_hash=audit.genesis_hash(audit.genesis_of(run)))
+            conn.execute(
+                "UPDATE workflow_runs SET head_hash = ? WHERE id = ?", (run.head_hash, run_id)
+            )
+        return run
 
     def get_run(self, run_id: int) -> Run:
         # One statement, so the run and its history are one snapshot without a
@@ -298,7 +347,7 @@ class SQLiteStorage:
             .execute(
                 f"SELECT {_RUN_COLUMNS}, "
                 "wa.id, wa.run_id, wa.step_id, ws.name, wa.action, wa.actor, "
-                "wa.comment, wa.created_at FROM workflow_runs r "
+                "wa.comment, wa.created_at, wa.hash FROM workflow_runs r "
                 "LEFT JOIN workflow_steps s ON s.id = r.current_step_id "
                 "LEFT JOIN workflow_actions wa ON wa.run_id = r.id "
                 "LEFT JOIN workflow_steps ws ON ws.id = wa.step_id "
@@ -353,17 +402,28 @@ class SQLiteStorage:
         else:
             sets, values = "status = ?, current_step_id = NULL", (decision.status,)
         with self._write() as conn:
+            chained = audit.next_hash(run, decision)
+            # The head as read is part of the condition: only one decision can
+            # extend it, so the chain cannot fork, whatever the state machine allows.
             moved = conn.execute(
-                f"UPDATE workflow_runs SET {sets}, updated_at = ? "
-                "WHERE id = ? AND status = ? AND current_step_id = ?",
-                (*values, decision.at, run.id, IN_PROGRESS, step.id),
+                f"UPDATE workflow_runs SET {sets}, updated_at = ?, head_hash = ? "
+                "WHERE id = ? AND status = ? AND current_step_id = ? AND head_hash IS ?",
+                (*values, decision.at, chained, run.id, IN_PROGRESS, step.id, run.head_hash),
             ).rowcount
             if moved != 1:
                 raise errors.StaleRun()
             cursor = conn.execute(
                 "INSERT INTO workflow_actions (run_id, step_id, action, actor, comment, "
-                "created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (run.id, step.id, decision.action, decision.actor, decision.comment, decision.at),
+                "created_at, hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run.id,
+                    step.id,
+                    decision.action,
+                    decision.actor,
+                    decision.comment,
+                    decision.at,
+                    chained,
+                ),
             )
         action = Action(
             _last_id(cursor),
@@ -374,8 +434,9 @@ class SQLiteStorage:
             decision.actor,
             decision.comment,
             decision.at,
+            chained,
         )
-        return run.decided(decision, action)
+        return run.decided(decision, action, chained)
 
     # -- idempotency keys --------------------------------------------------
 
@@ -456,7 +517,7 @@ def _use_wal(conn: sqlite3.Connection) -> None:
 def _listed_run(row: tuple[Any, ...]) -> Run:
     """A run from a row that starts with _RUN_COLUMNS, without its actions."""
     current = Step(*row[6:10]) if row[6] is not None else None
-    return Run(row[0], row[1], row[2], row[3], current, row[4], row[5], (), row[10])
+    return Run(row[0], row[1], row[2], row[3], current, row[4], row[5], (), row[10], row[11])
 
 
 def _last_id(cursor: sqlite3.Cursor) -> int:

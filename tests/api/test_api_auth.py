@@ -101,6 +101,7 @@ ROUTES = [
     ("GET", "/runs"),
     ("POST", "/runs"),
     ("GET", "/runs/1"),
+    ("GET", "/runs/1/audit"),
     ("POST", "/runs/1/approve"),
     ("POST", "/runs/1/reject"),
 ]
@@ -127,10 +128,12 @@ def test_an_authorization_that_is_not_a_bearer_token_is_401(
     assert response.headers["WWW-Authenticate"].startswith("Bearer")
 
 
+# Tokens are made when the test runs, not when it is collected: under `make
+# test` the slow tiers run first, and a token that is "not valid yet" for two
+# minutes from collection is valid (60 s of skew) by the time its test runs.
 @pytest.mark.parametrize(
     "make_token, reason",
     [
-        # Made when the test runs: a token's times are relative to now.
         (lambda: "not-a-token", "malformed"),
         (lambda: hs256(claims(), secret="another secret, also at least 32 bytes"), "signature"),
         (lambda: hs256(claims(exp=int(time.time()) - 120)), "expired"),
@@ -157,6 +160,7 @@ def test_a_token_that_does_not_verify_is_401_and_writes_nothing(
     api: Api, secret_mode: None, make_token: Callable[[], str], reason: Optional[str]
 ) -> None:
     token = make_token()
+
     response = as_(api, token, "POST", "/workflows", {"name": "Forged"})
 
     assert_401(response, reason, token_given=True)
@@ -251,6 +255,20 @@ def test_decisions_record_the_verified_actor(api: Api, secret_mode: None) -> Non
 
     assert approved.status_code == 200 and same.status_code == 200
     assert [a["actor"] for a in same.json_body["actions"]] == ["finn", "lena"]
+
+
+def test_any_verified_caller_may_audit_a_run_whose_chain_covers_the_verified_names(
+    api: Api, secret_mode: None
+) -> None:
+    run = started(api)
+    as_(api, hs256(claims("finn")), "POST", f"/runs/{run['id']}/approve", {})
+
+    response = as_(api, hs256(claims("auditor")), "GET", f"/runs/{run['id']}/audit")
+
+    assert response.status_code == 200, response.body
+    answer = response.json_body
+    assert answer["valid"] and answer["genesis"]["requested_by"] == "maria"
+    assert [entry["actor"] for entry in answer["entries"]] == ["finn"]
 
 
 @pytest.mark.parametrize("decision", ["approve", "reject"])

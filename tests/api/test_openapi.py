@@ -19,7 +19,7 @@ from chalice.test import Client
 from openapi_spec_validator import validate
 
 import app as app_module
-from chalicelib import errors, validation
+from chalicelib import audit, errors, validation
 from chalicelib.models import Action, Run, Step, Workflow
 from tests.support import openapi_contract
 from tests.support.api import Api
@@ -232,6 +232,7 @@ def test_documented_shapes_are_the_models() -> None:
         assert_valid({"items": [summary], "next_cursor": None}, "RunPage")
         with pytest.raises(jsonschema.ValidationError):
             assert_valid({"items": [run.to_dict()], "next_cursor": None}, "RunPage")
+        assert_valid(audit.audit_of(run).to_dict(), "RunAudit")
     assert_valid({"items": [], "next_cursor": "opaque"}, "WorkflowPage")
     assert_valid({"error": "Run is at step 'Finance'", "current_step_id": 2}, "Error")
 

@@ -42,7 +42,11 @@ def test_reads_are_one_query_each(ddb: dynamodb.DynamoDBStorage) -> None:
         workflow = _post(client, "/workflows", {"name": "reads", "steps": ["a", "b"]}, 201)
         run = _post(client, "/runs", {"workflow_id": workflow["id"], "title": "t"}, 201)
         _post(client, f"/runs/{run['id']}/approve", {"actor": "ann"}, 200)
-        for path in (f"/workflows/{workflow['id']}", f"/runs/{run['id']}"):
+        for path in (
+            f"/workflows/{workflow['id']}",
+            f"/runs/{run['id']}",
+            f"/runs/{run['id']}/audit",
+        ):
             log.reset()
             assert client.http.get(path).status_code == 200
             assert log.counts == {"Query": 1}, path

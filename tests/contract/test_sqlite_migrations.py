@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from chalicelib import engine
+from chalicelib.models import APPROVE
 from chalicelib.storage import sqlite as sqlite_storage
 from chalicelib.storage.sqlite import SQLiteStorage
+from tests.support import chain
+from tests.support.stored import decide
 
 NOW = "2030-01-02T03:04:05.000Z"
 
@@ -70,3 +78,74 @@ def test_opening_a_migrated_file_again_changes_nothing(tmp_path: Path) -> None:
 
     assert again.get_run(1).title == "Old run"
     again.close()
+
+
+def file_of_schema_version_1(path: Path) -> None:
+    """A file as the service wrote it with requested_by (user_version 1): a run
+    requested by maria with an approval and a rejection, and one without actions."""
+    file_of_the_first_schema(path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("ALTER TABLE workflow_runs ADD COLUMN requested_by TEXT")
+        conn.execute("PRAGMA user_version = 1")
+        conn.execute("UPDATE workflow_runs SET requested_by = 'maria' WHERE id = 1")
+        conn.execute(
+            "INSERT INTO workflow_actions (run_id, step_id, action, actor, comment, created_at) "
+            "VALUES (1, 2, 'reject', 'bo', 'Zu teuer – später', ?)",
+            (NOW,),
+        )
+        conn.execute(
+            "UPDATE workflow_runs SET status = 'rejected', current_step_id = NULL WHERE id = 1"
+        )
+        conn.execute(
+            "INSERT INTO workflow_runs (workflow_id, title, status, current_step_id, created_at, "
+            "updated_at) VALUES (1, 'Untouched', 'in_progress', 1, ?, ?)",
+            (NOW, NOW),
+        )
+    conn.close()
+
+
+@pytest.mark.parametrize("older", [file_of_the_first_schema, file_of_schema_version_1])
+def test_history_recorded_before_the_chain_is_chained_once_on_open(
+    tmp_path: Path, older: Callable[[Path], None]
+) -> None:
+    path = tmp_path / "old.sqlite3"
+    older(path)
+
+    storage = SQLiteStorage(str(path))
+    runs = [storage.get_run(run.id) for run in storage.list_runs(None, None, None, 10).items]
+
+    assert runs
+    for run in runs:
+        chain.assert_chained(run.to_dict())
+        assert audit_answer(storage, run.id)["valid"]
+    storage.close()
+
+
+def test_the_chain_continues_from_migrated_history(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    file_of_the_first_schema(path)
+    storage = SQLiteStorage(str(path))
+
+    done = decide(storage, storage.get_run(1), APPROVE, "new")
+
+    assert [action.actor for action in done.actions] == ["ann", "new"]
+    chain.assert_chained(storage.get_run(1).to_dict())
+    storage.close()
+
+
+def test_a_migrated_file_is_not_chained_again(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    file_of_the_first_schema(path)
+    SQLiteStorage(str(path)).get_run(1)
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE workflow_actions SET actor = 'mallory' WHERE id = 1")
+    conn.close()
+
+    again = SQLiteStorage(str(path))
+
+    assert audit_answer(again, 1)["first_invalid_seq"] == 1
+    again.close()
+
+
+def audit_answer(storage: SQLiteStorage, run_id: int) -> dict[str, Any]:
+    return engine.audit_run(storage, run_id).to_dict()

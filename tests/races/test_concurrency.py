@@ -27,6 +27,7 @@ from chalicelib import engine, errors
 from chalicelib.models import COMPLETED, IN_PROGRESS, REJECTED, Run, Step, Workflow
 from chalicelib.storage import Storage
 from chalicelib.storage.sqlite import SQLiteStorage
+from tests.support import chain
 from tests.support.races import (
     THREADS,
     WAIT_SECONDS,
@@ -132,7 +133,9 @@ def assert_approved_once_per_step_in_order(final: Run, workflow: Workflow) -> No
 
 
 def assert_winners_match_history(final: Run, attempts: Attempts) -> None:
-    """Every success is in the history exactly once, at the place its caller was told."""
+    """Every success is in the history exactly once, at the place its caller was
+    told, and the history is one audit chain: no two winners extended one head."""
+    chain.assert_chained(final.to_dict())
     wins = {actor: outcome for actor, outcome in attempts if isinstance(outcome, Run)}
     assert len(wins) == len(final.actions), (len(wins), len(final.actions))
     assert {action.actor for action in final.actions} == set(wins)
@@ -352,6 +355,7 @@ def race_processes(
 
 
 def assert_process_winners_match_history(final: Run, attempts: list[tuple[str, str, int]]) -> None:
+    chain.assert_chained(final.to_dict())
     won = sorted((position, actor) for actor, outcome, position in attempts if outcome == "won")
     assert won == [(n, action.actor) for n, action in enumerate(final.actions, start=1)]
 

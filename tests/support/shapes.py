@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timedelta
 from typing import Any, Optional
 
 STEP_FIELDS = {"id", "workflow_id", "name", "step_order"}
 WORKFLOW_FIELDS = {"id", "name", "description", "created_at", "steps"}
-ACTION_FIELDS = {"id", "run_id", "step_id", "step_name", "action", "actor", "comment", "created_at"}
+ACTION_FIELDS = {
+    "id",
+    "run_id",
+    "step_id",
+    "step_name",
+    "action",
+    "actor",
+    "comment",
+    "created_at",
+    "hash",
+}
 RUN_FIELDS = {
     "id",
     "workflow_id",
@@ -19,9 +30,11 @@ RUN_FIELDS = {
     "current_step",
     "created_at",
     "updated_at",
+    "head_hash",
     "actions",
 }
 RUN_STATUSES = {"in_progress", "completed", "rejected"}
+HASH = re.compile(r"[0-9a-f]{64}")
 
 
 def assert_id(value: Any) -> None:
@@ -35,6 +48,11 @@ def assert_utc_timestamp(value: Any) -> datetime:
     parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     assert parsed.utcoffset() == timedelta(0), f"timestamp {value!r} is not in UTC"
     return parsed
+
+
+def assert_hash(value: Any) -> None:
+    """A SHA-256 digest in lowercase hex: every run and action the API writes has one."""
+    assert isinstance(value, str) and HASH.fullmatch(value), f"hash {value!r}"
 
 
 def assert_step(step: Any, workflow_id: Optional[int] = None) -> None:
@@ -70,6 +88,7 @@ def assert_action(action: Any, run_id: int) -> None:
     assert isinstance(action["actor"], str) and action["actor"]
     assert isinstance(action["comment"], str)
     assert_utc_timestamp(action["created_at"])
+    assert_hash(action["hash"])
 
 
 def assert_run(run: Any) -> None:
@@ -88,6 +107,7 @@ def assert_run(run: Any) -> None:
         assert run["current_step_id"] is None and run["current_step"] is None, run
     assert_utc_timestamp(run["created_at"])
     assert_utc_timestamp(run["updated_at"])
+    assert_hash(run["head_hash"])
     assert isinstance(run["actions"], list)
     for action in run["actions"]:
         assert_action(action, run["id"])

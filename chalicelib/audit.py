@@ -1,0 +1,221 @@
+"""The audit chain: each run's history as a hash chain anyone can verify.
+
+    canonical(x) = json.dumps(x, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    genesis      = sha256(canonical({run_id, workflow_id, title, requested_by, created_at}))
+    hash(seq)    = sha256(hash(seq - 1) + "\\n" + canonical({run_id, seq, step_id, step_name,
+                                                          action, actor, comment, created_at}))
+
+where hash(0) is the genesis, seq counts a run's actions from 1 in history
+order, and sha256 is the lowercase hex digest of the text's UTF-8 bytes. A run
+keeps its head_hash: the last action's hash, or the genesis while it has none.
+The README's definition is the contract; this module is one implementation.
+
+Pure: no storage, no HTTP. The storage adapters call `next_hash` inside the
+write that records an action, `audit_of` recomputes a stored run's chain for
+GET /runs/{id}/audit, and `python -m chalicelib.audit verify FILE` checks a
+saved answer of that route offline, with nothing but this module. Any action
+kind is chained alike: the chain knows fields, not the state machine.
+
+hashlib is imported inside the functions that hash: `import app` stays light
+(tests/unit/test_cold_start.py).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
+
+from chalicelib.models import Action, Decision, Run, RunAudit
+
+GENESIS_FIELDS = ("run_id", "workflow_id", "title", "requested_by", "created_at")
+ENTRY_FIELDS = (
+    "run_id",
+    "seq",
+    "step_id",
+    "step_name",
+    "action",
+    "actor",
+    "comment",
+    "created_at",
+)
+AUDIT_FIELDS = ("run_id", "genesis", "head_hash", "valid", "first_invalid_seq", "entries")
+
+
+def canonical(value: Any) -> str:
+    """The one JSON text of `value` that every verifier hashes."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def sha256_hex(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def genesis_hash(genesis: Mapping[str, Any]) -> str:
+    """The hash the chain starts from: of the run's GENESIS_FIELDS, nothing else."""
+    return sha256_hex(canonical({name: genesis[name] for name in GENESIS_FIELDS}))
+
+
+def entry_hash(prev: str, entry: Mapping[str, Any]) -> str:
+    """The hash of `entry` (its ENTRY_FIELDS, nothing else) chained to `prev`."""
+    return sha256_hex(prev + "\n" + canonical({name: entry[name] for name in ENTRY_FIELDS}))
+
+
+# -- the records of a run --------------------------------------------------------
+
+
+def genesis_of(run: Run) -> dict[str, Any]:
+    return {
+        "run_id": run.id,
+        "workflow_id": run.workflow_id,
+        "title": run.title,
+        "requested_by": run.requested_by,
+        "created_at": run.created_at,
+    }
+
+
+def entry_of(action: Action, seq: int) -> dict[str, Any]:
+    return {
+        "run_id": action.run_id,
+        "seq": seq,
+        "step_id": action.step_id,
+        "step_name": action.step_name,
+        "action": action.action,
+        "actor": action.actor,
+        "comment": action.comment,
+        "created_at": action.created_at,
+    }
+
+
+def recomputed(run: Run) -> list[str]:
+    """The genesis and the hash of each of the run's actions, from their values
+    alone (what a migration stores for history recorded before the chain)."""
+    hashes = [genesis_hash(genesis_of(run))]
+    for seq, action in enumerate(run.actions, start=1):
+        hashes.append(entry_hash(hashes[-1], entry_of(action, seq)))
+    return hashes
+
+
+def next_hash(run: Run, decision: Decision) -> str:
+    """The hash of the action that `decision` appends to `run` as it was read.
+
+    Only one write can append to a given head (the adapters' conditional write),
+    so the chain never forks. A run read without a head (DynamoDB history from
+    before the chain, until scripts/backfill_audit_chain.py stores it) chains
+    to its recomputed head, the one the backfill will store."""
+    step = run.current_step
+    assert step is not None, "only a run in progress has a decision to chain"
+    entry = {
+        "run_id": run.id,
+        "seq": len(run.actions) + 1,
+        "step_id": step.id,
+        "step_name": step.name,
+        "action": decision.action,
+        "actor": decision.actor,
+        "comment": decision.comment,
+        "created_at": decision.at,
+    }
+    head = run.head_hash if run.head_hash is not None else recomputed(run)[-1]
+    return entry_hash(head, entry)
+
+
+# -- verifying ---------------------------------------------------------------------
+
+
+def first_invalid_seq(
+    genesis: Mapping[str, Any], entries: Sequence[Mapping[str, Any]], head_hash: Optional[str]
+) -> Optional[int]:
+    """None if the chain holds; else the first seq that breaks it.
+
+    An entry breaks it when its seq is not its position or its stored hash is
+    not the one its values and its predecessor give (an edit, a deletion, an
+    insertion or a move shows at the first entry it shifts). With every entry
+    sound, a head_hash that is an earlier entry's names the entry after it (one
+    added behind the run's back); any other head_hash names the seq after the
+    last entry (the last ones were deleted, or the head was altered)."""
+    hashes = [genesis_hash(genesis)]
+    for seq, entry in enumerate(entries, start=1):
+        if entry["seq"] != seq or entry["hash"] != entry_hash(hashes[-1], entry):
+            return seq
+        hashes.append(entry["hash"])
+    if head_hash == hashes[-1]:
+        return None
+    return hashes.index(head_hash) + 1 if head_hash in hashes else len(entries) + 1
+
+
+def audit_of(run: Run) -> RunAudit:
+    """The run's chain recomputed from its stored values, against its stored hashes."""
+    genesis = genesis_of(run)
+    entries = tuple(
+        {**entry_of(action, seq), "hash": action.hash}
+        for seq, action in enumerate(run.actions, start=1)
+    )
+    return RunAudit(
+        run.id,
+        run.workflow_id,
+        {**genesis, "hash": genesis_hash(genesis)},
+        run.head_hash,
+        first_invalid_seq(genesis, entries, run.head_hash),
+        entries,
+    )
+
+
+def verify_document(document: Any) -> tuple[bool, str]:
+    """What an auditor concludes from a saved answer of GET /runs/{id}/audit,
+    recomputed from its values alone: whether it holds, and one line saying so.
+    The answer's own `valid` and `first_invalid_seq` are not trusted."""
+    problem = _shape_problem(document)
+    if problem:
+        return False, f"invalid: {problem}"
+    genesis, entries = document["genesis"], document["entries"]
+    run = f"run {document['run_id']}"
+    if genesis["hash"] != genesis_hash(genesis):
+        return False, f"invalid: {run}, the genesis hash is not that of the genesis record"
+    seq = first_invalid_seq(genesis, entries, document["head_hash"])
+    if seq is not None:
+        return False, f"invalid: {run}, first invalid seq {seq}"
+    return True, f"valid: {run}, {len(entries)} entries, head_hash {document['head_hash']}"
+
+
+def _shape_problem(document: Any) -> Optional[str]:
+    """What keeps `document` from being an audit answer at all (None: nothing)."""
+    if not isinstance(document, dict) or not all(name in document for name in AUDIT_FIELDS):
+        return f"not an audit answer: it needs {', '.join(AUDIT_FIELDS)}"
+    genesis, entries = document["genesis"], document["entries"]
+    if not isinstance(genesis, dict) or not all(
+        name in genesis for name in (*GENESIS_FIELDS, "hash")
+    ):
+        return f"the genesis needs {', '.join(GENESIS_FIELDS)} and hash"
+    if genesis["run_id"] != document["run_id"]:
+        return "the genesis is of another run"
+    if not isinstance(entries, list):
+        return "entries is not a list"
+    for position, entry in enumerate(entries, start=1):
+        if not isinstance(entry, dict) or not all(
+            name in entry for name in (*ENTRY_FIELDS, "hash")
+        ):
+            return f"entry {position} needs {', '.join(ENTRY_FIELDS)} and hash"
+    return None
+
+
+def main(argv: Sequence[str]) -> int:
+    """`verify FILE`: exit 0 if the saved audit answer holds, 1 if not, 2 on misuse."""
+    if len(argv) != 2 or argv[0] != "verify":
+        print("usage: python -m chalicelib.audit verify FILE", file=sys.stderr)
+        return 2
+    try:
+        with open(argv[1], encoding="utf-8") as saved:
+            document = json.load(saved)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        print(f"invalid: {argv[1]} is not a readable JSON file ({exc})")
+        return 1
+    holds, verdict = verify_document(document)
+    print(verdict)
+    return 0 if holds else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

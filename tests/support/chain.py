@@ -1,0 +1,71 @@
+"""The audit chain recomputed from its definition in the README, with hashlib
+and json only: never through chalicelib/audit.py, which the tests check
+against it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Optional
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def genesis_of(run: dict[str, Any]) -> str:
+    """The genesis hash of a run in the API's shape (or any dict with its fields)."""
+    record = {
+        "run_id": run.get("run_id", run.get("id")),
+        "workflow_id": run["workflow_id"],
+        "title": run["title"],
+        "requested_by": run["requested_by"],
+        "created_at": run["created_at"],
+    }
+    return sha256(canonical(record))
+
+
+def link(prev: str, action: dict[str, Any], seq: int) -> str:
+    """The hash of an action in the API's shape at position `seq`, chained to `prev`."""
+    entry = {
+        "run_id": action["run_id"],
+        "seq": seq,
+        "step_id": action["step_id"],
+        "step_name": action["step_name"],
+        "action": action["action"],
+        "actor": action["actor"],
+        "comment": action["comment"],
+        "created_at": action["created_at"],
+    }
+    return sha256(prev + "\n" + canonical(entry))
+
+
+def hashes_of(run: dict[str, Any]) -> list[str]:
+    """The genesis and each action's hash, as the definition gives them for the
+    run's values (a run in the API's shape, its actions oldest first)."""
+    hashes = [genesis_of(run)]
+    for seq, action in enumerate(run["actions"], start=1):
+        hashes.append(link(hashes[-1], action, seq))
+    return hashes
+
+
+def assert_chained(run: dict[str, Any]) -> None:
+    """Every hash the run carries is the one the definition gives."""
+    genesis, *hashes = hashes_of(run)
+    assert [action["hash"] for action in run["actions"]] == hashes
+    assert run["head_hash"] == (hashes or [genesis])[-1]
+
+
+def first_broken(audit: dict[str, Any]) -> Optional[int]:
+    """The first seq of an audit answer whose stored hash is not the one the
+    definition gives for its values and the stored hash before it (None if none)."""
+    prev = genesis_of(audit["genesis"])
+    for seq, entry in enumerate(audit["entries"], start=1):
+        if entry["hash"] != link(prev, entry, seq):
+            return seq
+        prev = entry["hash"]
+    return None

@@ -1,0 +1,85 @@
+"""Changes made straight in the database, behind the service's back, as an
+operator with write access could: in the SQLite file with sqlite3, in the
+DynamoDB table with the client. Actions are named by their seq (position in
+the run's history, from 1)."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+
+from chalicelib.storage import Backend, dynamodb
+from chalicelib.storage.sqlite import SQLiteStorage
+
+
+@contextlib.contextmanager
+def _sqlite(storage: SQLiteStorage) -> Iterator[sqlite3.Connection]:
+    conn = sqlite3.connect(storage.path)
+    try:
+        with conn:
+            yield conn
+    finally:
+        conn.close()
+
+
+def _action_id(conn: sqlite3.Connection, run_id: int, seq: int) -> int:
+    (action_id,) = conn.execute(
+        "SELECT id FROM workflow_actions WHERE run_id = ? ORDER BY id LIMIT 1 OFFSET ?",
+        (run_id, seq - 1),
+    ).fetchone()
+    return int(action_id)
+
+
+def _action_key(run_id: int, seq: int) -> dict[str, dict[str, str]]:
+    return {"PK": {"S": f"RUN#{run_id}"}, "SK": {"S": f"ACT#{seq:010d}"}}
+
+
+def edit_action(storage: Backend, run_id: int, seq: int, field: str, value: str) -> None:
+    """Set a text field (actor, comment) of the run's action at `seq`."""
+    assert field in ("actor", "comment")
+    if isinstance(storage, SQLiteStorage):
+        with _sqlite(storage) as conn:
+            conn.execute(
+                f"UPDATE workflow_actions SET {field} = ? WHERE id = ?",
+                (value, _action_id(conn, run_id, seq)),
+            )
+        return
+    assert isinstance(storage, dynamodb.DynamoDBStorage)
+    storage.client.update_item(
+        TableName=storage.table,
+        Key=_action_key(run_id, seq),
+        UpdateExpression="SET #field = :value",
+        ExpressionAttributeNames={"#field": field},
+        ExpressionAttributeValues={":value": {"S": value}},
+    )
+
+
+def delete_action(storage: Backend, run_id: int, seq: int) -> None:
+    if isinstance(storage, SQLiteStorage):
+        with _sqlite(storage) as conn:
+            conn.execute(
+                "DELETE FROM workflow_actions WHERE id = ?", (_action_id(conn, run_id, seq),)
+            )
+        return
+    assert isinstance(storage, dynamodb.DynamoDBStorage)
+    storage.client.delete_item(TableName=storage.table, Key=_action_key(run_id, seq))
+
+
+def swap_actions(storage: Backend, run_id: int, first: int, second: int) -> None:
+    """Swap two actions' places in the history, each keeping its values and hash."""
+    if isinstance(storage, SQLiteStorage):
+        with _sqlite(storage) as conn:
+            ids = (_action_id(conn, run_id, first), _action_id(conn, run_id, second))
+            # Through a free id: ids are the history's order.
+            conn.execute("UPDATE workflow_actions SET id = -1 WHERE id = ?", (ids[0],))
+            conn.execute("UPDATE workflow_actions SET id = ? WHERE id = ?", (ids[0], ids[1]))
+            conn.execute("UPDATE workflow_actions SET id = ? WHERE id = -1", (ids[1],))
+        return
+    assert isinstance(storage, dynamodb.DynamoDBStorage)
+    items = [
+        storage.client.get_item(TableName=storage.table, Key=_action_key(run_id, seq))["Item"]
+        for seq in (first, second)
+    ]
+    for item, seq in zip(items, (second, first), strict=True):
+        storage.client.put_item(TableName=storage.table, Item={**item, **_action_key(run_id, seq)})

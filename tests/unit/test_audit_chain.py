@@ -1,0 +1,313 @@
+"""The audit chain on its own: hashes as the README defines them, and what
+verifying says of every way a history can be tampered with."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chalicelib import audit
+from chalicelib.models import APPROVE, IN_PROGRESS, REJECT, REJECTED, Action, Decision, Run, Step
+from tests.support import chain
+
+AT = "2026-11-29T09:24:05.616Z"
+LATER = "2026-11-29T09:31:12.004Z"
+STEPS = tuple(
+    Step(i, 1, name, i) for i, name in enumerate(("Manager", "Finance", "CFO", "Board"), 1)
+)
+# The README's worked example, pinned: its hashes are the contract.
+EXAMPLE_GENESIS = "a9640e487b6a12e5cccd45b5d19e36828718927c9c4839df82506fe56d10bc67"
+EXAMPLE_FIRST = "b750c692197dee62b8ee35909ffe32f6d6d5860d89925ecc5757f8d16eb39f76"
+
+
+def run_with(*actions: tuple[str, str, str], head: Any = "recompute") -> Run:
+    """Run 1 ("PO-1042: 12 laptops", by ada) with `actions` (kind, actor, comment)
+    on its steps in order, each carrying the hash the definition gives."""
+    run = Run(1, 1, "PO-1042: 12 laptops", IN_PROGRESS, STEPS[0], AT, AT, (), "ada")
+    stored = [
+        Action(10 + i, 1, STEPS[i].id, STEPS[i].name, kind, actor, comment, LATER)
+        for i, (kind, actor, comment) in enumerate(actions)
+    ]
+    hashes = chain.hashes_of({**run.to_dict(), "actions": [a.to_dict() for a in stored]})
+    stored = [action._replace(hash=h) for action, h in zip(stored, hashes[1:], strict=True)]
+    return run._replace(
+        actions=tuple(stored), head_hash=hashes[-1] if head == "recompute" else head
+    )
+
+
+THREE = (
+    ("approve", "maria", "Café: within budget"),
+    ("approve", "finn", ""),
+    ("reject", "cfo", "Not this quarter"),
+)
+
+
+def answer(run: Run) -> dict[str, Any]:
+    return audit.audit_of(run).to_dict()
+
+
+# -- the hashes are the definition's -------------------------------------------------
+
+
+def test_the_readmes_worked_example_hashes_as_pinned() -> None:
+    genesis = {
+        "run_id": 1,
+        "workflow_id": 1,
+        "title": "PO-1042: 12 laptops",
+        "requested_by": "ada",
+        "created_at": AT,
+    }
+    entry = {
+        "run_id": 1,
+        "seq": 1,
+        "step_id": 1,
+        "step_name": "Manager",
+        "action": "approve",
+        "actor": "maria",
+        "comment": "Café: within budget",
+        "created_at": LATER,
+    }
+
+    assert audit.genesis_hash(genesis) == chain.genesis_of(genesis) == EXAMPLE_GENESIS
+    assert audit.entry_hash(EXAMPLE_GENESIS, entry) == EXAMPLE_FIRST
+
+
+def test_canonical_json_sorts_keys_has_no_spaces_and_keeps_unicode() -> None:
+    assert audit.canonical({"b": 1, "a": ["é", None, True]}) == '{"a":["é",null,true],"b":1}'
+
+
+def test_only_the_defined_fields_are_hashed() -> None:
+    genesis = {"run_id": 1, "workflow_id": 2, "title": "t", "requested_by": None, "created_at": AT}
+
+    assert audit.genesis_hash({**genesis, "status": "completed", "hash": "x"}) == (
+        chain.genesis_of(genesis)
+    )
+
+
+def test_a_recorded_history_recomputes_to_the_definitions_hashes() -> None:
+    run = run_with(*THREE)
+
+    assert audit.recomputed(run) == chain.hashes_of(run.to_dict())
+
+
+@pytest.mark.parametrize("kind", [APPROVE, REJECT, "cancel", "escalate"])
+def test_the_next_hash_extends_the_head_as_read_whatever_the_action_kind(kind: str) -> None:
+    run = run_with(("approve", "maria", ""))._replace(current_step=STEPS[1])
+    decision = Decision(kind, "finn", "ok", REJECTED, None, LATER)
+
+    expected = chain.link(
+        run.head_hash or "",
+        {
+            "run_id": 1,
+            "step_id": STEPS[1].id,
+            "step_name": "Finance",
+            "action": kind,
+            "actor": "finn",
+            "comment": "ok",
+            "created_at": LATER,
+        },
+        2,
+    )
+    assert audit.next_hash(run, decision) == expected
+
+
+def test_a_run_read_without_a_head_chains_to_its_recomputed_head() -> None:
+    chained = run_with(("approve", "maria", ""))._replace(current_step=STEPS[1])
+    legacy = chained._replace(
+        head_hash=None, actions=tuple(a._replace(hash=None) for a in chained.actions)
+    )
+    decision = Decision(APPROVE, "finn", "", IN_PROGRESS, STEPS[2], LATER)
+
+    assert audit.next_hash(legacy, decision) == audit.next_hash(chained, decision)
+
+
+# -- verifying -----------------------------------------------------------------------
+
+
+def test_an_untouched_history_verifies() -> None:
+    audited = answer(run_with(*THREE))
+
+    assert (audited["valid"], audited["first_invalid_seq"]) == (True, None)
+    assert audited["genesis"]["hash"] == chain.genesis_of(audited["genesis"])
+    assert chain.first_broken(audited) is None
+    assert audited["head_hash"] == audited["entries"][-1]["hash"]
+
+
+def test_a_run_without_actions_verifies_against_its_genesis() -> None:
+    audited = answer(run_with())
+
+    assert audited["valid"] and audited["entries"] == []
+    assert audited["head_hash"] == audited["genesis"]["hash"]
+
+
+def edited(run: Run, seq: int, **values: Any) -> Run:
+    actions = list(run.actions)
+    actions[seq - 1] = actions[seq - 1]._replace(**values)
+    return run._replace(actions=tuple(actions))
+
+
+def without(run: Run, seq: int) -> Run:
+    return run._replace(actions=run.actions[: seq - 1] + run.actions[seq:])
+
+
+@pytest.mark.parametrize(
+    "tamper, first_invalid",
+    [
+        (lambda run: edited(run, 2, actor="mallory"), 2),
+        (lambda run: edited(run, 1, comment="Over budget"), 1),
+        (lambda run: edited(run, 3, action="approve"), 3),
+        (lambda run: edited(run, 2, hash=None), 2),
+        (lambda run: edited(run, 3, hash="0" * 64), 3),
+        (lambda run: without(run, 1), 1),
+        (lambda run: without(run, 2), 2),
+        (lambda run: without(run, 3), 3),
+        (lambda run: run._replace(actions=(run.actions[1], run.actions[0], run.actions[2])), 1),
+        (lambda run: run._replace(title="PO-1042: 13 laptops"), 1),
+        (lambda run: run._replace(head_hash="f" * 64), 4),
+        (lambda run: run._replace(head_hash=None), 4),
+    ],
+    ids=[
+        "actor-edited",
+        "comment-edited",
+        "kind-edited",
+        "hash-removed",
+        "hash-replaced",
+        "first-deleted",
+        "middle-deleted",
+        "last-deleted",
+        "reordered",
+        "genesis-edited",
+        "head-altered",
+        "head-removed",
+    ],
+)
+def test_every_tampering_names_the_first_seq_it_breaks(tamper: Any, first_invalid: int) -> None:
+    audited = answer(tamper(run_with(*THREE)))
+
+    assert (audited["valid"], audited["first_invalid_seq"]) == (False, first_invalid)
+
+
+def test_an_entry_added_behind_the_runs_back_is_named_even_with_a_correct_hash() -> None:
+    run = run_with(*THREE)
+    forged = run_with(*THREE, ("approve", "mallory", "")).actions[-1]
+
+    audited = answer(run._replace(actions=(*run.actions, forged)))
+
+    assert chain.first_broken(audited) is None  # every link holds: only the head tells
+    assert (audited["valid"], audited["first_invalid_seq"]) == (False, 4)
+
+
+def test_a_run_without_actions_whose_genesis_was_edited_is_invalid_at_seq_1() -> None:
+    audited = answer(run_with()._replace(requested_by="mallory"))
+
+    assert (audited["valid"], audited["first_invalid_seq"]) == (False, 1)
+
+
+# -- the offline verifier --------------------------------------------------------------
+
+
+def saved(tmp_path: Path, document: Any) -> str:
+    path = tmp_path / "audit.json"
+    path.write_text(json.dumps(document, ensure_ascii=False), encoding="utf-8")
+    return str(path)
+
+
+def test_the_verifier_accepts_a_saved_valid_answer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    document = answer(run_with(*THREE))
+
+    assert audit.main(["verify", saved(tmp_path, document)]) == 0
+    assert capsys.readouterr().out == (
+        f"valid: run 1, 3 entries, head_hash {document['head_hash']}\n"
+    )
+
+
+def test_the_verifier_recomputes_rather_than_trusting_the_answers_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    document = answer(run_with(*THREE))
+    document["entries"][1]["comment"] = "edited in the file"
+
+    assert audit.main(["verify", saved(tmp_path, document)]) == 1
+    assert capsys.readouterr().out == "invalid: run 1, first invalid seq 2\n"
+
+
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        (lambda d: d["genesis"].update(hash="0" * 64), "the genesis hash is not that"),
+        (lambda d: d["genesis"].update(run_id=2), "the genesis is of another run"),
+        (lambda d: d["entries"][0].update(seq=2), "first invalid seq 1"),
+        (lambda d: d.pop("entries"), "not an audit answer"),
+        (lambda d: d["entries"][2].pop("actor"), "entry 3 needs"),
+        (lambda d: d.update(entries={}), "entries is not a list"),
+    ],
+    ids=["genesis-hash", "genesis-run", "seq", "no-entries", "entry-field", "entries-type"],
+)
+def test_the_verifier_refuses_an_altered_or_malformed_answer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: Any, says: str
+) -> None:
+    document = answer(run_with(*THREE))
+    change(document)
+
+    assert audit.main(["verify", saved(tmp_path, document)]) == 1
+    line = capsys.readouterr().out
+    assert line.startswith("invalid: ") and says in line and line.count("\n") == 1
+
+
+def test_the_verifier_says_so_for_a_file_that_is_not_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "audit.json"
+    path.write_bytes(b"\xff not json")
+
+    assert audit.main(["verify", str(path)]) == 1
+    assert audit.main(["verify", str(tmp_path / "missing.json")]) == 1
+    assert capsys.readouterr().out.count("is not a readable JSON file") == 2
+
+
+@pytest.mark.parametrize("argv", [[], ["verify"], ["check", "x"], ["verify", "a", "b"]])
+def test_the_verifier_answers_2_to_a_wrong_command_line(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert audit.main(argv) == 2
+    assert "usage: python -m chalicelib.audit verify FILE" in capsys.readouterr().err
+
+
+def readme_verifier() -> str:
+    """The Python verifier the README shows auditors, as it shows it."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## The audit trail", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+@pytest.mark.parametrize(
+    "change, verdict",
+    [
+        (lambda d: None, (0, "valid\n", "")),
+        (lambda d: d["entries"][1].update(actor="mallory"), (1, "", "first invalid seq 2\n")),
+        (lambda d: d["entries"].pop(), (1, "", "head_hash is not the last entry's hash\n")),
+    ],
+    ids=["untouched", "edited", "last-deleted"],
+)
+def test_the_readmes_verifier_agrees(tmp_path: Path, change: Any, verdict: Any) -> None:
+    script = tmp_path / "verify.py"
+    script.write_text(readme_verifier(), encoding="utf-8")
+    document = answer(run_with(*THREE))
+    change(document)
+
+    done = subprocess.run(
+        [sys.executable, str(script), saved(tmp_path, document)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert (done.returncode, done.stdout) == verdict[:2]
+    assert done.stderr.endswith(verdict[2])
