@@ -245,13 +245,35 @@ def _positive(params: Mapping[str, str], name: str) -> Optional[int]:
 
 
 def _query_integer(raw: str) -> Optional[int]:
-    """A positive integer in ASCII digits (leading zeros allowed), MAX_ID + 1 for
-    any beyond every id; None if `raw` is not one."""
-    digits = raw.lstrip("0")
-    if not (raw.isascii() and raw.isdigit()) or not digits:
+    """A positive integer: ASCII digits (leading zeros allowed), or a JSON number
+    whose value is one (7.0, 7e0), as bodies take it; MAX_ID + 1 for any beyond
+    every id; None if `raw` is not one."""
+    if raw.isascii() and raw.isdigit():
+        digits = raw.lstrip("0")
+        if not digits:
+            return None
+        # No int() of thousands of digits: past 16 it is beyond any id anyway.
+        return int(digits) if len(digits) <= 16 else MAX_ID + 1
+    return _integral_number(raw)
+
+
+def _integral_number(raw: str) -> Optional[int]:
+    """The positive integer a JSON number spelt with a fraction or exponent
+    stands for, exactly; None for any other string."""
+    import re
+    from decimal import Decimal
+
+    if len(raw) > 40 or not re.fullmatch(
+        r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?", raw
+    ):
         return None
-    # No int() of thousands of digits: past 16 it is beyond any id anyway.
-    return int(digits) if len(digits) <= 16 else MAX_ID + 1
+    mantissa, _, exponent = raw.lower().partition("e")
+    if exponent and abs(int(exponent)) > 40:
+        return MAX_ID + 1 if int(exponent) > 0 and Decimal(mantissa) > 0 else None
+    value = Decimal(raw)
+    if value <= 0 or value != value.to_integral_value():
+        return None
+    return int(value) if value <= MAX_ID else MAX_ID + 1
 
 
 # -- fields ------------------------------------------------------------------------

@@ -262,7 +262,8 @@ BAD_LIMITS = [
     "",
     "+5",
     "%205",
-    "1e2",
+    "1e3",
+    "2.5",
     "%EF%BC%95",
     "99999999999999999999",
 ]
@@ -284,7 +285,19 @@ def test_an_unknown_status_answers_400_naming_the_statuses(api: Api) -> None:
 
 
 def test_a_workflow_id_that_is_not_a_positive_integer_answers_400(api: Api) -> None:
-    for workflow_id in ["0", "000", "-1", "abc", "1.5", "", "0x1", "1%20", "%EF%BC%91", "1e3"]:
+    for workflow_id in [
+        "0",
+        "000",
+        "-1",
+        "abc",
+        "1.5",
+        "",
+        "0x1",
+        "1%20",
+        "%EF%BC%91",
+        "0.0",
+        "1e-3",
+    ]:
         response = api.get(f"/runs?workflow_id={workflow_id}")
         assert_error(response, 400, "'workflow_id' must be a positive integer")
 
@@ -375,3 +388,13 @@ def test_a_cursor_of_one_list_answers_400_on_the_other(api: Api) -> None:
 
     assert_error(api.get(f"/runs?cursor={workflows_cursor}"), 400)
     assert_error(api.get(f"/workflows?cursor={runs_cursor}"), 400)
+
+
+@pytest.mark.parametrize("spelling", ["2", "002", "2.0", "2e0", "0.2e1"])
+def test_an_integral_number_in_a_query_is_the_integer_it_spells(api: Api, spelling: str) -> None:
+    # As in bodies: JSON Schema's integer accepts 2.0, and so does the service.
+    _, second, _ = mixed_runs(api)
+    expected = page(api, f"/runs?workflow_id={second}&limit=2")
+
+    assert page(api, f"/runs?workflow_id={second}&limit={spelling}") == expected
+    assert page(api, f"/runs?workflow_id={second}.0&limit=2") == expected
