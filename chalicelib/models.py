@@ -77,6 +77,23 @@ class Action(NamedTuple):
     # until scripts/backfill_audit_chain.py runs) or someone removed it.
     hash: Optional[str] = None
 
+    @classmethod
+    def recording(cls, action_id: int, run: Run, decision: Decision, hash: str) -> Action:
+        """The record of `decision` on `run`'s current step, with its id and chain hash."""
+        step = run.current_step
+        assert step is not None, "only a run in progress has a decision to record"
+        return cls(
+            action_id,
+            run.id,
+            step.id,
+            step.name,
+            decision.action,
+            decision.actor,
+            decision.comment,
+            decision.at,
+            hash,
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,

@@ -373,17 +373,7 @@ class DynamoDBStorage:
         seq = len(run.actions) + 1
         (action_id,) = self._ids["action"].take()
         chained = audit.next_hash(run, decision)
-        action = Action(
-            action_id,
-            run.id,
-            step.id,
-            step.name,
-            decision.action,
-            decision.actor,
-            decision.comment,
-            decision.at,
-            chained,
-        )
+        action = Action.recording(action_id, run, decision, chained)
         moved = {
             "status": _s(decision.status),
             "updated_at": _s(decision.at),

@@ -425,17 +425,7 @@ class SQLiteStorage:
                     chained,
                 ),
             )
-        action = Action(
-            _last_id(cursor),
-            run.id,
-            step.id,
-            step.name,
-            decision.action,
-            decision.actor,
-            decision.comment,
-            decision.at,
-            chained,
-        )
+        action = Action.recording(_last_id(cursor), run, decision, chained)
         return run.decided(decision, action, chained)
 
     # -- idempotency keys --------------------------------------------------
