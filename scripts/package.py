@@ -76,6 +76,9 @@ SECRET_PARAMETER_VARIABLE = "WORKFLOW_CURSOR_SECRET_PARAMETER"
 # service's error shape; messageString is already a quoted JSON string.
 ERROR_TEMPLATE = '{"error": $context.error.messageString}'
 NO_ROUTE_TEMPLATE = '{"error": "No route matches this path"}'
+# The allowed origin on API Gateway's own answers too, so that a page on it can
+# read a throttled or failed request's {"error"} (a static value, quoted).
+GATEWAY_CORS = {"Headers": {"Access-Control-Allow-Origin": {"Fn::Sub": "'${CorsOrigin}'"}}}
 # One JSON line per request: who called what, from where, and how it ended,
 # written by API Gateway, so it is there even when the function never ran.
 ACCESS_LOG_FIELDS = {
@@ -341,13 +344,17 @@ def api_properties() -> dict[str, Any]:
         # Inside the API's definition, so every deployment carries them.
         "GatewayResponses": {
             **{
-                f"DEFAULT_{kind}": {"ResponseTemplates": {"application/json": ERROR_TEMPLATE}}
+                f"DEFAULT_{kind}": {
+                    "ResponseParameters": GATEWAY_CORS,
+                    "ResponseTemplates": {"application/json": ERROR_TEMPLATE},
+                }
                 for kind in ("4XX", "5XX")
             },
             # A path or method the API does not route: 404, as make run answers,
             # not API Gateway's 403 "Missing Authentication Token".
             "MISSING_AUTHENTICATION_TOKEN": {
                 "StatusCode": "404",
+                "ResponseParameters": GATEWAY_CORS,
                 "ResponseTemplates": {"application/json": NO_ROUTE_TEMPLATE},
             },
         },

@@ -319,11 +319,17 @@ def test_api_gateways_own_errors_answer_in_the_service_error_shape(
 ) -> None:
     # A property of the API, not resources beside it that a redeployment can drop.
     no_route = {"application/json": '{"error": "No route matches this path"}'}
+    # The allowed origin too, so a browser page can read the error.
+    cors = {"Headers": {"Access-Control-Allow-Origin": {"Fn::Sub": "'${CorsOrigin}'"}}}
     assert template["Resources"][REST_API]["Properties"]["GatewayResponses"] == {
-        "DEFAULT_4XX": {"ResponseTemplates": ERROR_TEMPLATE},
-        "DEFAULT_5XX": {"ResponseTemplates": ERROR_TEMPLATE},
+        "DEFAULT_4XX": {"ResponseParameters": cors, "ResponseTemplates": ERROR_TEMPLATE},
+        "DEFAULT_5XX": {"ResponseParameters": cors, "ResponseTemplates": ERROR_TEMPLATE},
         # An unknown route is 404, as make run answers it.
-        "MISSING_AUTHENTICATION_TOKEN": {"StatusCode": "404", "ResponseTemplates": no_route},
+        "MISSING_AUTHENTICATION_TOKEN": {
+            "StatusCode": "404",
+            "ResponseParameters": cors,
+            "ResponseTemplates": no_route,
+        },
     }
     for each in (template, expanded):
         assert of_type(each, "AWS::ApiGateway::GatewayResponse") == {}
@@ -334,6 +340,10 @@ def test_api_gateways_own_errors_answer_in_the_service_error_shape(
     assert set(responses) == {"DEFAULT_4XX", "DEFAULT_5XX", "MISSING_AUTHENTICATION_TOKEN"}
     for kind in ("DEFAULT_4XX", "DEFAULT_5XX"):
         assert responses[kind]["responseTemplates"] == ERROR_TEMPLATE
+    for response in responses.values():
+        assert response["responseParameters"] == {
+            "gatewayresponse.header.Access-Control-Allow-Origin": {"Fn::Sub": "'${CorsOrigin}'"}
+        }
     assert responses["MISSING_AUTHENTICATION_TOKEN"]["statusCode"] == "404"
     assert json.loads(
         responses["MISSING_AUTHENTICATION_TOKEN"]["responseTemplates"]["application/json"]
