@@ -245,16 +245,10 @@ class DynamoDBStorage:
 
     def get_workflow(self, workflow_id: int) -> Workflow:
         # The workflow item carries its steps: the step items need not be read.
-        items = self._call(
-            "query",
-            TableName=self.table,
-            ConsistentRead=True,
-            KeyConditionExpression="PK = :pk AND SK = :sk",
-            ExpressionAttributeValues={":pk": _s(_wf_key(workflow_id)), ":sk": _s(WORKFLOW_SK)},
-        )["Items"]
-        if not items:
+        item = self._read_item(_s(_wf_key(workflow_id)), _s(WORKFLOW_SK))
+        if item is None:
             raise errors.workflow_not_found(workflow_id)
-        return _workflow(items[0])
+        return _workflow(item)
 
     def append_step(self, workflow_id: int, name: str) -> Step:
         # The partition sorts the workflow item before its steps, so the last
@@ -769,18 +763,21 @@ class DynamoDBStorage:
         """The last id of the one counter older tables have (0 if none): read
         once per storage, at its first block."""
         if self._legacy_top is None:
-            items = self._call(
-                "query",
-                TableName=self.table,
-                ConsistentRead=True,
-                KeyConditionExpression="PK = :pk AND SK = :sk",
-                ExpressionAttributeValues={
-                    ":pk": LEGACY_COUNTER_KEY["PK"],
-                    ":sk": LEGACY_COUNTER_KEY["SK"],
-                },
-            )["Items"]
-            self._legacy_top = int(items[0]["next_id"]["N"]) if items else 0
+            item = self._read_item(LEGACY_COUNTER_KEY["PK"], LEGACY_COUNTER_KEY["SK"])
+            self._legacy_top = int(item["next_id"]["N"]) if item else 0
         return self._legacy_top
+
+    def _read_item(self, pk: dict[str, str], sk: dict[str, str]) -> Optional[Item]:
+        """One item by its key, read consistently; a Query, as the role may only
+        Query (no GetItem grant)."""
+        items: list[Item] = self._call(
+            "query",
+            TableName=self.table,
+            ConsistentRead=True,
+            KeyConditionExpression="PK = :pk AND SK = :sk",
+            ExpressionAttributeValues={":pk": pk, ":sk": sk},
+        )["Items"]
+        return items[0] if items else None
 
 
 # -- items <-> models ----------------------------------------------------------
