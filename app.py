@@ -12,7 +12,7 @@ from typing import Optional
 
 from chalice.app import Chalice, Response
 
-from chalicelib import access_log, engine, http, identity, validation
+from chalicelib import access_log, engine, http, identity, page, validation
 from chalicelib.models import Page, Run, RunAudit, Step, Workflow
 from chalicelib.storage import Backend, create_storage
 
@@ -124,3 +124,23 @@ def _decide(run_id: str, decide: Callable[..., Run]) -> Run:
 def openapi_document() -> Response:
     """The OpenAPI document, its servers pointing at the stage that served it."""
     return api.openapi_document()
+
+
+# The approvers' page (chalicelib/page.py): text for a browser, not JSON, and
+# no token needed to load it; the page then calls the routes above.
+
+
+@app.route("/", methods=["GET"])
+def page_document() -> Response:
+    """The page, its script and style sheet named under the stage that served it."""
+    return page.document(api.base_path())
+
+
+@app.route("/ui/app.js", methods=["GET"])
+def page_script() -> Response:
+    return page.script()
+
+
+@app.route("/ui/app.css", methods=["GET"])
+def page_style() -> Response:
+    return page.style()

@@ -200,11 +200,12 @@ class JsonApi:
         return path
 
     def base_path(self) -> str:
-        """What precedes our routes in the URL: API Gateway's stage or base path."""
-        request = self.request
-        full: str = request.context.get("path") or request.path
-        route_path: str = request.path
-        return full[: -len(route_path)] if full.endswith(route_path) else ""
+        """What precedes our routes in the URL: API Gateway's stage or base path
+        ("/api" for https://.../api/runs/7, and for the root, https://.../api or
+        https://.../api/; "" locally)."""
+        full: str = (self.request.context.get("path") or self.request.path).rstrip("/")
+        route_path = self.request_path().rstrip("/")
+        return full[: len(full) - len(route_path)] if full.endswith(route_path) else ""
 
     def openapi_document(self) -> Response:
         """chalicelib/openapi.json (read on first use: no other request needs it),

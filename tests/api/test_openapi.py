@@ -81,9 +81,15 @@ def test_every_documented_operation_is_a_route_of_the_app() -> None:
     assert documented_operations() == app_operations()
 
 
+# The approvers' page: text for a browser, not JSON (chalicelib/page.py).
+PAGE = {"/": "text/html", "/ui/app.js": "text/javascript", "/ui/app.css": "text/css"}
+
+
 def test_every_response_is_json_with_a_request_id() -> None:
     for method, path, operation in operations():
         for status in operation["responses"]:
+            if path in PAGE and status == "200":
+                continue  # test_the_pages_files_are_documented_as_text
             response, _ = openapi_contract.response(path, method, status)
             ids = {
                 name: header["$ref"].rpartition("/")[2]
@@ -96,6 +102,21 @@ def test_every_response_is_json_with_a_request_id() -> None:
                 or ids.get("x-amzn-RequestId") == "GatewayRequestId"
             ), (method, path, status)
             assert list(response["content"]) == ["application/json"], (method, path, status)
+
+
+def test_the_pages_files_are_documented_as_text_with_their_headers() -> None:
+    for path, media_type in PAGE.items():
+        response, _ = openapi_contract.response(path, "get", "200")
+        assert list(response["content"]) == [media_type]
+        assert response["content"][media_type]["schema"] == {"type": "string"}
+        assert {
+            "X-Request-Id",
+            "Content-Security-Policy",
+            "X-Content-Type-Options",
+            "Referrer-Policy",
+            "Cache-Control",
+        } == set(response["headers"])
+        assert DOCUMENT["paths"][path]["get"]["security"] == []
 
 
 def test_every_201_names_its_location() -> None:

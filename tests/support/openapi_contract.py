@@ -120,13 +120,20 @@ def assert_conforms(
         else:
             jsonschema.validate(value, header["schema"])
     if "content" in documented:
-        _assert_json(headers)
-        _validate(json.loads(body), *where_in_document, "content", JSON, "schema")
+        media_type = _media_type(headers)
+        assert media_type in documented["content"], f"{where}: Content-Type {media_type}"
+        if media_type == JSON:
+            _validate(json.loads(body), *where_in_document, "content", JSON, "schema")
+        else:
+            body.decode("utf-8")  # the page's files are text
+
+
+def _media_type(headers: Mapping[str, str]) -> str:
+    return (_header(headers, "Content-Type") or "").split(";")[0].strip()
 
 
 def _assert_json(headers: Mapping[str, str]) -> None:
-    content_type = _header(headers, "Content-Type") or ""
-    assert content_type.split(";")[0].strip() == JSON, content_type
+    assert _media_type(headers) == JSON, _header(headers, "Content-Type")
 
 
 def _header(headers: Mapping[str, str], name: str) -> Optional[str]:

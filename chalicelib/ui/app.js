@@ -1,0 +1,1008 @@
+// The approvers' page: views over the JSON API of the app that serves it.
+//
+// Views are hash routes, so every link can be shared and reloads where it was:
+// #/inbox, #/runs/42, #/workflows, #/me (who am I). What the API sends reaches
+// the DOM only as text, in elements made here (textContent, createElement):
+// never as markup. Every decision sends the step it was made on
+// (expected_step_id) and a fresh Idempotency-Key, so a stale page cannot
+// decide another step and a retried request is not recorded twice.
+//
+// What this server accepts is read from its own contract, GET /openapi.json:
+// the inbox and cancel routes, and the fields of steps, workflows and
+// decisions (approvers, quorum, deadline), so the page offers exactly those.
+"use strict";
+
+(() => {
+  const meta = (name) => document.querySelector(`meta[name="${name}"]`)?.getAttribute("content") ?? "";
+  const BASE = meta("api-base");
+  const MODE = meta("auth-mode") === "none" ? "none" : "jwt";
+  const ACTOR_CLAIM = meta("actor-claim") || "sub";
+  const GROUPS_CLAIM = meta("groups-claim") || "groups";
+  const PAGE_SIZE = 20;
+  const KEYS = { actor: "approvals.actor", groups: "approvals.groups", token: "approvals.token", next: "approvals.next" };
+  const DATE = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+  const STATUS_TEXT = { in_progress: "In progress", completed: "Completed", rejected: "Rejected", cancelled: "Cancelled" };
+  const DECIDED = { approve: "approved", reject: "rejected", cancel: "cancelled the run" };
+  const FLAG_LABELS = {
+    allow_self_approval: "The requester may approve their own run",
+    distinct_approvers: "Each step of a run needs approvers who have not approved another of its steps",
+    reject_requires_comment: "Rejecting needs a comment",
+  };
+
+  const view = document.getElementById("view");
+  const alertRegion = document.getElementById("alert");
+  const statusRegion = document.getElementById("status");
+
+  // -- small helpers ---------------------------------------------------------------
+
+  let ids = 0;
+  const uid = (prefix) => `${prefix}-${++ids}`;
+
+  /** An element with attributes (on* are listeners) and children (strings become text). */
+  function el(tag, attributes, ...children) {
+    const node = document.createElement(tag);
+    for (const [name, value] of Object.entries(attributes || {})) {
+      if (value === undefined || value === null || value === false) continue;
+      if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+      else node.setAttribute(name, value === true ? "" : String(value));
+    }
+    for (const child of children.flat()) {
+      if (child === undefined || child === null || child === false) continue;
+      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+
+  function time(iso) {
+    if (!iso) return null;
+    const date = new Date(iso);
+    return el("time", { datetime: iso }, Number.isNaN(date.getTime()) ? iso : DATE.format(date));
+  }
+
+  const isPast = (iso) => Boolean(iso) && new Date(iso).getTime() < Date.now();
+
+  function duration(seconds) {
+    const units = [["day", 86400], ["hour", 3600], ["minute", 60], ["second", 1]];
+    const [name, size] = units.find(([, size]) => seconds >= size && seconds % size === 0) || units[3];
+    const count = seconds / size;
+    return `${count} ${name}${count === 1 ? "" : "s"}`;
+  }
+
+  const splitList = (text) => String(text || "").split(/[\s,]+/).map((part) => part.trim()).filter(Boolean);
+  const plural = (count, one, many) => `${count} ${count === 1 ? one : many}`;
+
+  function newKey() {
+    const bytes = new Uint8Array(16);
+    crypto.getRandomValues(bytes);
+    return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
+  }
+
+  function query(params) {
+    const search = new URLSearchParams();
+    for (const [name, value] of Object.entries(params)) {
+      for (const each of Array.isArray(value) ? value : [value]) {
+        if (each !== undefined && each !== null && each !== "") search.append(name, String(each));
+      }
+    }
+    const text = search.toString();
+    return text ? `?${text}` : "";
+  }
+
+  /** A definition list of [term, description] pairs; empty descriptions are left out. */
+  function facts(pairs) {
+    const rows = pairs.filter(([, value]) => value !== null && value !== undefined && value !== "");
+    return el("dl", { class: "facts" }, rows.map(([term, value]) => el("div", {}, el("dt", {}, term), el("dd", {}, value))));
+  }
+
+  // -- the tab's memory: who I am ------------------------------------------------------
+
+  const memory = new Map(); // when sessionStorage is refused: kept until the page reloads
+  const session = {
+    get(key) {
+      try {
+        return sessionStorage.getItem(key);
+      } catch {
+        return memory.get(key) ?? null;
+      }
+    },
+    set(key, value) {
+      try {
+        if (value === null) sessionStorage.removeItem(key);
+        else sessionStorage.setItem(key, value);
+      } catch {
+        if (value === null) memory.delete(key);
+        else memory.set(key, value);
+      }
+    },
+  };
+
+  /** A token's claims, read for display only: the API verifies the token on every call. */
+  function tokenClaims(token) {
+    try {
+      const part = token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+      const binary = atob(part.padEnd(part.length + ((4 - (part.length % 4)) % 4), "="));
+      const claims = JSON.parse(new TextDecoder().decode(Uint8Array.from(binary, (c) => c.charCodeAt(0))));
+      return claims && typeof claims === "object" ? claims : null;
+    } catch {
+      return null;
+    }
+  }
+
+  function claimGroups(value) {
+    if (typeof value === "string") return splitList(value);
+    return Array.isArray(value) ? value.filter((group) => typeof group === "string" && group.trim()).map((group) => group.trim()) : [];
+  }
+
+  /** Who this tab acts as: {actor, groups, token?, expires?}, or null before they said. */
+  function me() {
+    if (MODE === "none") {
+      const actor = (session.get(KEYS.actor) || "").trim();
+      return actor ? { actor, groups: splitList(session.get(KEYS.groups)) } : null;
+    }
+    const token = session.get(KEYS.token);
+    if (!token) return null;
+    const claims = tokenClaims(token) || {};
+    const actor = typeof claims[ACTOR_CLAIM] === "string" ? claims[ACTOR_CLAIM].trim() : "";
+    const expires = typeof claims.exp === "number" ? new Date(claims.exp * 1000).toISOString() : null;
+    return { actor, groups: claimGroups(claims[GROUPS_CLAIM]), token, expires };
+  }
+
+  // -- the API ---------------------------------------------------------------------
+
+  class ApiError extends Error {
+    constructor(status, message, body) {
+      super(message);
+      this.status = status;
+      this.body = body;
+    }
+  }
+
+  async function request(method, path, body, idempotencyKey) {
+    const headers = { Accept: "application/json" };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const caller = me();
+    if (MODE === "jwt" && caller) headers.Authorization = `Bearer ${caller.token}`;
+    if (idempotencyKey) headers["Idempotency-Key"] = idempotencyKey;
+    let response;
+    try {
+      response = await fetch(BASE + path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        cache: "no-store",
+        credentials: "same-origin",
+      });
+    } catch {
+      throw new ApiError(0, "The service could not be reached. Check the connection, then try again.");
+    }
+    let data = null;
+    try {
+      data = await response.json();
+    } catch {
+      data = null;
+    }
+    if (response.ok) return data;
+    const message = data && typeof data.error === "string" ? data.error : `The service answered ${response.status}.`;
+    const error = new ApiError(response.status, message, data);
+    if (response.status === 401) {
+      signedOut(message);
+      error.handled = true;
+    }
+    throw error;
+  }
+
+  let contract = null;
+
+  /** What this server accepts, read once from its OpenAPI document. */
+  async function capabilities() {
+    if (contract) return contract;
+    let doc = null;
+    try {
+      doc = await request("GET", "/openapi.json");
+    } catch (error) {
+      if (error.handled) throw error;
+    }
+    const paths = (doc && doc.paths) || {};
+    const deref = (node) => {
+      for (let hops = 0; node && typeof node.$ref === "string" && node.$ref.startsWith("#/") && hops < 10; hops++) {
+        node = node.$ref.slice(2).split("/").reduce((at, key) => at && at[key.replace(/~1/g, "/").replace(/~0/g, "~")], doc);
+      }
+      return node || {};
+    };
+    // The properties an object schema (or the object variants of a union) allows.
+    const properties = (node) => {
+      node = deref(node);
+      const variants = [...(node.anyOf || []), ...(node.oneOf || []), ...(node.allOf || [])];
+      return Object.assign({}, ...variants.map(properties), node.properties || {});
+    };
+    const body = (path) => properties(paths[path]?.post?.requestBody?.content?.["application/json"]?.schema);
+    const workflowFields = body("/workflows");
+    const stepFields = body("/workflows/{workflow_id}/steps");
+    const initialStep = properties(deref(workflowFields.steps).items);
+    const onDeadline = deref(stepFields.on_deadline);
+    contract = {
+      inbox: "/inbox" in paths,
+      cancel: "/runs/{run_id}/cancel" in paths,
+      decisionGroups: "groups" in body("/runs/{run_id}/approve"),
+      stepFields: new Set(Object.keys(stepFields)),
+      initialStepFields: new Set(Object.keys(initialStep)),
+      onDeadline: [...(onDeadline.enum || []), ...(onDeadline.anyOf || []).flatMap((each) => deref(each).enum || [])].filter((v) => typeof v === "string"),
+      flags: Object.entries(workflowFields)
+        .filter(([, schema]) => [deref(schema).type].flat().includes("boolean"))
+        .map(([name, schema]) => ({ name, description: deref(schema).description || "" })),
+    };
+    return contract;
+  }
+
+  const workflowCache = new Map();
+
+  async function workflowById(id, fresh = false) {
+    if (fresh || !workflowCache.has(id)) workflowCache.set(id, await request("GET", `/workflows/${id}`));
+    return workflowCache.get(id);
+  }
+
+  // -- messages and focus ------------------------------------------------------------
+
+  let carried = null; // messages for the next view, after a navigation
+
+  function say(text) {
+    statusRegion.textContent = text;
+  }
+
+  function warn(text) {
+    alertRegion.textContent = text;
+  }
+
+  function clearMessages() {
+    say("");
+    warn("");
+  }
+
+  function focus(node) {
+    if (node) node.focus({ preventScroll: false });
+  }
+
+  // -- routing ---------------------------------------------------------------------
+
+  let generation = 0; // bumped by every navigation: a view loaded for an older one is dropped
+
+  function go(hash, messages) {
+    carried = messages || null;
+    if (location.hash === hash) route();
+    else location.hash = hash;
+  }
+
+  function signedOut(reason) {
+    session.set(KEYS.token, null);
+    if (!location.hash.startsWith("#/me")) session.set(KEYS.next, location.hash || "#/inbox");
+    carried = { alert: `Your token was refused: ${reason}. Paste a valid one to go on.` };
+    if (location.hash === "#/me") route();
+    else location.replace("#/me");
+  }
+
+  function parse(hash) {
+    const match = /^#\/(inbox|workflows|me|runs\/(\d+))?\/?$/.exec(hash || "#/");
+    if (!match) return { name: "inbox" };
+    if (match[2]) return { name: "run", id: Number(match[2]) };
+    return { name: match[1] || "inbox" };
+  }
+
+  async function route() {
+    const current = ++generation;
+    if (location.hash.startsWith("#token=")) {
+      // A token handed over in the link: kept for the tab, gone from the address bar and history.
+      const token = decodeURIComponent(location.hash.slice("#token=".length)).trim();
+      history.replaceState(null, "", `${location.pathname}${location.search}#/inbox`);
+      if (MODE === "jwt" && token) {
+        session.set(KEYS.token, token);
+        carried = { status: `Using the token of ${describeCaller(me())}.` };
+      }
+    }
+    const target = parse(location.hash);
+    if (target.name !== "me" && !me()) {
+      session.set(KEYS.next, location.hash || "#/inbox");
+      location.replace("#/me");
+      return;
+    }
+    const messages = carried;
+    carried = null;
+    clearMessages();
+    markNavigation(target.name);
+    showCaller();
+    view.setAttribute("aria-busy", "true");
+    try {
+      const title = await VIEWS[target.name](current, target);
+      if (current !== generation) return;
+      if (messages && messages.alert) {
+        warn(messages.alert);
+        focus(alertRegion);
+      } else if (messages && messages.status) {
+        say(messages.status);
+        focus(statusRegion);
+      } else {
+        focus(title);
+      }
+    } catch (error) {
+      if (current !== generation || error.handled) return;
+      draw(current, "Something went wrong", el("p", {}, "The page could not be shown: ", error.message || String(error)), el("p", {}, el("button", { type: "button", onclick: () => route() }, "Try again")));
+      warn(error.message || String(error));
+      focus(alertRegion);
+    } finally {
+      if (current === generation) view.removeAttribute("aria-busy");
+    }
+  }
+
+  /** Replace the view (if it is still the current one) with a heading and content. */
+  function draw(current, title, ...content) {
+    if (current !== generation) return null;
+    const heading = el("h1", { tabindex: "-1" }, title);
+    view.replaceChildren(heading, ...content.filter((node) => node instanceof Node));
+    document.title = `${heading.textContent} · Approvals`;
+    return heading;
+  }
+
+  function markNavigation(name) {
+    for (const link of document.querySelectorAll("nav a[data-view]")) {
+      if (link.dataset.view === name) link.setAttribute("aria-current", "page");
+      else link.removeAttribute("aria-current");
+    }
+  }
+
+  function describeCaller(caller) {
+    if (!caller) return "nobody yet";
+    const who = caller.actor || "an unnamed caller";
+    return caller.groups.length ? `${who} (${caller.groups.join(", ")})` : who;
+  }
+
+  function showCaller() {
+    const caller = me();
+    document.getElementById("whoami").textContent = caller ? `Acting as ${caller.actor || "?"}` : "Who am I?";
+  }
+
+  // -- who am I ----------------------------------------------------------------------
+
+  function continueAfterIdentity(message) {
+    const next = session.get(KEYS.next);
+    session.set(KEYS.next, null);
+    go(next && !next.startsWith("#/me") ? next : "#/inbox", { status: message });
+  }
+
+  async function showMe(current) {
+    const caller = me();
+    if (MODE === "none") return drawNameForm(current, caller);
+    return drawTokenForm(current, caller);
+  }
+
+  function drawNameForm(current, caller) {
+    const nameId = uid("actor");
+    const groupsId = uid("groups");
+    const groupsHint = uid("hint");
+    const name = el("input", { id: nameId, name: "actor", type: "text", required: true, autocomplete: "username", maxlength: "200", value: caller ? caller.actor : "" });
+    const groups = el("input", { id: groupsId, name: "groups", type: "text", autocomplete: "off", "aria-describedby": groupsHint, value: caller ? caller.groups.join(", ") : "" });
+    const form = el(
+      "form",
+      { class: "panel", novalidate: true },
+      el("div", { class: "field" }, el("label", { for: nameId }, "Your name"), name),
+      el("div", { class: "field" }, el("label", { for: groupsId }, "Your groups"), el("p", { class: "hint", id: groupsHint }, "Separated by commas, for example: finance, managers. Steps open to a group are yours to decide."), groups),
+      el("div", { class: "actions" }, el("button", { type: "submit", class: "primary" }, "Continue"), caller ? el("button", { type: "button", onclick: forget }, "Forget me") : null),
+    );
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const actor = name.value.trim();
+      if (!actor) {
+        warn("Say who you are: your name is recorded with each decision.");
+        focus(name);
+        return;
+      }
+      session.set(KEYS.actor, actor);
+      session.set(KEYS.groups, splitList(groups.value).join(","));
+      continueAfterIdentity(`Acting as ${describeCaller(me())}.`);
+    });
+    return draw(
+      current,
+      "Who are you?",
+      el("p", {}, "This service takes your word for who you are (it runs without sign-in, for local use). Your name is recorded with every decision you make here; it is kept for this tab only."),
+      form,
+    );
+  }
+
+  function drawTokenForm(current, caller) {
+    const tokenId = uid("token");
+    const hintId = uid("hint");
+    const token = el("textarea", { id: tokenId, name: "token", rows: "4", required: true, autocomplete: "off", spellcheck: "false", "aria-describedby": hintId });
+    const form = el(
+      "form",
+      { class: "panel", novalidate: true },
+      el("div", { class: "field" }, el("label", { for: tokenId }, "Bearer token"), el("p", { class: "hint", id: hintId }, "The JSON Web Token your sign-in gave you. It is kept for this tab only and sent to this service alone."), token),
+      el("div", { class: "actions" }, el("button", { type: "submit", class: "primary" }, "Use this token"), caller ? el("button", { type: "button", onclick: forget }, "Forget the token") : null),
+    );
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const value = token.value.trim().replace(/^bearer\s+/i, "");
+      if (value.split(".").length !== 3 || !tokenClaims(value)) {
+        warn("This is not a JSON Web Token: it should be three parts separated by dots.");
+        focus(token);
+        return;
+      }
+      session.set(KEYS.token, value);
+      continueAfterIdentity(`Using the token of ${describeCaller(me())}.`);
+    });
+    const current_token = caller
+      ? el(
+          "section",
+          { "aria-labelledby": "token-owner" },
+          el("h2", { id: "token-owner" }, "The token in use"),
+          facts([
+            ["Belongs to", caller.actor || `nobody: it has no ${ACTOR_CLAIM} claim`],
+            ["Groups", caller.groups.join(", ") || "none"],
+            ["Valid until", caller.expires ? el("span", {}, time(caller.expires), isPast(caller.expires) ? " (expired)" : "") : "no expiry given"],
+          ]),
+        )
+      : null;
+    return draw(current, "Who are you?", el("p", {}, "This service verifies who you are with a bearer token. Paste yours, or open a link that carries it after #token=."), current_token, form);
+  }
+
+  function forget() {
+    for (const key of Object.values(KEYS)) session.set(key, null);
+    go("#/me", { status: "Forgotten: this tab acts as nobody now." });
+  }
+
+  // -- the inbox ---------------------------------------------------------------------
+
+  let inboxMissing = false; // the server answered 404 to /inbox: list runs in progress instead
+  let inboxPages = { cursors: [null], index: 0 };
+
+  async function showInbox(current) {
+    inboxPages = { cursors: [null], index: 0 };
+    return drawInboxPage(current);
+  }
+
+  async function loadInbox(caps) {
+    const cursor = inboxPages.cursors[inboxPages.index];
+    if (caps.inbox && !inboxMissing) {
+      const caller = me();
+      const params = MODE === "none" ? { actor: caller.actor, group: caller.groups } : {};
+      try {
+        return { page: await request("GET", `/inbox${query({ ...params, limit: PAGE_SIZE, cursor })}`), mine: true };
+      } catch (error) {
+        if (error.status !== 404) throw error;
+        inboxMissing = true;
+        inboxPages = { cursors: [null], index: 0 };
+      }
+    }
+    const fallbackCursor = inboxPages.cursors[inboxPages.index];
+    return { page: await request("GET", `/runs${query({ status: "in_progress", limit: PAGE_SIZE, cursor: fallbackCursor })}`), mine: false };
+  }
+
+  async function drawInboxPage(current) {
+    const caps = await capabilities();
+    const { page, mine } = await loadInbox(caps);
+    for (const id of new Set(page.items.map((run) => run.workflow_id))) await workflowById(id);
+    const items = page.items.map((run) => inboxItem(run, workflowCache.get(run.workflow_id)));
+    const pageNumber = inboxPages.index + 1;
+    const intro = mine
+      ? el("p", {}, "Runs whose current step is yours to decide, the longest waiting first.")
+      : el("p", {}, "Every run in progress, the newest first: this server has no personal inbox, so check each run's step before you decide.");
+    const pager = el(
+      "div",
+      { class: "actions pager" },
+      inboxPages.index > 0 ? el("button", { type: "button", onclick: () => turnInboxPage(-1) }, "Previous page") : null,
+      page.next_cursor
+        ? el("button", { type: "button", onclick: () => turnInboxPage(+1, page.next_cursor) }, "Next page")
+        : null,
+      el("button", { type: "button", onclick: () => route() }, "Refresh"),
+    );
+    return draw(
+      current,
+      mine ? "Waiting for you" : "Runs in progress",
+      intro,
+      pageNumber > 1 || page.next_cursor ? el("p", { class: "page-number" }, `Page ${pageNumber}`) : null,
+      items.length ? el("ul", { class: "cards" }, items) : el("p", { class: "empty" }, mine ? "Nothing waits for you." : "No run is in progress."),
+      pager,
+    );
+  }
+
+  async function turnInboxPage(step, nextCursor) {
+    if (step > 0) inboxPages.cursors[inboxPages.index + 1] = nextCursor;
+    inboxPages.index += step;
+    const current = ++generation;
+    view.setAttribute("aria-busy", "true");
+    try {
+      const title = await drawInboxPage(current);
+      if (current === generation) focus(title);
+    } catch (error) {
+      if (!error.handled && current === generation) {
+        warn(error.message);
+        focus(alertRegion);
+      }
+    } finally {
+      if (current === generation) view.removeAttribute("aria-busy");
+    }
+  }
+
+  function stepPosition(step, workflow) {
+    const count = workflow ? Math.max(workflow.steps.length, step.step_order) : null;
+    return count ? `${step.step_order} of ${count}: ${step.name}` : `${step.step_order}: ${step.name}`;
+  }
+
+  function approvalsSoFar(run) {
+    const step = run.current_step;
+    if (!step || typeof step.required_approvals !== "number") return null;
+    const approved = run.current_step_approved_by || [];
+    return `${approved.length} of ${step.required_approvals}`;
+  }
+
+  function deadline(iso) {
+    if (!iso) return null;
+    return el("span", {}, time(iso), isPast(iso) ? el("strong", { class: "badge badge-overdue" }, "Overdue") : null);
+  }
+
+  function inboxItem(run, workflow) {
+    const since = run.current_step_since || null;
+    return el(
+      "li",
+      { class: "card" },
+      el("h2", { class: "card-title" }, el("a", { href: `#/runs/${run.id}` }, run.title)),
+      facts([
+        ["Workflow", workflow ? workflow.name : `Workflow ${run.workflow_id}`],
+        ["Requested by", run.requested_by || "nobody named"],
+        ["Current step", run.current_step ? stepPosition(run.current_step, workflow) : null],
+        ["Approvals", approvalsSoFar(run)],
+        [since ? "Waiting since" : "Last change", time(since || run.updated_at)],
+        ["Deadline", deadline(run.current_step_due_at)],
+      ]),
+    );
+  }
+
+  // -- a run -------------------------------------------------------------------------
+
+  async function showRun(current, target) {
+    const run = await request("GET", `/runs/${target.id}`);
+    const workflow = await workflowById(run.workflow_id, true);
+    const caps = await capabilities();
+    return drawRun(current, run, workflow, caps, "");
+  }
+
+  function drawRun(current, run, workflow, caps, draft) {
+    const caller = me();
+    const status = STATUS_TEXT[run.status] || run.status;
+    const summary = facts([
+      ["Workflow", workflow.name],
+      ["Requested by", run.requested_by || "nobody named"],
+      ["Started", time(run.created_at)],
+      ["Current step", run.current_step ? stepPosition(run.current_step, workflow) : null],
+      ["Approvals", approvalsSoFar(run)],
+      ["Waiting since", time(run.current_step_since)],
+      ["Deadline", deadline(run.current_step_due_at)],
+      ["Run number", String(run.id)],
+    ]);
+    const sections = [
+      el("p", { class: "lead" }, "Status: ", el("span", { class: `badge badge-${run.status}` }, status), run.current_step ? ` Waiting at step ${stepPosition(run.current_step, workflow)}.` : ""),
+      summary,
+    ];
+    if (run.status === "in_progress" && run.current_step) sections.push(decisionForm(run, workflow, caps, draft));
+    if (run.status === "in_progress" && caps.cancel && caller && run.requested_by === caller.actor) sections.push(cancelForm(run, workflow, caps));
+    sections.push(timeline(run, workflow), history(run));
+    sections.push(el("p", { class: "actions" }, el("a", { href: "#/inbox" }, "Back to the inbox"), el("button", { type: "button", onclick: () => route() }, "Reload")));
+    return draw(current, run.title, ...sections);
+  }
+
+  function decisionForm(run, workflow, caps, draft) {
+    const caller = me();
+    const step = run.current_step;
+    const commentId = uid("comment");
+    const hintId = uid("hint");
+    const needsComment = workflow.reject_requires_comment === true;
+    const comment = el("textarea", { id: commentId, name: "comment", rows: "3", maxlength: "5000", "aria-describedby": hintId });
+    comment.value = draft;
+    const approved = run.current_step_approved_by || [];
+    const notes = [];
+    if (typeof step.required_approvals === "number") {
+      notes.push(
+        `${plural(approved.length, "approval", "approvals")} of the ${step.required_approvals} this step needs`,
+        approved.length ? ` (${approved.join(", ")}).` : ".",
+      );
+    }
+    if (Array.isArray(step.approvers)) notes.push(` Who may decide: ${step.approvers.length ? step.approvers.join(", ") : "anyone"}.`);
+    if (caller && approved.includes(caller.actor)) notes.push(" You approved this step already.");
+    const form = el(
+      "form",
+      { class: "panel", novalidate: true, "aria-labelledby": "decide-heading" },
+      el("h2", { id: "decide-heading" }, `Decide step ${stepPosition(step, workflow)}`),
+      notes.length ? el("p", {}, notes) : null,
+      el(
+        "div",
+        { class: "field" },
+        el("label", { for: commentId }, "Comment"),
+        el("p", { class: "hint", id: hintId }, needsComment ? "Required to reject; optional to approve. Kept in the run's history." : "Optional. Kept in the run's history."),
+        comment,
+      ),
+      el(
+        "div",
+        { class: "actions" },
+        el("button", { type: "submit", class: "primary", name: "decision", value: "approve" }, "Approve"),
+        el("button", { type: "submit", class: "danger", name: "decision", value: "reject" }, "Reject"),
+      ),
+    );
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const decision = event.submitter && event.submitter.value === "reject" ? "reject" : "approve";
+      const text = comment.value;
+      if (decision === "reject" && needsComment && !text.trim()) {
+        warn("Say why you reject: this workflow needs a comment to reject.");
+        focus(comment);
+        return;
+      }
+      const body = { expected_step_id: step.id };
+      if (MODE === "none") {
+        body.actor = caller.actor;
+        if (caps.decisionGroups && caller.groups.length) body.groups = caller.groups;
+      }
+      if (text.trim()) body.comment = text;
+      act(form, run, workflow, caps, `/runs/${run.id}/${decision}`, body, text, (updated) => decidedText(decision, step, updated, workflow));
+    });
+    return form;
+  }
+
+  function cancelForm(run, workflow, caps) {
+    const reasonId = uid("reason");
+    const reason = el("input", { id: reasonId, name: "reason", type: "text", maxlength: "5000" });
+    const form = el(
+      "form",
+      { class: "panel", novalidate: true, "aria-labelledby": "cancel-heading" },
+      el("h2", { id: "cancel-heading" }, "Withdraw your request"),
+      el("div", { class: "field" }, el("label", { for: reasonId }, "Reason (optional)"), reason),
+      el("div", { class: "actions" }, el("button", { type: "submit", class: "danger" }, "Cancel this run")),
+    );
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const body = {};
+      if (MODE === "none") body.actor = me().actor;
+      if (reason.value.trim()) body.reason = reason.value;
+      act(form, run, workflow, caps, `/runs/${run.id}/cancel`, body, "", () => "You cancelled this run.");
+    });
+    return form;
+  }
+
+  /** Send a decision; show the outcome (or the API's error) and the run as it is now. */
+  async function act(form, run, workflow, caps, path, body, draft, describe) {
+    const buttons = form.querySelectorAll("button");
+    for (const button of buttons) button.disabled = true;
+    const current = generation;
+    clearMessages();
+    try {
+      const updated = await request("POST", path, body, newKey());
+      const fresh = await workflowById(updated.workflow_id, true);
+      if (current !== generation) return;
+      drawRun(current, updated, fresh, caps, "");
+      say(describe(updated));
+      focus(statusRegion);
+    } catch (error) {
+      if (error.handled || current !== generation) return;
+      warn(error.message);
+      try {
+        const reloaded = await request("GET", `/runs/${run.id}`);
+        const fresh = await workflowById(reloaded.workflow_id, true);
+        if (current !== generation) return;
+        drawRun(current, reloaded, fresh, caps, draft);
+      } catch (reloadError) {
+        if (reloadError.handled) return;
+        for (const button of buttons) button.disabled = false;
+      }
+      focus(alertRegion);
+    }
+  }
+
+  function decidedText(decision, step, run, workflow) {
+    const done = `You ${decision === "reject" ? "rejected" : "approved"} step ${step.step_order}, ${step.name}.`;
+    if (run.status !== "in_progress") return `${done} The run is ${(STATUS_TEXT[run.status] || run.status).toLowerCase()}.`;
+    if (run.current_step_id === step.id) {
+      const so_far = approvalsSoFar(run);
+      return so_far ? `${done} Approvals so far: ${so_far}.` : done;
+    }
+    return `${done} The run waits at step ${stepPosition(run.current_step, workflow)} now.`;
+  }
+
+  /** Each step's state in this run: done, current, to come; where it ended. */
+  function stepStates(run, steps) {
+    const last = run.actions[run.actions.length - 1];
+    const endedAt = last ? steps.find((step) => step.id === last.step_id) : null;
+    const currentOrder = run.current_step ? run.current_step.step_order : null;
+    return steps.map((step) => {
+      if (run.status === "in_progress") {
+        if (step.step_order < currentOrder) return ["done", "Done"];
+        return step.step_order === currentOrder ? ["current", "Current step"] : ["upcoming", "To come"];
+      }
+      if (run.status === "completed") return ["done", "Done"];
+      if (!endedAt || step.step_order > endedAt.step_order) return ["upcoming", "Not reached"];
+      if (step.step_order < endedAt.step_order) return ["done", "Done"];
+      return [run.status, run.status === "rejected" ? "Rejected here" : `${STATUS_TEXT[run.status] || run.status} here`];
+    });
+  }
+
+  function stepRules(step) {
+    const rules = [];
+    if (Array.isArray(step.approvers)) rules.push(`Who may decide: ${step.approvers.length ? step.approvers.join(", ") : "anyone"}.`);
+    if (typeof step.required_approvals === "number") rules.push(` Needs ${plural(step.required_approvals, "approval", "approvals")}.`);
+    if (typeof step.deadline_seconds === "number") {
+      rules.push(` Deadline: ${duration(step.deadline_seconds)} after it starts${step.on_deadline ? `, then ${String(step.on_deadline).replace(/_/g, " ")}` : ""}.`);
+    }
+    return rules.length ? el("p", { class: "step-rules" }, rules) : null;
+  }
+
+  function timeline(run, workflow) {
+    const states = stepStates(run, workflow.steps);
+    const items = workflow.steps.map((step, index) => {
+      const [state, label] = states[index];
+      const decisions = run.actions.filter((action) => action.step_id === step.id);
+      return el(
+        "li",
+        { class: `step step-${state}`, "aria-current": state === "current" ? "step" : null },
+        el("p", { class: "step-head" }, el("span", { class: "step-name" }, step.name), " ", el("span", { class: `badge badge-${state}` }, label)),
+        stepRules(step),
+        state === "current" && approvalsSoFar(run) ? el("p", {}, `Approvals so far: ${approvalsSoFar(run)}.`) : null,
+        decisions.length
+          ? el(
+              "ul",
+              { class: "step-decisions" },
+              decisions.map((action) => el("li", {}, `${capitalised(DECIDED[action.action] || action.action)} by ${action.actor}, `, time(action.created_at))),
+            )
+          : null,
+      );
+    });
+    return el("section", { "aria-labelledby": "steps-heading" }, el("h2", { id: "steps-heading" }, "Steps"), el("ol", { class: "timeline" }, items));
+  }
+
+  const capitalised = (text) => text.charAt(0).toUpperCase() + text.slice(1);
+
+  function history(run) {
+    const entries = run.actions.map((action) =>
+      el(
+        "li",
+        {},
+        el("p", { class: "history-head" }, time(action.created_at), " ", el("strong", {}, action.actor), ` ${DECIDED[action.action] || action.action} at ${action.step_name}`),
+        action.comment ? el("blockquote", { class: "comment" }, action.comment) : null,
+      ),
+    );
+    return el(
+      "section",
+      { "aria-labelledby": "history-heading" },
+      el("h2", { id: "history-heading" }, "History"),
+      entries.length ? el("ol", { class: "history" }, entries) : el("p", { class: "empty" }, "No decision yet."),
+    );
+  }
+
+  // -- workflows ---------------------------------------------------------------------
+
+  async function showWorkflows(current) {
+    const caps = await capabilities();
+    const list = el("ul", { class: "cards" });
+    const more = el("div", { class: "actions" });
+    const load = async (cursor) => {
+      const page = await request("GET", `/workflows${query({ limit: PAGE_SIZE, cursor })}`);
+      for (const workflow of page.items) {
+        workflowCache.set(workflow.id, workflow);
+        list.append(workflowCard(workflow, caps));
+      }
+      more.replaceChildren(
+        page.next_cursor
+          ? el("button", { type: "button", onclick: async (event) => { event.target.disabled = true; await load(page.next_cursor).catch((error) => error.handled || warn(error.message)); } }, "Show more workflows")
+          : el("p", { class: "empty" }, list.children.length ? "That is every workflow." : "No workflow yet: define the first one below."),
+      );
+    };
+    await load(null);
+    return draw(
+      current,
+      "Workflows",
+      el("section", { "aria-labelledby": "defined-heading" }, el("h2", { id: "defined-heading" }, "Defined workflows"), list, more),
+      defineForm(caps),
+    );
+  }
+
+  function flagLabel(flag) {
+    return FLAG_LABELS[flag] || capitalised(flag.replace(/_/g, " "));
+  }
+
+  function workflowCard(workflow, caps) {
+    const flags = Object.entries(workflow).filter(([, value]) => typeof value === "boolean");
+    return el(
+      "li",
+      { class: "card" },
+      el("h3", { class: "card-title" }, workflow.name),
+      workflow.description ? el("p", {}, workflow.description) : null,
+      flags.length ? el("ul", { class: "flags" }, flags.map(([name, value]) => el("li", {}, `${flagLabel(name)}: ${value ? "yes" : "no"}`))) : null,
+      workflow.steps.length
+        ? el("ol", { class: "steps" }, workflow.steps.map((step) => el("li", {}, el("span", { class: "step-name" }, step.name), stepRules(step))))
+        : el("p", { class: "empty" }, "No step yet: append one before starting runs."),
+      el("details", {}, el("summary", {}, "Start a run"), startRunForm(workflow)),
+      el("details", {}, el("summary", {}, "Append a step"), appendStepForm(workflow, caps)),
+    );
+  }
+
+  /** The inputs of one step (name, and what else this server takes), and how to read them. */
+  function stepInputs(fields, caps, legend) {
+    const inputs = {};
+    const rows = [];
+    const field = (key, label, input, hint) => {
+      const id = uid(key);
+      input.id = id;
+      inputs[key] = input;
+      const hintId = hint ? uid("hint") : null;
+      if (hintId) input.setAttribute("aria-describedby", hintId);
+      rows.push(el("div", { class: "field" }, el("label", { for: id }, label), hint ? el("p", { class: "hint", id: hintId }, hint) : null, input));
+    };
+    field("name", "Step name", el("input", { type: "text", name: "name", required: true, maxlength: "200" }));
+    if (fields.has("approvers")) {
+      field("approvers", "Who may decide", el("input", { type: "text", name: "approvers", autocomplete: "off" }), "user:NAME or group:NAME, separated by commas; empty: anyone.");
+    }
+    if (fields.has("required_approvals")) {
+      field("required_approvals", "Approvals needed", el("input", { type: "number", name: "required_approvals", min: "1", max: "20", step: "1", value: "1", inputmode: "numeric" }));
+    }
+    if (fields.has("deadline_seconds")) {
+      field("deadline_hours", "Deadline, in hours after the step starts", el("input", { type: "number", name: "deadline_hours", min: "0", step: "any", inputmode: "decimal" }), "Empty: no deadline.");
+      if (fields.has("on_deadline") && caps.onDeadline.length) {
+        const select = el("select", { name: "on_deadline" }, caps.onDeadline.map((value) => el("option", { value }, capitalised(value.replace(/_/g, " ")))));
+        field("on_deadline", "When the deadline passes", select);
+      }
+    }
+    const read = () => {
+      const step = { name: inputs.name.value.trim() };
+      if (inputs.approvers && inputs.approvers.value.trim()) step.approvers = splitList(inputs.approvers.value);
+      if (inputs.required_approvals && inputs.required_approvals.value && inputs.required_approvals.value !== "1") {
+        step.required_approvals = Number(inputs.required_approvals.value);
+      }
+      if (inputs.deadline_hours && inputs.deadline_hours.value) {
+        step.deadline_seconds = Math.round(Number(inputs.deadline_hours.value) * 3600);
+        if (inputs.on_deadline) step.on_deadline = inputs.on_deadline.value;
+      }
+      return step;
+    };
+    const node = legend ? el("fieldset", { class: "step-fields" }, el("legend", {}, legend), rows) : el("div", {}, rows);
+    return { node, read, first: inputs.name };
+  }
+
+  function startRunForm(workflow) {
+    const titleId = uid("title");
+    const title = el("input", { id: titleId, name: "title", type: "text", required: true, maxlength: "500" });
+    const form = el(
+      "form",
+      { class: "inline-form", novalidate: true },
+      el("div", { class: "field" }, el("label", { for: titleId }, `Title of the new run of ${workflow.name}`), title),
+      el("div", { class: "actions" }, el("button", { type: "submit", class: "primary" }, "Start run")),
+    );
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      if (!title.value.trim()) {
+        warn("Give the run a title.");
+        focus(title);
+        return;
+      }
+      const body = { workflow_id: workflow.id, title: title.value.trim() };
+      if (MODE === "none") body.requested_by = me().actor;
+      await submit(form, () => request("POST", "/runs", body, newKey()), (run) => go(`#/runs/${run.id}`, { status: `Run ${run.id} started: it waits at its first step.` }));
+    });
+    return form;
+  }
+
+  function appendStepForm(workflow, caps) {
+    const step = stepInputs(caps.stepFields, caps, null);
+    const form = el("form", { class: "inline-form", novalidate: true }, step.node, el("div", { class: "actions" }, el("button", { type: "submit", class: "primary" }, "Append step")));
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const body = step.read();
+      if (!body.name) {
+        warn("Give the step a name.");
+        focus(step.first);
+        return;
+      }
+      await submit(form, () => request("POST", `/workflows/${workflow.id}/steps`, body, newKey()), (created) =>
+        go("#/workflows", { status: `Step ${created.step_order}, ${created.name}, appended to ${workflow.name}.` }),
+      );
+    });
+    return form;
+  }
+
+  function defineForm(caps) {
+    const nameId = uid("workflow-name");
+    const descriptionId = uid("description");
+    const name = el("input", { id: nameId, name: "name", type: "text", required: true, maxlength: "200" });
+    const description = el("textarea", { id: descriptionId, name: "description", rows: "2", maxlength: "5000" });
+    const flags = caps.flags.map((flag) => {
+      const id = uid(flag.name);
+      const hintId = flag.description ? uid("hint") : null;
+      const box = el("input", { id, type: "checkbox", name: flag.name, "aria-describedby": hintId });
+      return { flag, box, node: el("div", { class: "check" }, box, el("label", { for: id }, flagLabel(flag.name)), hintId ? el("p", { class: "hint", id: hintId }, flag.description) : null) };
+    });
+    const steps = [];
+    const stepList = el("div", { class: "step-list" });
+    const renumber = () => {
+      steps.forEach((step, index) => {
+        step.legend.textContent = `Step ${index + 1}`;
+        step.remove.hidden = steps.length === 1;
+        step.remove.textContent = `Remove step ${index + 1}`;
+      });
+    };
+    const addStep = () => {
+      const inputs = stepInputs(caps.initialStepFields.size ? caps.initialStepFields : new Set(["name"]), caps, "Step");
+      const remove = el("button", { type: "button", class: "link-button" }, "Remove");
+      const entry = { ...inputs, remove, legend: inputs.node.querySelector("legend") };
+      remove.addEventListener("click", () => {
+        steps.splice(steps.indexOf(entry), 1);
+        inputs.node.remove();
+        renumber();
+        focus(steps[steps.length - 1].first);
+      });
+      inputs.node.append(remove);
+      steps.push(entry);
+      stepList.append(inputs.node);
+      renumber();
+      return entry;
+    };
+    addStep();
+    const form = el(
+      "form",
+      { class: "panel", novalidate: true, "aria-labelledby": "define-heading" },
+      el("h2", { id: "define-heading" }, "Define a workflow"),
+      el("div", { class: "field" }, el("label", { for: nameId }, "Name"), name),
+      el("div", { class: "field" }, el("label", { for: descriptionId }, "Description (optional)"), description),
+      flags.map((flag) => flag.node),
+      stepList,
+      el(
+        "div",
+        { class: "actions" },
+        el("button", { type: "button", onclick: () => focus(addStep().first) }, "Add another step"),
+        el("button", { type: "submit", class: "primary" }, "Define workflow"),
+      ),
+    );
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      if (!name.value.trim()) {
+        warn("Give the workflow a name.");
+        focus(name);
+        return;
+      }
+      const read = steps.map((step) => step.read());
+      const unnamed = read.findIndex((step) => !step.name);
+      if (unnamed >= 0) {
+        warn(`Give step ${unnamed + 1} a name.`);
+        focus(steps[unnamed].first);
+        return;
+      }
+      const body = { name: name.value.trim(), steps: read.map((step) => (Object.keys(step).length === 1 ? step.name : step)) };
+      if (description.value.trim()) body.description = description.value;
+      for (const { flag, box } of flags) if (box.checked) body[flag.name] = true;
+      await submit(form, () => request("POST", "/workflows", body, newKey()), (workflow) =>
+        go("#/workflows", { status: `Workflow ${workflow.name} defined with ${plural(workflow.steps.length, "step", "steps")}.` }),
+      );
+    });
+    return form;
+  }
+
+  /** Send a form's request; on success `done(answer)`, else the API's error in the alert. */
+  async function submit(form, send, done) {
+    const buttons = form.querySelectorAll("button");
+    for (const button of buttons) button.disabled = true;
+    clearMessages();
+    try {
+      const answer = await send();
+      workflowCache.clear();
+      done(answer);
+    } catch (error) {
+      for (const button of buttons) button.disabled = false;
+      if (error.handled) return;
+      warn(error.message);
+      focus(alertRegion);
+    }
+  }
+
+  // -- start -------------------------------------------------------------------------
+
+  const VIEWS = { inbox: showInbox, run: showRun, workflows: showWorkflows, me: showMe };
+
+  document.getElementById("skip-link").addEventListener("click", (event) => {
+    event.preventDefault();
+    focus(document.getElementById("main"));
+  });
+  window.addEventListener("hashchange", () => route());
+  route();
+})();

@@ -1,0 +1,164 @@
+"""The approvers' page as the app serves it: GET /, its script and its style
+sheet, as text with their security headers, under API Gateway's stage as
+locally, to anyone (the page asks for a token itself). What it does in a
+browser: tests/browser/."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Optional
+
+import pytest
+from chalice.test import Client
+
+import app as app_module
+from chalicelib import page
+from tests.support import tokens
+from tests.support.api import Api
+
+PAGE_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+        "img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+FILES = [
+    ("/", "text/html; charset=utf-8"),
+    ("/ui/app.js", "text/javascript; charset=utf-8"),
+    ("/ui/app.css", "text/css; charset=utf-8"),
+]
+
+
+@pytest.fixture
+def bare_api() -> Iterator[Api]:
+    """The API helper on an app that needs no storage for what is asked here."""
+    with Client(app_module.app) as test_client:
+        yield Api(test_client)
+
+
+@pytest.fixture
+def jwt_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKFLOW_AUTH", "jwt")
+    monkeypatch.setenv("WORKFLOW_JWT_ISSUER", tokens.ISSUER)
+    monkeypatch.setenv("WORKFLOW_JWT_SECRET", tokens.SECRET)
+
+
+def meta(document: str, name: str) -> str:
+    match = re.search(rf'<meta name="{name}" content="([^"]*)">', document)
+    assert match, name
+    return match.group(1)
+
+
+def gateway_event(
+    method: str, path: str, resource: str, body: Optional[Any] = None, **path_parameters: str
+) -> dict[str, Any]:
+    """The event API Gateway's REST proxy sends for `path` on the stage "api"."""
+    return {
+        "resource": resource,
+        "path": path.removeprefix("/api") or "/",
+        "httpMethod": method,
+        "headers": {"Content-Type": "application/json", "Host": "x.execute-api.test"},
+        "multiValueHeaders": {},
+        "queryStringParameters": None,
+        "multiValueQueryStringParameters": None,
+        "pathParameters": path_parameters or None,
+        "stageVariables": None,
+        "requestContext": {
+            "resourcePath": resource,
+            "httpMethod": method,
+            "path": path,
+            "stage": "api",
+            "requestId": "gateway-request-1",
+        },
+        "body": None if body is None else json.dumps(body),
+        "isBase64Encoded": False,
+    }
+
+
+@pytest.mark.parametrize("path, content_type", FILES)
+def test_the_pages_files_are_text_with_the_security_headers(
+    bare_api: Api, path: str, content_type: str
+) -> None:
+    response = bare_api.get(path)  # checked against the OpenAPI document too
+    assert response.status_code == 200
+    assert response.headers["Content-Type"] == content_type
+    for name, value in PAGE_HEADERS.items():
+        assert response.headers[name] == value
+    assert response.body.decode("utf-8")
+
+
+def test_the_page_is_the_one_in_chalicelib_ui_with_its_files_named_locally(
+    bare_api: Api,
+) -> None:
+    document = bare_api.get("/").body.decode()
+    assert '<script src="/ui/app.js" defer></script>' in document
+    assert '<link rel="stylesheet" href="/ui/app.css">' in document
+    assert meta(document, "api-base") == ""
+    assert meta(document, "auth-mode") == "none"
+    assert '<link rel="icon" href="data:,">' in document
+    assert bare_api.get("/ui/app.js").body.decode() == Path(page.UI_DIR, "app.js").read_text()
+
+
+@pytest.mark.parametrize("requested", ["/api", "/api/"])
+def test_under_api_gateways_stage_the_page_names_its_files_and_api_under_the_stage(
+    requested: str,
+) -> None:
+    answer = app_module.app(gateway_event("GET", requested, "/"), None)
+    assert answer["statusCode"] == 200
+    document = answer["body"]
+    assert meta(document, "api-base") == "/api"
+    assert '<script src="/api/ui/app.js" defer></script>' in document
+    assert '<link rel="stylesheet" href="/api/ui/app.css">' in document
+
+
+def test_a_location_names_the_stage_on_routes_with_ids_too(api: Api) -> None:
+    workflow = api.create_workflow(steps=["Manager"])
+    event = gateway_event(
+        "POST",
+        f"/api/workflows/{workflow['id']}/steps",
+        "/workflows/{workflow_id}/steps",
+        {"name": "Finance"},
+        workflow_id=str(workflow["id"]),
+    )
+    answer = app_module.app(event, None)
+    assert answer["statusCode"] == 201, answer["body"]
+    assert answer["headers"]["Location"] == f"/api/workflows/{workflow['id']}"
+
+
+@pytest.mark.usefixtures("jwt_mode")
+def test_in_jwt_mode_anyone_gets_the_page_which_then_asks_for_a_token(bare_api: Api) -> None:
+    for path, _ in FILES:
+        assert bare_api.get(path).status_code == 200
+    assert bare_api.get("/workflows").status_code == 401
+    document = bare_api.get("/").body.decode()
+    assert meta(document, "auth-mode") == "jwt"
+    assert meta(document, "actor-claim") == "sub"
+    assert meta(document, "groups-claim") == "groups"
+
+
+@pytest.mark.usefixtures("jwt_mode")
+def test_the_page_names_the_claims_the_service_reads_escaped(
+    bare_api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WORKFLOW_JWT_ACTOR_CLAIM", 'email"><script>alert(1)</script>')
+    monkeypatch.setenv("WORKFLOW_JWT_GROUPS_CLAIM", "cognito:groups")
+    document = bare_api.get("/").body.decode()
+    assert "<script>alert" not in document
+    assert meta(document, "actor-claim") == "email&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"
+    assert meta(document, "groups-claim") == "cognito:groups"
+
+
+def test_a_misconfigured_service_still_serves_the_page_asking_for_a_token(
+    bare_api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WORKFLOW_AUTH", "jwt")  # no issuer, no key: every API call is a 503
+    response = bare_api.get("/")
+    assert response.status_code == 200
+    assert meta(response.body.decode(), "auth-mode") == "jwt"
+    assert bare_api.get("/workflows").status_code == 503
