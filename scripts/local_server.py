@@ -26,13 +26,15 @@ Where it differs, on purpose:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import json
 import os
 import sys
+import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +119,24 @@ def build_server(
         chalice.local.CustomLocalChalice.__bases__ = (chalice.local.LocalChalice, app.__class__)
         app.__class__ = chalice.local.CustomLocalChalice
     return chalice.local.LocalDevServer(app, config, host, port, handler_cls=RequestHandler)
+
+
+@contextlib.contextmanager
+def serving(app: Chalice, config: Config, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
+    """`app` served on a thread of this process until the block ends (port 0:
+    a free one); yields its base URL. The app's class is given back afterwards,
+    for chalice.test.Client."""
+    app_class = app.__class__
+    server = build_server(app, config, host, port)
+    thread = threading.Thread(target=server.server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://{host}:{server.server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server.server_close()
+        thread.join()
+        app.__class__ = app_class
 
 
 def stage_config(project_dir: Path, stage: str) -> Config:
