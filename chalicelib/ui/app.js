@@ -265,6 +265,9 @@
   // -- routing ---------------------------------------------------------------------
 
   let generation = 0; // bumped by every navigation: a view loaded for an older one is dropped
+  // Focus moves to a new view's heading (or its message) once the person has
+  // done something; on a fresh load it stays at the top, where the skip link is.
+  let interacted = false;
 
   function go(hash, messages) {
     carried = messages || null;
@@ -292,7 +295,7 @@
     if (location.hash.startsWith("#token=")) {
       // A token handed over in the link: kept for the tab, gone from the address bar and history.
       const token = decodeURIComponent(location.hash.slice("#token=".length)).trim();
-      history.replaceState(null, "", `${location.pathname}${location.search}#/inbox`);
+      window.history.replaceState(null, "", `${location.pathname}${location.search}#/inbox`);
       if (MODE === "jwt" && token) {
         session.set(KEYS.token, token);
         carried = { status: `Using the token of ${describeCaller(me())}.` };
@@ -315,11 +318,11 @@
       if (current !== generation) return;
       if (messages && messages.alert) {
         warn(messages.alert);
-        focus(alertRegion);
+        if (interacted) focus(alertRegion);
       } else if (messages && messages.status) {
         say(messages.status);
-        focus(statusRegion);
-      } else {
+        if (interacted) focus(statusRegion);
+      } else if (interacted) {
         focus(title);
       }
     } catch (error) {
@@ -582,7 +585,7 @@
     ];
     if (run.status === "in_progress" && run.current_step) sections.push(decisionForm(run, workflow, caps, draft));
     if (run.status === "in_progress" && caps.cancel && caller && run.requested_by === caller.actor) sections.push(cancelForm(run, workflow, caps));
-    sections.push(timeline(run, workflow), history(run));
+    sections.push(timeline(run, workflow), historySection(run));
     sections.push(el("p", { class: "actions" }, el("a", { href: "#/inbox" }, "Back to the inbox"), el("button", { type: "button", onclick: () => route() }, "Reload")));
     return draw(current, run.title, ...sections);
   }
@@ -755,7 +758,7 @@
 
   const capitalised = (text) => text.charAt(0).toUpperCase() + text.slice(1);
 
-  function history(run) {
+  function historySection(run) {
     const entries = run.actions.map((action) =>
       el(
         "li",
@@ -1003,6 +1006,9 @@
     event.preventDefault();
     focus(document.getElementById("main"));
   });
+  for (const kind of ["pointerdown", "keydown"]) {
+    document.addEventListener(kind, () => (interacted = true), { capture: true, passive: true });
+  }
   window.addEventListener("hashchange", () => route());
   route();
 })();
