@@ -3,6 +3,7 @@
 # DynamoDB: `make dynamodb-table`, `make run-dynamodb`, `make package`, `make scan` (docs/deploy.md),
 # `make audit-chain` once on a table with history from before the audit chain (README).
 # `make bench` runs the benchmarks (bench/) and writes their figures into BENCHMARKS.md.
+# `make screenshots` writes the approvers' page's screenshots into docs/screenshots/.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -25,7 +26,7 @@ PYTEST_WORKERS ?= auto
 XDIST := -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 .PHONY: run test test-fast lint format bench profile venv clean clean-data token \
-	dynamodb-table run-dynamodb package scan audit-chain
+	dynamodb-table run-dynamodb package scan audit-chain browser screenshots
 
 # Serving needs only Chalice and boto3; the test and benchmark tools come on top.
 $(VENV)/.created:
@@ -62,8 +63,25 @@ format: $(VENV)/.dev
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-test: lint
-	$(BIN)/python -m pytest -q $(XDIST) --durations=15
+# The browser tests (tests/browser/) drive Debian's headless Chromium with Playwright
+# (scripts/browser.py); `make browser` installs it if it is missing (root, apt-get).
+CHROMIUM ?= /usr/lib/chromium/chromium-headless-shell
+
+test: lint browser
+	CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest -q $(XDIST) --durations=15
+
+browser:
+	@test -x $(CHROMIUM) || { \
+		echo "Installing Debian's chromium-headless-shell for the browser tests (apt-get) ..."; \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends chromium-headless-shell; } || { \
+			echo "Could not install it: as root, apt-get install chromium-headless-shell;" \
+				"or set CHROMIUM to a Chromium binary" >&2; exit 1; }; \
+		test -x $(CHROMIUM) || { echo "No Chromium at $(CHROMIUM) after the install" >&2; exit 1; }; }
+
+# Screenshots of the inbox and a run page at 360 and 1280 px (README), on sample data.
+screenshots: $(VENV)/.dev browser
+	CHROMIUM=$(CHROMIUM) $(BIN)/python scripts/screenshots.py docs/screenshots
 
 # The unit, contract and API tiers: no race storms, fuzzing or packaging.
 test-fast: $(VENV)/.dev

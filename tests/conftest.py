@@ -9,6 +9,7 @@ Tiers, one folder each, marked by folder (`-m` selects them):
     fuzz       schemathesis against the served document    make test
     packaging  `make package`'s template, cfn-lint         make test
     local      the make targets, run as a user runs them      make test
+    browser    the approvers' page in headless Chromium    make test
 
 Which suites run on which backends, and why:
 
@@ -19,6 +20,8 @@ Which suites run on which backends, and why:
 - contract/test_engine.py: SQLite only. The engine is pure over the Storage
   protocol; what it needs from storage is pinned on both backends by the
   contract suite and the API tests above.
+- browser/: every backend of BACKENDS, as api/: the page's server runs in
+  process, and the page sends one request at a time.
 - races/ and fuzz/: RACE_BACKENDS (SQLite; moto served one request at a time,
   because moto in process does not make a condition and its write atomic).
 - contract/test_dynamodb_*.py and contract/test_sqlite_*.py: one backend each,
@@ -47,8 +50,8 @@ from tests.support.backends import (
     session,
 )
 
-TIERS = ("unit", "contract", "api", "races", "fuzz", "packaging", "local")
-LONGEST_FIRST = ("fuzz", "races", "packaging", "local", "api", "contract", "unit")
+TIERS = ("unit", "contract", "api", "races", "fuzz", "packaging", "local", "browser")
+LONGEST_FIRST = ("fuzz", "races", "packaging", "local", "browser", "api", "contract", "unit")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

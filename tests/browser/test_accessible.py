@@ -1,0 +1,117 @@
+"""Every view passes axe-core, has one h1 and the landmarks, and fits a phone's
+360 px as well as 1280 px; the keyboard alone can decide."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Locator, expect
+
+from tests.support import tokens
+from tests.support.api import Api
+from tests.support.browser import WIDTHS, PageUnderTest
+
+
+def check_view(tab: PageUnderTest, heading: str) -> None:
+    expect(tab.heading).to_have_text(heading)
+    tab.assert_one_h1_and_the_landmarks()
+    tab.assert_fits()
+    tab.assert_accessible()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_every_view_is_accessible_and_fits_the_width(tab: PageUnderTest, api: Api) -> None:
+    tab.visit()
+    check_view(tab, "Who are you?")
+    tab.act_as("maria", "finance")
+    check_view(tab, "Runs in progress")  # with none
+
+    workflow = api.create_workflow(
+        "Purchase order with a name long enough to wrap on a phone",
+        steps=["Manager", "Finance", "Chief financial officer"],
+    )
+    run = api.start_run(workflow["id"], "PO-1042: twelve laptops for the new team in Lisbon")
+    ended = api.start_run(workflow["id"], "PO-1043: chairs")
+    api.approve(run["id"], "sam", "Within budget, and the quote is attached to the request")
+    for _ in workflow["steps"]:
+        api.approve(ended["id"], "sam")
+    tab.visit("#/inbox")
+    check_view(tab, "Runs in progress")
+
+    tab.open_run(run)
+    check_view(tab, run["title"])
+    tab.decide("Approve", "Fine by me")
+    expect(tab.status).to_contain_text("You approved step 2, Finance.")
+    check_view(tab, run["title"])
+
+    api.approve(run["id"], "someone-else")  # the page is stale now
+    tab.expect_failed_request(409)
+    tab.decide("Reject", "Too late")
+    expect(tab.alert).to_contain_text("Run is not in progress")
+    check_view(tab, run["title"])
+
+    tab.open_run(ended)
+    check_view(tab, ended["title"])
+
+    tab.visit("#/workflows")
+    expect(tab.page.locator("li.card")).to_have_count(1)
+    tab.page.get_by_text("Append a step").click()
+    tab.page.get_by_text("Start a run").click()
+    tab.page.get_by_role("button", name="Add another step").click()
+    check_view(tab, "Workflows")
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_token_view_is_accessible_and_fits_the_width(
+    tab: PageUnderTest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WORKFLOW_AUTH", "jwt")
+    monkeypatch.setenv("WORKFLOW_JWT_ISSUER", tokens.ISSUER)
+    monkeypatch.setenv("WORKFLOW_JWT_SECRET", tokens.SECRET)
+    tab.visit()
+    check_view(tab, "Who are you?")
+    tab.visit(f"#token={tokens.hs256(tokens.claims('maria', ['finance', 'managers']))}")
+    expect(tab.status).to_have_text("Using the token of maria (finance, managers).")
+    tab.visit("#/me")
+    check_view(tab, "Who are you?")
+
+
+def press_tab_until(tab: PageUnderTest, target: Locator, most: int = 40) -> None:
+    """Tab through the page until `target` has the focus."""
+    for _ in range(most):
+        tab.page.keyboard.press("Tab")
+        if target.evaluate("node => node === document.activeElement"):
+            return
+    raise AssertionError(f"{most} presses of Tab never reached {target}")
+
+
+def test_the_keyboard_alone_can_say_who_you_are_open_a_run_and_decide(
+    tab: PageUnderTest, api: Api
+) -> None:
+    api.started_run(steps=["Manager", "Finance"], title="PO-5: a monitor")
+    tab.visit()
+    expect(tab.heading).to_have_text("Who are you?")
+    tab.page.keyboard.press("Tab")
+    expect(tab.page.get_by_role("link", name="Skip to the content")).to_be_focused()
+    tab.page.keyboard.press("Enter")
+    expect(tab.page.get_by_role("main")).to_be_focused()
+    press_tab_until(tab, tab.page.get_by_label("Your name"))
+    tab.page.keyboard.type("maria")
+    tab.page.keyboard.press("Enter")  # submits the form
+    expect(tab.status).to_have_text("Acting as maria.")
+
+    press_tab_until(tab, tab.page.get_by_role("link", name="PO-5: a monitor"))
+    tab.page.keyboard.press("Enter")
+    expect(tab.heading).to_have_text("PO-5: a monitor")
+    expect(tab.heading).to_be_focused()
+    press_tab_until(tab, tab.page.get_by_label("Comment"))
+    tab.page.keyboard.type("Fine")
+    tab.page.keyboard.press("Tab")
+    expect(tab.page.get_by_role("button", name="Approve")).to_be_focused()
+    tab.page.keyboard.press("Enter")
+    expect(tab.status).to_have_text(
+        "You approved step 1, Manager. The run waits at step 2 of 2: Finance now."
+    )
+    expect(tab.status).to_be_focused()
+    press_tab_until(tab, tab.page.get_by_role("button", name="Reject"))
+    tab.page.keyboard.press("Space")
+    expect(tab.status).to_have_text("You rejected step 2, Finance. The run is rejected.")
