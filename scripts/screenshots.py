@@ -1,0 +1,142 @@
+"""Screenshots of the approvers' page for the README: the inbox and a run page,
+each 360 px wide (a phone) and 1280 px wide, on sample data.
+
+    python scripts/screenshots.py docs/screenshots
+
+`make screenshots` runs it. The app is served in this process from a fresh
+SQLite file (WORKFLOW_AUTH=none), filled through the API as people would, and
+photographed by Debian's headless Chromium (scripts/browser.py). Steps get
+approvers and a quorum where the API has them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from chalice.config import Config
+
+import app as app_module
+from chalicelib import access_log
+from chalicelib.storage.sqlite import SQLiteStorage
+from scripts import browser, local_server
+
+WIDTHS = (360, 1280)
+VIEWER = ("finn", "finance")
+
+
+def call(base_url: str, method: str, path: str, body: Any = None) -> Any:
+    request = urllib.request.Request(
+        base_url + path,
+        data=None if body is None else json.dumps(body).encode("utf-8"),
+        headers={"Content-Type": "application/json"},
+        method=method,
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return json.load(answer)
+
+
+def sample_data(base_url: str) -> dict[str, Any]:
+    """Two workflows and a few runs at different steps; the run to show."""
+    new_step = call(base_url, "GET", "/openapi.json")["components"]["schemas"]["NewStep"]
+    rules = "required_approvals" in new_step["properties"]
+
+    def step(name: str, approvers: list[str], quorum: int = 1) -> Any:
+        return {"name": name, "approvers": approvers, "required_approvals": quorum} if rules else name
+
+    purchase = call(
+        base_url,
+        "POST",
+        "/workflows",
+        {
+            "name": "Purchase order",
+            "description": "Anything over 500 EUR",
+            "steps": [
+                step("Manager", ["group:managers"]),
+                step("Finance", ["group:finance"], 2),
+                step("CFO", ["user:cfo"]),
+            ],
+        },
+    )
+    contract = call(
+        base_url,
+        "POST",
+        "/workflows",
+        {"name": "Supplier contract", "steps": [step("Legal", []), step("Finance", ["group:finance"])]},
+    )
+
+    def start(workflow: dict[str, Any], title: str, requester: str) -> dict[str, Any]:
+        run = {"workflow_id": workflow["id"], "title": title, "requested_by": requester}
+        started: dict[str, Any] = call(base_url, "POST", "/runs", run)
+        return started
+
+    def approve(run: dict[str, Any], actor: str, comment: str, groups: list[str]) -> None:
+        decision: dict[str, Any] = {"actor": actor, "comment": comment}
+        if rules:
+            decision["groups"] = groups
+        call(base_url, "POST", f"/runs/{run['id']}/approve", decision)
+
+    laptops = start(purchase, "PO-1042: 12 laptops for the Lisbon office", "sam")
+    approve(laptops, "maria", "Within this quarter's budget.", ["managers"])
+    desks = start(purchase, "PO-1043: standing desks", "ana")
+    approve(desks, "maria", "", ["managers"])
+    hosting = start(contract, "Renewal: cloud hosting, 3 years", "lee")
+    approve(hosting, "legal-team", "Terms checked against the template.", [])
+    start(purchase, "PO-1044: conference room screen", "sam")
+    return laptops
+
+
+def main(argv: list[str]) -> int:
+    out = Path(argv[0] if argv else "docs/screenshots")
+    out.mkdir(parents=True, exist_ok=True)
+    from playwright.sync_api import expect, sync_playwright
+
+    access_log.LOGGER.disabled = True
+    os.environ.pop("WORKFLOW_AUTH", None)
+    with tempfile.TemporaryDirectory() as data:
+        app_module.use_storage(SQLiteStorage(os.path.join(data, "workflows.sqlite3")))
+        with local_server.serving(app_module.app, Config.create()) as base_url:
+            run = sample_data(base_url)
+            with sync_playwright() as playwright:
+                chromium = browser.launch(playwright)
+                for width in WIDTHS:
+                    context = chromium.new_context(
+                        viewport={"width": width, "height": 800},
+                        base_url=base_url,
+                        locale="en-GB",
+                        timezone_id="Europe/Lisbon",
+                    )
+                    page = context.new_page()
+                    page.goto("/#/me")
+                    page.get_by_label("Your name").fill(VIEWER[0])
+                    page.get_by_label("Your groups").fill(VIEWER[1])
+                    page.get_by_role("button", name="Continue").click()
+                    expect(page.get_by_role("status")).not_to_be_empty()
+                    for name, route, heading in (
+                        ("inbox", "#/inbox", None),
+                        ("run", f"#/runs/{run['id']}", run["title"]),
+                    ):
+                        page.goto(f"/{route}")
+                        page.reload()  # without the last view's message
+                        title = page.get_by_role("heading", level=1)
+                        if heading:
+                            expect(title).to_have_text(heading)
+                        else:
+                            expect(page.locator("ul.cards > li")).to_have_count(4)
+                        path = out / f"{name}-{width}.png"
+                        page.screenshot(path=str(path), full_page=True)
+                        print(f"wrote {path}")
+                    context.close()
+                chromium.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
