@@ -49,7 +49,9 @@ def sample_data(base_url: str) -> dict[str, Any]:
     rules = "required_approvals" in new_step["properties"]
 
     def step(name: str, approvers: list[str], quorum: int = 1) -> Any:
-        return {"name": name, "approvers": approvers, "required_approvals": quorum} if rules else name
+        return (
+            {"name": name, "approvers": approvers, "required_approvals": quorum} if rules else name
+        )
 
     purchase = call(
         base_url,
@@ -69,7 +71,10 @@ def sample_data(base_url: str) -> dict[str, Any]:
         base_url,
         "POST",
         "/workflows",
-        {"name": "Supplier contract", "steps": [step("Legal", []), step("Finance", ["group:finance"])]},
+        {
+            "name": "Supplier contract",
+            "steps": [step("Legal", []), step("Finance", ["group:finance"])],
+        },
     )
 
     def start(workflow: dict[str, Any], title: str, requester: str) -> dict[str, Any]:

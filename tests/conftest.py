@@ -40,6 +40,7 @@ from chalice.test import Client
 
 import app as app_module
 from chalicelib.storage import Backend, dynamodb
+from tests.support import tokens
 from tests.support.api import Api
 from tests.support.backends import (
     BACKENDS,
@@ -102,6 +103,14 @@ def ddb(tmp_path: Path, serve: None) -> Iterator[dynamodb.DynamoDBStorage]:
         assert isinstance(storage, dynamodb.DynamoDBStorage)
         app_module.use_storage(storage)
         yield storage
+
+
+@pytest.fixture
+def secret_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    """WORKFLOW_AUTH=jwt, verifying the tests' HS256 tokens (tests/support/tokens.py)."""
+    monkeypatch.setenv("WORKFLOW_AUTH", "jwt")
+    monkeypatch.setenv("WORKFLOW_JWT_ISSUER", tokens.ISSUER)
+    monkeypatch.setenv("WORKFLOW_JWT_SECRET", tokens.SECRET)
 
 
 @pytest.fixture

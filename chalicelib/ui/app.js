@@ -262,6 +262,12 @@
     if (node) node.focus({ preventScroll: false });
   }
 
+  /** A form refused before sending: why, and the field to fix focused. */
+  function refuse(field, why) {
+    warn(why);
+    focus(field);
+  }
+
   // -- routing ---------------------------------------------------------------------
 
   let generation = 0; // bumped by every navigation: a view loaded for an older one is dropped
@@ -392,11 +398,7 @@
     form.addEventListener("submit", (event) => {
       event.preventDefault();
       const actor = name.value.trim();
-      if (!actor) {
-        warn("Say who you are: your name is recorded with each decision.");
-        focus(name);
-        return;
-      }
+      if (!actor) return refuse(name, "Say who you are: your name is recorded with each decision.");
       session.set(KEYS.actor, actor);
       session.set(KEYS.groups, splitList(groups.value).join(","));
       continueAfterIdentity(`Acting as ${describeCaller(me())}.`);
@@ -422,11 +424,7 @@
     form.addEventListener("submit", (event) => {
       event.preventDefault();
       const value = token.value.trim().replace(/^bearer\s+/i, "");
-      if (value.split(".").length !== 3 || !tokenClaims(value)) {
-        warn("This is not a JSON Web Token: it should be three parts separated by dots.");
-        focus(token);
-        return;
-      }
+      if (value.split(".").length !== 3 || !tokenClaims(value)) return refuse(token, "This is not a JSON Web Token: it should be three parts separated by dots.");
       session.set(KEYS.token, value);
       continueAfterIdentity(`Using the token of ${describeCaller(me())}.`);
     });
@@ -631,11 +629,7 @@
       event.preventDefault();
       const decision = event.submitter && event.submitter.value === "reject" ? "reject" : "approve";
       const text = comment.value;
-      if (decision === "reject" && needsComment && !text.trim()) {
-        warn("Say why you reject: this workflow needs a comment to reject.");
-        focus(comment);
-        return;
-      }
+      if (decision === "reject" && needsComment && !text.trim()) return refuse(comment, "Say why you reject: this workflow needs a comment to reject.");
       const body = { expected_step_id: step.id };
       if (MODE === "none") {
         body.actor = caller.actor;
@@ -875,11 +869,7 @@
     );
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
-      if (!title.value.trim()) {
-        warn("Give the run a title.");
-        focus(title);
-        return;
-      }
+      if (!title.value.trim()) return refuse(title, "Give the run a title.");
       const body = { workflow_id: workflow.id, title: title.value.trim() };
       if (MODE === "none") body.requested_by = me().actor;
       await submit(form, () => request("POST", "/runs", body, newKey()), (run) => go(`#/runs/${run.id}`, { status: `Run ${run.id} started: it waits at its first step.` }));
@@ -893,11 +883,7 @@
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
       const body = step.read();
-      if (!body.name) {
-        warn("Give the step a name.");
-        focus(step.first);
-        return;
-      }
+      if (!body.name) return refuse(step.first, "Give the step a name.");
       await submit(form, () => request("POST", `/workflows/${workflow.id}/steps`, body, newKey()), (created) =>
         go("#/workflows", { status: `Step ${created.step_order}, ${created.name}, appended to ${workflow.name}.` }),
       );
@@ -959,18 +945,10 @@
     );
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
-      if (!name.value.trim()) {
-        warn("Give the workflow a name.");
-        focus(name);
-        return;
-      }
+      if (!name.value.trim()) return refuse(name, "Give the workflow a name.");
       const read = steps.map((step) => step.read());
       const unnamed = read.findIndex((step) => !step.name);
-      if (unnamed >= 0) {
-        warn(`Give step ${unnamed + 1} a name.`);
-        focus(steps[unnamed].first);
-        return;
-      }
+      if (unnamed >= 0) return refuse(steps[unnamed].first, `Give step ${unnamed + 1} a name.`);
       const body = { name: name.value.trim(), steps: read.map((step) => (Object.keys(step).length === 1 ? step.name : step)) };
       if (description.value.trim()) body.description = description.value;
       for (const { flag, box } of flags) if (box.checked) body[flag.name] = true;

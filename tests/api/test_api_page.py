@@ -16,7 +16,6 @@ from chalice.test import Client
 
 import app as app_module
 from chalicelib import page
-from tests.support import tokens
 from tests.support.api import Api
 
 PAGE_HEADERS = {
@@ -40,13 +39,6 @@ def bare_api() -> Iterator[Api]:
     """The API helper on an app that needs no storage for what is asked here."""
     with Client(app_module.app) as test_client:
         yield Api(test_client)
-
-
-@pytest.fixture
-def jwt_mode(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WORKFLOW_AUTH", "jwt")
-    monkeypatch.setenv("WORKFLOW_JWT_ISSUER", tokens.ISSUER)
-    monkeypatch.setenv("WORKFLOW_JWT_SECRET", tokens.SECRET)
 
 
 def meta(document: str, name: str) -> str:
@@ -131,7 +123,7 @@ def test_a_location_names_the_stage_on_routes_with_ids_too(api: Api) -> None:
     assert answer["headers"]["Location"] == f"/api/workflows/{workflow['id']}"
 
 
-@pytest.mark.usefixtures("jwt_mode")
+@pytest.mark.usefixtures("secret_mode")
 def test_in_jwt_mode_anyone_gets_the_page_which_then_asks_for_a_token(bare_api: Api) -> None:
     for path, _ in FILES:
         assert bare_api.get(path).status_code == 200
@@ -142,7 +134,7 @@ def test_in_jwt_mode_anyone_gets_the_page_which_then_asks_for_a_token(bare_api: 
     assert meta(document, "groups-claim") == "groups"
 
 
-@pytest.mark.usefixtures("jwt_mode")
+@pytest.mark.usefixtures("secret_mode")
 def test_the_page_names_the_claims_the_service_reads_escaped(
     bare_api: Api, monkeypatch: pytest.MonkeyPatch
 ) -> None:

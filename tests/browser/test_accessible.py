@@ -61,12 +61,8 @@ def test_every_view_is_accessible_and_fits_the_width(tab: PageUnderTest, api: Ap
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_the_token_view_is_accessible_and_fits_the_width(
-    tab: PageUnderTest, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("WORKFLOW_AUTH", "jwt")
-    monkeypatch.setenv("WORKFLOW_JWT_ISSUER", tokens.ISSUER)
-    monkeypatch.setenv("WORKFLOW_JWT_SECRET", tokens.SECRET)
+@pytest.mark.usefixtures("secret_mode")
+def test_the_token_view_is_accessible_and_fits_the_width(tab: PageUnderTest) -> None:
     tab.visit()
     check_view(tab, "Who are you?")
     tab.visit(f"#token={tokens.hs256(tokens.claims('maria', ['finance', 'managers']))}")

@@ -53,28 +53,24 @@ def test_a_blank_name_is_refused_on_the_page(tab: PageUnderTest) -> None:
 # -- jwt mode --------------------------------------------------------------------------
 
 
-@pytest.fixture
-def jwt_mode(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WORKFLOW_AUTH", "jwt")
-    monkeypatch.setenv("WORKFLOW_JWT_ISSUER", tokens.ISSUER)
-    monkeypatch.setenv("WORKFLOW_JWT_SECRET", tokens.SECRET)
-
-
-def as_admin(api: Api, method: str, path: str, body: Any) -> dict[str, Any]:
+def admin_started_run(api: Api, title: str) -> dict[str, Any]:
+    """A run of a new one-step workflow, both made with an admin's token."""
     token = tokens.hs256(tokens.claims("admin", ["workflow-admins"]))
     headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
-    response = api.request(method, path, body, headers=headers)
+    workflow = {"name": "Deploys", "steps": ["Review"]}
+    created = api.request("POST", "/workflows", workflow, headers=headers).json_body
+    run = {"workflow_id": created["id"], "title": title}
+    response = api.request("POST", "/runs", run, headers=headers)
     assert response.status_code == 201, response.body
-    created: dict[str, Any] = response.json_body
-    return created
+    started: dict[str, Any] = response.json_body
+    return started
 
 
-@pytest.mark.usefixtures("jwt_mode")
+@pytest.mark.usefixtures("secret_mode")
 def test_a_token_in_the_link_is_kept_for_the_tab_and_leaves_the_address_bar(
     tab: PageUnderTest, api: Api
 ) -> None:
-    workflow = as_admin(api, "POST", "/workflows", {"name": "Deploys", "steps": ["Review"]})
-    run = as_admin(api, "POST", "/runs", {"workflow_id": workflow["id"], "title": "Ship 2.0"})
+    run = admin_started_run(api, "Ship 2.0")
     token = tokens.hs256(tokens.claims("maria", ["finance"]))
     tab.visit(f"#token={token}")
     expect(tab.status).to_have_text("Using the token of maria (finance).")
@@ -98,12 +94,11 @@ def test_a_token_in_the_link_is_kept_for_the_tab_and_leaves_the_address_bar(
     expect(tab.fact("Groups")).to_have_text("finance")
 
 
-@pytest.mark.usefixtures("jwt_mode")
+@pytest.mark.usefixtures("secret_mode")
 def test_a_refused_token_sends_you_back_with_the_reason_then_on_to_where_you_were(
     tab: PageUnderTest, api: Api
 ) -> None:
-    workflow = as_admin(api, "POST", "/workflows", {"name": "Deploys", "steps": ["Review"]})
-    run = as_admin(api, "POST", "/runs", {"workflow_id": workflow["id"], "title": "Ship 2.1"})
+    run = admin_started_run(api, "Ship 2.1")
     now = int(time.time())
     expired = tokens.hs256(tokens.claims("maria", iat=now - 7200, exp=now - 3600))
     tab.expect_failed_request(401)
