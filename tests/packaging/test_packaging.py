@@ -470,6 +470,13 @@ def test_tracing_is_a_parameter_on_stage_and_function(each: dict[str, Any], sam_
     assert not any("xray" in name.lower() for name in names)
 
 
+def test_the_function_carries_the_approvers_page(sam_path: Path) -> None:
+    bundle = zipfile.ZipFile(sam_path.with_name("deployment.zip"))
+    for name in ("index.html", "app.js", "app.css"):
+        packaged = bundle.read(f"chalicelib/ui/{name}")
+        assert packaged == (PROJECT_DIR / "chalicelib" / "ui" / name).read_bytes(), name
+
+
 def test_role_may_do_only_what_the_function_does(each: dict[str, Any]) -> None:
     statements = role_statements(each)
     for statement in statements:
