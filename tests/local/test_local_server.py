@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,18 +27,8 @@ def port(tmp_path: Path, serve: None) -> Iterator[int]:
     """The port of the app on build_server, serving a fresh SQLite file."""
     with sqlite_backend(tmp_path) as open_storage:
         app_module.use_storage(open_storage())
-        app_class = app_module.app.__class__
-        server = local_server.build_server(app_module.app, Config.create(), "127.0.0.1", 0)
-        thread = threading.Thread(target=server.server.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield int(server.server.server_address[1])
-        finally:
-            server.shutdown()
-            server.server.server_close()
-            thread.join(TIMEOUT)
-            # Back to the plain class for the tests that use chalice.test.Client.
-            app_module.app.__class__ = app_class
+        with local_server.serving(app_module.app, Config.create()) as base_url:
+            yield int(base_url.rpartition(":")[2])
 
 
 def _access_lines(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
@@ -51,7 +40,8 @@ def _access_lines(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
 @pytest.mark.parametrize(
     "method, path",
     [
-        ("GET", "/"),
+        ("GET", "/index.html"),
+        ("GET", "/ui/nope.js"),
         ("GET", "/nope"),
         ("GET", "/workflows/1/nope"),
         ("POST", "/runs/1/approve/twice"),
@@ -74,6 +64,19 @@ def test_an_unknown_path_answers_404_in_the_error_shape_with_a_request_id(
     assert len(lines) == 1
     assert lines[0]["request_id"] == request_id
     assert (lines[0]["method"], lines[0]["route"], lines[0]["status"]) == (method, None, 404)
+
+
+def test_the_approvers_page_is_served_as_text_with_its_access_line(
+    port: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.clear()
+    for path, content_type in (("/", "text/html"), ("/ui/app.js", "text/javascript")):
+        answer = request(port, "GET", path)
+        assert answer.status == 200
+        assert answer.headers["Content-Type"] == f"{content_type}; charset=utf-8"
+        assert answer.headers["Content-Security-Policy"].startswith("default-src 'none'")
+    routes = [(line["route"], line["status"]) for line in _access_lines(caplog)]
+    assert routes == [("/", 200), ("/ui/app.js", 200)]
 
 
 def test_an_unknown_path_answers_head_without_a_body(port: int) -> None:
