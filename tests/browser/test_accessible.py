@@ -32,8 +32,8 @@ def test_every_view_is_accessible_and_fits_the_width(tab: PageUnderTest, api: Ap
     run = api.start_run(workflow["id"], "PO-1042: twelve laptops for the new team in Lisbon")
     ended = api.start_run(workflow["id"], "PO-1043: chairs")
     api.approve(run["id"], "sam", "Within budget, and the quote is attached to the request")
-    for _ in workflow["steps"]:
-        api.approve(ended["id"], "sam")
+    for step in workflow["steps"]:
+        api.approve(ended["id"], f"approver of {step['name']}")
     tab.visit("#/inbox")
     check_view(tab, "Runs in progress")
 

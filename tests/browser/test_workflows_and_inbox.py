@@ -45,7 +45,7 @@ def test_define_a_workflow_append_a_step_and_start_a_run(tab: PageUnderTest, api
     expect(tab.status).to_contain_text("started: it waits at its first step.")
     assert tab.steps() == ["Manager Current step", "Finance To come", "CFO To come"]
     expect(tab.fact("Requested by")).to_have_text("maria")
-    (workflow,) = api._expect(200, api.get("/workflows"))["items"]
+    (workflow,) = api.get("/workflows").json_body["items"]
     assert workflow["description"] == "Anything over 500 EUR"
 
 
