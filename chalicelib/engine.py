@@ -200,7 +200,7 @@ def inbox(
     itself (decision.awaits) has the last word on each, so every backend's
     inbox is the same. A page may then hold fewer than `limit` runs while
     next_cursor says more may follow."""
-    filters = {"actor": actor, "groups": sorted(groups)}
+    filters = inbox_filters(actor, groups)
     after = _position(cursor, INBOX, filters)
     found = storage.inbox(actor, groups, tuple(after) if after else None, limit)
     runs = tuple(run for run in found.items if decision.awaits(run, actor, groups))
@@ -233,6 +233,12 @@ def list_runs(
     if workflow_id is not None and workflow_id > MAX_ID:
         return Page((), None)  # no workflow has such an id
     return _page(storage.list_runs(workflow_id, status, before, limit), RUNS, filters)
+
+
+def inbox_filters(actor: str, groups: frozenset[str]) -> dict[str, str]:
+    """What an inbox cursor is bound to: its caller and groups, as a digest (up
+    to 100 groups of 200 characters would not fit in a cursor)."""
+    return {"caller": audit.sha256_hex(audit.canonical([actor, sorted(groups)]))[:32]}
 
 
 def _position(cursor: Optional[str], list_name: str, filters: Filter) -> Any:

@@ -173,7 +173,9 @@ def _step_rule(body: Any, where: str = "") -> StepRule:
     fields = _fields(body, required=("name",), optional=("approvers", "required_approvals"))
     name = _text(fields, "name", MAX_NAME)
     approvers = _approvers(fields.get("approvers"))
-    required = fields.get("required_approvals", 1)
+    required = fields.get("required_approvals")
+    if required is None:
+        required = 1
     if isinstance(required, float) and required.is_integer():
         required = int(required)
     if (

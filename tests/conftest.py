@@ -37,6 +37,7 @@ from chalice.test import Client
 
 import app as app_module
 from chalicelib.storage import Backend, dynamodb
+from tests.support import tokens
 from tests.support.api import Api
 from tests.support.backends import (
     BACKENDS,
@@ -81,6 +82,14 @@ def race_storage_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iter
     """Like storage_factory, on a backend that refuses lost races as production does."""
     with RACE_BACKENDS[request.param](tmp_path) as open_storage:
         yield open_storage
+
+
+@pytest.fixture
+def secret_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    """WORKFLOW_AUTH=jwt with tokens signed by tests.support.tokens.SECRET."""
+    monkeypatch.setenv("WORKFLOW_AUTH", "jwt")
+    monkeypatch.setenv("WORKFLOW_JWT_ISSUER", tokens.ISSUER)
+    monkeypatch.setenv("WORKFLOW_JWT_SECRET", tokens.SECRET)
 
 
 @pytest.fixture

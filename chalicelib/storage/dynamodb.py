@@ -687,6 +687,53 @@ class DynamoDBStorage:
             return 0
         return 1
 
+    # -- the inbox of runs from before it -----------------------------------
+
+    def unindexed_run_ids(self) -> Iterator[int]:
+        """The runs in progress from before the inbox (no current_step_since, so
+        no inbox entries). One Scan: for scripts/backfill_inbox.py, never for a
+        request."""
+        params: dict[str, Any] = {
+            "TableName": self.table,
+            "ProjectionExpression": "PK",
+            "FilterExpression": "SK = :run AND #status = :in_progress "
+            "AND attribute_not_exists(current_step_since)",
+            "ExpressionAttributeNames": {"#status": "status"},
+            "ExpressionAttributeValues": {":run": _s(RUN_SK), ":in_progress": _s(IN_PROGRESS)},
+        }
+        while True:
+            page = self._call("scan", **params)
+            for item in page["Items"]:
+                yield int(item["PK"]["S"].removeprefix("RUN#"))
+            if "LastEvaluatedKey" not in page:
+                return
+            params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def index_waiting_run(self, run_id: int) -> bool:
+        """Give a run from before the inbox its entries and current_step_since
+        (its last update: before quorums, it reached its step with its last
+        decision), in one transaction conditional on the run not having moved
+        since it was read; False if it had (a decision indexes it itself)."""
+        item = self._read_item(_s(_run_key(run_id)), _s(RUN_SK))
+        if item is None or "current_step_since" in item or item["status"]["S"] != IN_PROGRESS:
+            return False
+        run = _run(item, ())
+        assert run.current_step is not None and run.current_step_since is not None
+        update = {
+            "Update": {
+                "TableName": self.table,
+                "Key": {"PK": item["PK"], "SK": item["SK"]},
+                "UpdateExpression": "SET current_step_since = :since",
+                "ConditionExpression": "seq = :seq AND attribute_not_exists(current_step_since)",
+                "ExpressionAttributeValues": {
+                    ":since": _s(run.current_step_since),
+                    ":seq": item["seq"],
+                },
+            }
+        }
+        puts = self._inbox_puts(run_id, run.current_step, run.current_step_since)
+        return not self._transact([update, *puts])
+
     # -- idempotency keys --------------------------------------------------
 
     def claim_idempotency_key(self, claim: IdempotencyClaim) -> Optional[StoredResponse]:

@@ -364,3 +364,7 @@ def test_the_inbox_query_names_the_actor_and_repeats_group() -> None:
         validation.inbox_query({"actor": "fay"}, verified=True)
     with pytest.raises(errors.InvalidInput, match="at most once"):
         validation.inbox_query(MultiDict({"actor": ["a", "b"]}), verified=False)
+
+
+def test_a_null_quorum_is_the_default() -> None:
+    assert validation.new_step({"name": "S", "required_approvals": None}) == StepRule("S")
