@@ -179,6 +179,25 @@ class Run(NamedTuple):
     # Everyone who approved a step of it, once each, in order.
     approvers: tuple[str, ...] = ()
 
+    @classmethod
+    def started(
+        cls, run_id: int, workflow: Workflow, title: str, now: str, requested_by: Optional[str]
+    ) -> Run:
+        """A new run of `workflow`, at its first step since `now`, under its policy."""
+        return cls(
+            run_id,
+            workflow.id,
+            title,
+            IN_PROGRESS,
+            workflow.steps[0],
+            now,
+            now,
+            (),
+            requested_by,
+            current_step_since=now,
+            policy=workflow.policy,
+        )
+
     @property
     def current_step_id(self) -> Optional[int]:
         return self.current_step.id if self.current_step else None

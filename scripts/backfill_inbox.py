@@ -26,20 +26,17 @@ from typing import TYPE_CHECKING, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from chalicelib import errors
-from chalicelib.storage import dynamodb
+from scripts.table_of_environment import open_table
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
 def main(client: Optional[DynamoDBClient] = None) -> int:
-    try:
-        table = dynamodb.table_name()
-    except errors.Unavailable as exc:
-        print(exc.message, file=sys.stderr)
+    storage = open_table(client)
+    if storage is None:
         return 2
-    storage = dynamodb.DynamoDBStorage(client or dynamodb.create_client(), table)
+    table = storage.table
     indexed = sum(storage.index_waiting_run(run_id) for run_id in storage.unindexed_run_ids())
     print(f"Put {indexed} runs in progress of table {table!r} into the inbox")
     return 0

@@ -345,19 +345,7 @@ class DynamoDBStorage:
     ) -> Run:
         (run_id,) = self._ids["run"].take()
         first = workflow.steps[0]
-        run = Run(
-            run_id,
-            workflow.id,
-            title,
-            IN_PROGRESS,
-            first,
-            now,
-            now,
-            (),
-            requested_by,
-            current_step_since=now,
-            policy=workflow.policy,
-        )
+        run = Run.started(run_id, workflow, title, now, requested_by)
         run = run._replace(head_hash=audit.genesis_hash(audit.genesis_of(run)))
         item: Item = {
             "PK": _s(_run_key(run_id)),
@@ -609,13 +597,22 @@ class DynamoDBStorage:
         """The runs with history from before the audit chain (a run without its
         head_hash, or an action without its hash), each once. One Scan of the
         whole table: for scripts/backfill_audit_chain.py, never for a request."""
+        return self._scan_run_ids(
+            "(SK = :run AND attribute_not_exists(head_hash)) "
+            "OR (begins_with(SK, :action) AND attribute_not_exists(#hash))",
+            {"#hash": "hash"},
+            {":run": _s(RUN_SK), ":action": _s(ACTION_PREFIX)},
+        )
+
+    def _scan_run_ids(self, condition: str, names: dict[str, str], values: Item) -> Iterator[int]:
+        """The ids of the runs with an item that meets `condition`, each once:
+        one Scan of the whole table, for the scripts that upgrade a table."""
         params: dict[str, Any] = {
             "TableName": self.table,
             "ProjectionExpression": "PK",
-            "FilterExpression": "(SK = :run AND attribute_not_exists(head_hash)) "
-            "OR (begins_with(SK, :action) AND attribute_not_exists(#hash))",
-            "ExpressionAttributeNames": {"#hash": "hash"},
-            "ExpressionAttributeValues": {":run": _s(RUN_SK), ":action": _s(ACTION_PREFIX)},
+            "FilterExpression": condition,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
         }
         seen: set[int] = set()
         while True:
@@ -693,21 +690,11 @@ class DynamoDBStorage:
         """The runs in progress from before the inbox (no current_step_since, so
         no inbox entries). One Scan: for scripts/backfill_inbox.py, never for a
         request."""
-        params: dict[str, Any] = {
-            "TableName": self.table,
-            "ProjectionExpression": "PK",
-            "FilterExpression": "SK = :run AND #status = :in_progress "
-            "AND attribute_not_exists(current_step_since)",
-            "ExpressionAttributeNames": {"#status": "status"},
-            "ExpressionAttributeValues": {":run": _s(RUN_SK), ":in_progress": _s(IN_PROGRESS)},
-        }
-        while True:
-            page = self._call("scan", **params)
-            for item in page["Items"]:
-                yield int(item["PK"]["S"].removeprefix("RUN#"))
-            if "LastEvaluatedKey" not in page:
-                return
-            params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return self._scan_run_ids(
+            "SK = :run AND #status = :in_progress AND attribute_not_exists(current_step_since)",
+            {"#status": "status"},
+            {":run": _s(RUN_SK), ":in_progress": _s(IN_PROGRESS)},
+        )
 
     def index_waiting_run(self, run_id: int) -> bool:
         """Give a run from before the inbox its entries and current_step_since

@@ -407,19 +407,7 @@ class SQLiteStorage:
                     (workflow.id, title, IN_PROGRESS, first.id, now, now, requested_by, now),
                 )
             )
-            run = Run(
-                run_id,
-                workflow.id,
-                title,
-                IN_PROGRESS,
-                first,
-                now,
-                now,
-                (),
-                requested_by,
-                current_step_since=now,
-                policy=workflow.policy,
-            )
+            run = Run.started(run_id, workflow, title, now, requested_by)
             run = run._replace(head_hash=audit.genesis_hash(audit.genesis_of(run)))
             conn.execute(
                 "UPDATE workflow_runs SET head_hash = ? WHERE id = ?", (run.head_hash, run_id)

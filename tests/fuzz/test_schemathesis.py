@@ -14,17 +14,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from chalice.config import Config
 
-import app as app_module
 from chalicelib import access_log
 from chalicelib.storage import Backend
-from scripts import local_server
+from tests.support.serving import served
 
 FUZZ_SECONDS = int(os.environ.get("FUZZ_SECONDS", "55"))  # per backend
 MAX_EXAMPLES = 200
@@ -50,21 +47,9 @@ def served_app(
     race_storage_factory: Callable[[], Backend], serve: None, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[str]:
     """The base URL of the app on the local server `make run` uses, on fresh storage."""
-    app_module.use_storage(race_storage_factory())
     monkeypatch.setattr(access_log.LOGGER, "disabled", True)
-    app_class = app_module.app.__class__
-    # build_server gives the app a per-thread current_request, as `make run` does;
-    # the class goes back afterwards for the tests that use chalice.test.Client.
-    server = local_server.build_server(app_module.app, Config.create(), "127.0.0.1", 0)
-    thread = threading.Thread(target=server.server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server.server_close()
-        thread.join()
-        app_module.app.__class__ = app_class
+    with served(race_storage_factory()) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 def test_schemathesis_finds_no_server_error_undocumented_status_or_schema_violation(

@@ -4,17 +4,14 @@ exact status of each rule."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Optional
 
 import pytest
-from chalice.config import Config
 
-import app as app_module
 from chalicelib.storage import Backend
-from scripts import local_server
-from tests.support.http import TIMEOUT, Answer, request
+from tests.support.http import Answer, request
+from tests.support.serving import served
 from tests.support.tokens import admin_token, bearer, claims, hs256
 
 FINANCE = [
@@ -25,18 +22,8 @@ FINANCE = [
 
 @pytest.fixture
 def port(race_storage_factory: Callable[[], Backend], serve: None) -> Iterator[int]:
-    app_module.use_storage(race_storage_factory())
-    app_class = app_module.app.__class__
-    server = local_server.build_server(app_module.app, Config.create(), "127.0.0.1", 0)
-    thread = threading.Thread(target=server.server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield int(server.server.server_address[1])
-    finally:
-        server.shutdown()
-        server.server.server_close()
-        thread.join(TIMEOUT)
-        app_module.app.__class__ = app_class
+    with served(race_storage_factory()) as port:
+        yield port
 
 
 class Caller:

@@ -7,18 +7,16 @@ from __future__ import annotations
 
 import http.client
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from chalice.config import Config
 
-import app as app_module
 from scripts import local_server
 from tests.support.backends import sqlite_backend
 from tests.support.http import TIMEOUT, request, send
+from tests.support.serving import served
 
 ACCESS_LOGGER = "approval-workflows.access"
 
@@ -26,20 +24,8 @@ ACCESS_LOGGER = "approval-workflows.access"
 @pytest.fixture
 def port(tmp_path: Path, serve: None) -> Iterator[int]:
     """The port of the app on build_server, serving a fresh SQLite file."""
-    with sqlite_backend(tmp_path) as open_storage:
-        app_module.use_storage(open_storage())
-        app_class = app_module.app.__class__
-        server = local_server.build_server(app_module.app, Config.create(), "127.0.0.1", 0)
-        thread = threading.Thread(target=server.server.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield int(server.server.server_address[1])
-        finally:
-            server.shutdown()
-            server.server.server_close()
-            thread.join(TIMEOUT)
-            # Back to the plain class for the tests that use chalice.test.Client.
-            app_module.app.__class__ = app_class
+    with sqlite_backend(tmp_path) as open_storage, served(open_storage()) as port:
+        yield port
 
 
 def _access_lines(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
