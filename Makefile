@@ -1,7 +1,8 @@
 # The two commands: `make run` serves the API locally, `make test` runs the suite.
 # `make test-fast` is the inner loop; `make lint` is ruff and mypy.
 # DynamoDB: `make dynamodb-table`, `make run-dynamodb`, `make package`, `make scan` (docs/deploy.md),
-# `make audit-chain` once on a table with history from before the audit chain (README).
+# `make audit-chain` once on a table with history from before the audit chain, and
+# `make inbox-backfill` once on one with runs in progress from before the inbox (README).
 # `make bench` runs the benchmarks (bench/) and writes their figures into BENCHMARKS.md.
 # `make screenshots` writes the approvers' page's screenshots into docs/screenshots/.
 PYTHON ?= python3
@@ -26,7 +27,7 @@ PYTEST_WORKERS ?= auto
 XDIST := -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 .PHONY: run test test-fast lint format bench profile venv clean clean-data token \
-	dynamodb-table run-dynamodb package scan audit-chain browser screenshots
+	dynamodb-table run-dynamodb package scan audit-chain inbox-backfill browser screenshots
 
 # Serving needs only Chalice and boto3; the test and benchmark tools come on top.
 $(VENV)/.created:
@@ -102,6 +103,9 @@ dynamodb-table: $(VENV)/.serve
 # once (README, "The audit trail"); safe to repeat, and beside live traffic.
 audit-chain: $(VENV)/.serve
 	WORKFLOW_TABLE=$(WORKFLOW_TABLE) $(BIN)/python scripts/backfill_audit_chain.py
+
+inbox-backfill: $(VENV)/.serve
+	WORKFLOW_TABLE=$(WORKFLOW_TABLE) $(BIN)/python scripts/backfill_inbox.py
 
 # The API on a throwaway moto DynamoDB (port MOTO_PORT); no AWS account needed.
 # Both ports are checked before moto starts.

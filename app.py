@@ -45,7 +45,9 @@ api = http.JsonApi(app, key_store=get_storage)
 def create_workflow() -> Workflow:
     identity.require_admin(api.caller())
     new = validation.new_workflow(api.body())
-    return engine.create_workflow(get_storage(), new.name, new.description, new.step_names)
+    return engine.create_workflow(
+        get_storage(), new.name, new.description, new.steps, policy=new.policy
+    )
 
 
 @app.route("/workflows", methods=["GET"])
@@ -115,9 +117,36 @@ def _decide(run_id: str, decide: Callable[..., Run]) -> Run:
     """An approve or reject request: the body, the run, who decides."""
     body = api.body()
     rid = validation.path_id(run_id, "Run")
-    decided = validation.decision(body, actor_required=api.caller() is None)
-    actor = identity.actor_of(api.caller(), decided.actor)
-    return decide(get_storage(), rid, actor, decided.comment, decided.expected_step_id)
+    caller = api.caller()
+    decided = validation.decision(body, actor_required=caller is None)
+    actor = identity.actor_of(caller, decided.actor)
+    groups = identity.groups_of(caller, decided.groups)
+    return decide(
+        get_storage(), rid, actor, decided.comment, decided.expected_step_id, groups=groups
+    )
+
+
+@app.route("/runs/{run_id}/cancel", methods=["POST"])
+@api.answers(200)
+def cancel(run_id: str) -> Run:
+    body = api.body()
+    rid = validation.path_id(run_id, "Run")
+    caller = api.caller()
+    withdrawn = validation.cancellation(body, actor_required=caller is None)
+    actor = identity.actor_of(caller, withdrawn.actor)
+    return engine.cancel(
+        get_storage(), rid, actor, withdrawn.reason, admin=identity.is_admin(caller)
+    )
+
+
+@app.route("/inbox", methods=["GET"])
+@api.answers(200)
+def inbox() -> Page:
+    caller = api.caller()
+    query = validation.inbox_query(api.query(), verified=caller is not None)
+    actor = identity.actor_of(caller, query.actor)
+    groups = caller.groups if caller is not None else query.groups
+    return engine.inbox(get_storage(), actor, groups, query.limit, query.cursor)
 
 
 @app.route("/openapi.json", methods=["GET"])

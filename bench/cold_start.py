@@ -63,11 +63,14 @@ def child(
 
 def sqlite_setup(tmp: str) -> tuple[dict[str, str], int]:
     """A database file with one run in it; the environment that names it."""
+    from chalicelib.models import StepRule
     from chalicelib.storage import sqlite
 
     path = os.path.join(tmp, "cold.sqlite3")
     storage = sqlite.SQLiteStorage(path)
-    workflow = storage.create_workflow("po", "", ["Manager", "Finance"], "2026-01-01T00:00:00Z")
+    workflow = storage.create_workflow(
+        "po", "", [StepRule("Manager"), StepRule("Finance")], "2026-01-01T00:00:00Z"
+    )
     run = storage.create_run(workflow, "PO-1", "2026-01-01T00:00:00Z")
     storage.close()
     env = {key: value for key, value in os.environ.items() if not key.startswith("WORKFLOW_")}
@@ -85,12 +88,15 @@ def dynamodb_setup(endpoint: str) -> tuple[dict[str, str], int]:
     os.environ.clear()
     os.environ.update(env)
     try:
+        from chalicelib.models import StepRule
         from chalicelib.storage import dynamodb, dynamodb_schema
 
         client = dynamodb.create_client()
         dynamodb_schema.ensure_table(client, "cold")
         storage = dynamodb.DynamoDBStorage(client, "cold")
-        workflow = storage.create_workflow("po", "", ["Manager", "Finance"], "2026-01-01T00:00:00Z")
+        workflow = storage.create_workflow(
+            "po", "", [StepRule("Manager"), StepRule("Finance")], "2026-01-01T00:00:00Z"
+        )
         run = storage.create_run(workflow, "PO-1", "2026-01-01T00:00:00Z")
     finally:
         os.environ.clear()

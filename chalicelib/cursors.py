@@ -19,7 +19,7 @@ import binascii
 import json
 import string
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Any, Optional, Union, cast
 
 from chalicelib import errors, secret_store
 
@@ -31,12 +31,14 @@ VERSION = 1
 MAX_LENGTH = 1_000
 
 Filter = Mapping[str, Any]
+# Where a list continues: after an id, or (the inbox) after a [time, id] pair.
+Position = Union[int, list[Any]]
 
 _BASE64URL = frozenset(string.ascii_letters + string.digits + "-_")
 START_OVER = "pass next_cursor from the previous page unchanged, or omit cursor to start over"
 
 
-def issue(list_name: str, filters: Filter, position: int, secret: Optional[str] = None) -> str:
+def issue(list_name: str, filters: Filter, position: Position, secret: Optional[str] = None) -> str:
     """The cursor of the page that follows `position` in `list_name` under `filters`."""
     payload = json.dumps(
         [VERSION, list_name, _present(filters), position], separators=(",", ":"), sort_keys=True
@@ -44,7 +46,9 @@ def issue(list_name: str, filters: Filter, position: int, secret: Optional[str] 
     return _sign(payload, secret)
 
 
-def position(cursor: str, list_name: str, filters: Filter, secret: Optional[str] = None) -> int:
+def position(
+    cursor: str, list_name: str, filters: Filter, secret: Optional[str] = None
+) -> Position:
     """The position `cursor` continues from; InvalidInput unless we issued it for
     exactly this list and these filters."""
     payload = _verified(cursor, secret)
@@ -52,7 +56,7 @@ def position(cursor: str, list_name: str, filters: Filter, secret: Optional[str]
         version, issued_for, issued_filters, at = json.loads(payload)
     except (ValueError, TypeError) as exc:  # signed by us, so only if the format changed
         raise _not_ours() from exc
-    if version != VERSION or not isinstance(at, int) or isinstance(at, bool):
+    if version != VERSION or not _is_position(at):
         raise _not_ours()
     if issued_for != list_name:
         raise errors.InvalidInput(
@@ -64,7 +68,13 @@ def position(cursor: str, list_name: str, filters: Filter, secret: Optional[str]
             f"{_describe(_present(filters))}: repeat the filters the first page had; "
             f"{START_OVER}"
         )
-    return at
+    return cast(Position, at)
+
+
+def _is_position(at: Any) -> bool:
+    if isinstance(at, list):
+        return len(at) == 2 and isinstance(at[0], str) and _is_position(at[1]) and at[1] > 0
+    return isinstance(at, int) and not isinstance(at, bool)
 
 
 def _present(filters: Filter) -> dict[str, Any]:

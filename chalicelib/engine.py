@@ -13,7 +13,20 @@ from datetime import UTC, datetime
 from typing import Any, Optional
 
 from chalicelib import audit, decision, errors
-from chalicelib.models import APPROVE, REJECT, Page, Run, RunAudit, Slice, Step, Workflow
+from chalicelib.models import (
+    APPROVE,
+    CANCEL,
+    DEFAULT_POLICY,
+    REJECT,
+    Page,
+    Policy,
+    Run,
+    RunAudit,
+    Slice,
+    Step,
+    StepRule,
+    Workflow,
+)
 from chalicelib.storage import Storage
 from chalicelib.validation import MAX_ID
 
@@ -21,6 +34,8 @@ WORKFLOWS = "workflows"
 # Attempts of one decision that keeps losing its conditional write (see _decide).
 DECISION_ATTEMPTS = 10
 RUNS = "runs"
+INBOX = "inbox"
+NO_GROUPS: frozenset[str] = frozenset()
 
 Clock = Callable[[], str]
 Filter = Mapping[str, Any]
@@ -38,11 +53,14 @@ def create_workflow(
     storage: Storage,
     name: str,
     description: str = "",
-    step_names: Sequence[str] = (),
+    steps: Sequence[StepRule | str] = (),
     clock: Clock = utc_now,
+    policy: Policy = DEFAULT_POLICY,
 ) -> Workflow:
-    """Define a workflow, optionally with its first steps."""
-    return storage.create_workflow(name, description, step_names, clock())
+    """Define a workflow, optionally with its first steps (a name alone is a
+    step anyone may decide with one approval)."""
+    rules = [StepRule(step) if isinstance(step, str) else step for step in steps]
+    return storage.create_workflow(name, description, rules, clock(), policy)
 
 
 def get_workflow(storage: Storage, workflow_id: int) -> Workflow:
@@ -50,9 +68,9 @@ def get_workflow(storage: Storage, workflow_id: int) -> Workflow:
     return storage.get_workflow(workflow_id)
 
 
-def append_step(storage: Storage, workflow_id: int, name: str) -> Step:
-    """Append a step after the workflow's last one."""
-    return storage.append_step(workflow_id, name)
+def append_step(storage: Storage, workflow_id: int, step: StepRule | str) -> Step:
+    """Append a step after the workflow's last one; runs in progress reach it too."""
+    return storage.append_step(workflow_id, StepRule(step) if isinstance(step, str) else step)
 
 
 # -- runs ------------------------------------------------------------------
@@ -93,9 +111,11 @@ def approve(
     comment: str = "",
     expected_step_id: Optional[int] = None,
     clock: Clock = utc_now,
+    groups: frozenset[str] = NO_GROUPS,
 ) -> Run:
-    """Approve the current step: move to the next step, or complete the run."""
-    return _decide(storage, run_id, APPROVE, actor, comment, expected_step_id, clock)
+    """Approve the current step as `actor`, a member of `groups`: once its
+    quorum is met, move to the next step or complete the run."""
+    return _decide(storage, run_id, APPROVE, actor, groups, comment, expected_step_id, clock)
 
 
 def reject(
@@ -105,9 +125,22 @@ def reject(
     comment: str = "",
     expected_step_id: Optional[int] = None,
     clock: Clock = utc_now,
+    groups: frozenset[str] = NO_GROUPS,
 ) -> Run:
-    """Reject the current step: the run ends as rejected."""
-    return _decide(storage, run_id, REJECT, actor, comment, expected_step_id, clock)
+    """Reject the current step as `actor`, a member of `groups`: the run ends as rejected."""
+    return _decide(storage, run_id, REJECT, actor, groups, comment, expected_step_id, clock)
+
+
+def cancel(
+    storage: Storage,
+    run_id: int,
+    actor: str,
+    reason: str = "",
+    admin: bool = False,
+    clock: Clock = utc_now,
+) -> Run:
+    """Withdraw a run in progress: its requester may, or an administrator."""
+    return _decide(storage, run_id, CANCEL, actor, NO_GROUPS, reason, None, clock, admin)
 
 
 def _decide(
@@ -115,35 +148,67 @@ def _decide(
     run_id: int,
     action: str,
     actor: str,
+    groups: frozenset[str],
     comment: str,
     expected_step_id: Optional[int],
     clock: Clock,
+    admin: bool = False,
 ) -> Run:
-    """Record the decision on the step the run is at when it is written.
+    """Record the decision on the run as it is when the decision is written.
 
     A decision that loses the conditional write to another one re-reads the run
-    and, unless the caller named the step it saw (expected_step_id), decides
-    the step the run is at now, rechecking everything: losing an optimistic
-    write is the service's business, not the caller's. Every lost write means
-    another decision won, so DECISION_ATTEMPTS bounds a run's waiting deciders
-    by its remaining steps; past it the answer is 503, and nothing is written.
+    and decides again, rechecking everything: losing an optimistic write is the
+    service's business, not the caller's. A caller that named the step it saw
+    (expected_step_id) is answered 409 once the run has left it; while the run
+    waits at it (another approval of a quorum won), the decision still stands.
+    Every lost write means another decision won, so DECISION_ATTEMPTS bounds a
+    run's waiting deciders by its remaining approvals; past it the answer is
+    503, and nothing is written.
     """
     for _ in range(DECISION_ATTEMPTS):
         run = storage.get_run(run_id)
         current = decision.step_to_decide(run, expected_step_id)
+        if action == CANCEL:
+            decision.check_canceller(run, actor, admin)
+        else:
+            decision.check_decider(run, action, actor, groups, comment)
         next_step = (
-            storage.next_step(run.workflow_id, current.step_order) if action == APPROVE else None
+            storage.next_step(run.workflow_id, current.step_order)
+            if decision.needs_next_step(run, action)
+            else None
         )
         try:
             return storage.record_decision(
-                run, decision.decide(action, actor, comment, next_step, clock())
+                run, decision.decide(run, action, actor, comment, next_step, clock())
             )
         except errors.StaleRun:
-            if expected_step_id is not None:
-                # The caller decided on what it saw; say where the run is now.
-                decision.step_to_decide(storage.get_run(run_id), current.id)
-                raise
+            continue
     raise errors.Unavailable("Too many decisions on this run at once; retry shortly")
+
+
+def inbox(
+    storage: Storage,
+    actor: str,
+    groups: frozenset[str],
+    limit: int,
+    cursor: Optional[str] = None,
+) -> Page:
+    """One page of the runs that wait for a decision `actor` (a member of
+    `groups`) may make now, the longest waiting first.
+
+    The storage finds the runs whose current step admits the caller; the rule
+    itself (decision.awaits) has the last word on each, so every backend's
+    inbox is the same. A page may then hold fewer than `limit` runs while
+    next_cursor says more may follow."""
+    filters = inbox_filters(actor, groups)
+    after = _position(cursor, INBOX, filters)
+    found = storage.inbox(actor, groups, tuple(after) if after else None, limit)
+    runs = tuple(run for run in found.items if decision.awaits(run, actor, groups))
+    if not found.more:
+        return Page(runs, None)
+    last = found.items[-1] if found.items else None
+    resume = found.resume or (last and (last.current_step_since, last.id))
+    return Page(runs, _cursor(INBOX, filters, list(resume)) if resume else None)
 
 
 # -- lists -------------------------------------------------------------------
@@ -170,7 +235,13 @@ def list_runs(
     return _page(storage.list_runs(workflow_id, status, before, limit), RUNS, filters)
 
 
-def _position(cursor: Optional[str], list_name: str, filters: Filter) -> Optional[int]:
+def inbox_filters(actor: str, groups: frozenset[str]) -> dict[str, str]:
+    """What an inbox cursor is bound to: its caller and groups, as a digest (up
+    to 100 groups of 200 characters would not fit in a cursor)."""
+    return {"caller": audit.sha256_hex(audit.canonical([actor, sorted(groups)]))[:32]}
+
+
+def _position(cursor: Optional[str], list_name: str, filters: Filter) -> Any:
     if cursor is None:
         return None
     # Imported here, as below: only list pages need cursors (and their secret).
@@ -179,11 +250,13 @@ def _position(cursor: Optional[str], list_name: str, filters: Filter) -> Optiona
     return cursors.position(cursor, list_name, filters)
 
 
-def _page(found: Slice[Any], list_name: str, filters: Filter) -> Page:
-    """The page of `found`, with a cursor that continues after its last item."""
+def _cursor(list_name: str, filters: Filter, position: Any) -> str:
     from chalicelib import cursors
 
+    return cursors.issue(list_name, filters, position)
+
+
+def _page(found: Slice[Any], list_name: str, filters: Filter) -> Page:
+    """The page of `found`, with a cursor that continues after its last item."""
     more = found.more and found.items
-    return Page(
-        found.items, cursors.issue(list_name, filters, found.items[-1].id) if more else None
-    )
+    return Page(found.items, _cursor(list_name, filters, found.items[-1].id) if more else None)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import unicodedata
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, Optional
 
@@ -203,7 +204,12 @@ def _groups(value: Any) -> frozenset[str]:
         value = value.replace(",", " ").split()
     if not isinstance(value, list):
         return frozenset()
-    return frozenset(group.strip() for group in value if isinstance(group, str) and group.strip())
+    # NFC, as the groups that steps name are stored: one name typed two ways is one group.
+    return frozenset(
+        unicodedata.normalize("NFC", group.strip())
+        for group in value
+        if isinstance(group, str) and group.strip()
+    )
 
 
 # -- the rules that use the caller -------------------------------------------------------
@@ -233,6 +239,21 @@ def _verified_or_asserted(
             f"{field!r} must be you ({caller.actor!r}) or left out: the token says who calls"
         )
     return caller.actor
+
+
+def groups_of(caller: Optional[Caller], asserted: Optional[frozenset[str]]) -> frozenset[str]:
+    """The groups of whoever decides: the token's, or in `none` mode those the
+    request names (none named: no group)."""
+    if caller is None:
+        return asserted or frozenset()
+    if asserted is not None:
+        raise errors.InvalidInput("Leave out 'groups': the token says which groups you are in")
+    return caller.groups
+
+
+def is_admin(caller: Optional[Caller]) -> bool:
+    """Whether a verified caller is in the admin group (`none` mode has none)."""
+    return caller is not None and caller.admin
 
 
 def require_admin(caller: Optional[Caller]) -> None:

@@ -13,11 +13,17 @@ from typing import Any, Generic, NamedTuple, Optional, TypeVar, Union
 IN_PROGRESS = "in_progress"
 COMPLETED = "completed"
 REJECTED = "rejected"
+CANCELLED = "cancelled"
 # The spec's schema also allows "pending", which no run ever has.
-RUN_STATUSES = (IN_PROGRESS, COMPLETED, REJECTED)
+RUN_STATUSES = (IN_PROGRESS, COMPLETED, REJECTED, CANCELLED)
 
 APPROVE = "approve"
 REJECT = "reject"
+CANCEL = "cancel"
+
+# Principals that a step's approvers list: a user, or every member of a group.
+USER_PREFIX = "user:"
+GROUP_PREFIX = "group:"
 
 
 class Step(NamedTuple):
@@ -25,6 +31,10 @@ class Step(NamedTuple):
     workflow_id: int
     name: str
     step_order: int
+    # Who may decide it ("user:<id>", "group:<name>"); empty: anyone.
+    approvers: tuple[str, ...] = ()
+    # Distinct approvals that complete it.
+    required_approvals: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -32,11 +42,48 @@ class Step(NamedTuple):
             "workflow_id": self.workflow_id,
             "name": self.name,
             "step_order": self.step_order,
+            "approvers": list(self.approvers),
+            "required_approvals": self.required_approvals,
         }
+
+    def admits(self, actor: str, groups: frozenset[str]) -> bool:
+        """Whether `actor`, a member of `groups`, may decide this step."""
+        if not self.approvers:
+            return True
+        return USER_PREFIX + actor in self.approvers or any(
+            GROUP_PREFIX + group in self.approvers for group in groups
+        )
 
     def about(self) -> dict[str, int]:
         """The ids of what this record is about, for the access log."""
         return {"workflow_id": self.workflow_id}
+
+
+class StepRule(NamedTuple):
+    """A step as a workflow's definition gives it, before it is stored."""
+
+    name: str
+    approvers: tuple[str, ...] = ()
+    required_approvals: int = 1
+
+
+class Policy(NamedTuple):
+    """A workflow's separation-of-duties flags, which its runs decide under."""
+
+    # The run's requester may approve or reject it.
+    allow_self_approval: bool = False
+    # Nobody may approve more than one step of a run.
+    distinct_approvers: bool = False
+    # A rejection must say why.
+    reject_requires_comment: bool = False
+
+    def to_dict(self) -> dict[str, bool]:
+        return self._asdict()
+
+
+# The flags of a workflow that sets none: the strictest separation of duties
+# but for distinct approvers and reasons for rejections, which are opt-in.
+DEFAULT_POLICY = Policy()
 
 
 class Workflow(NamedTuple):
@@ -45,6 +92,7 @@ class Workflow(NamedTuple):
     description: str
     created_at: str
     steps: tuple[Step, ...] = ()
+    policy: Policy = DEFAULT_POLICY
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -52,6 +100,7 @@ class Workflow(NamedTuple):
             "name": self.name,
             "description": self.description,
             "created_at": self.created_at,
+            **self.policy.to_dict(),
             "steps": [step.to_dict() for step in self.steps],
         }
 
@@ -121,10 +170,42 @@ class Run(NamedTuple):
     # The last action's hash, or the genesis hash while it has none
     # (chalicelib/audit.py); None as for Action.hash.
     head_hash: Optional[str] = None
+    # Who approved the current step so far, in order (empty once the run ended).
+    current_step_approved_by: tuple[str, ...] = ()
+    # When the run reached its current step (None once it ended).
+    current_step_since: Optional[str] = None
+    # Its workflow's flags, which every decision on it is checked against.
+    policy: Policy = DEFAULT_POLICY
+    # Everyone who approved a step of it, once each, in order.
+    approvers: tuple[str, ...] = ()
+
+    @classmethod
+    def started(
+        cls, run_id: int, workflow: Workflow, title: str, now: str, requested_by: Optional[str]
+    ) -> Run:
+        """A new run of `workflow`, at its first step since `now`, under its policy."""
+        return cls(
+            run_id,
+            workflow.id,
+            title,
+            IN_PROGRESS,
+            workflow.steps[0],
+            now,
+            now,
+            (),
+            requested_by,
+            current_step_since=now,
+            policy=workflow.policy,
+        )
 
     @property
     def current_step_id(self) -> Optional[int]:
         return self.current_step.id if self.current_step else None
+
+    def approved_another_step(self, actor: str) -> bool:
+        """Whether `actor` approved a step of this run other than the current one
+        (one visit per step: approving the current one twice is refused anyway)."""
+        return actor in self.approvers and actor not in self.current_step_approved_by
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.listed(), "actions": [action.to_dict() for action in self.actions]}
@@ -141,6 +222,17 @@ class Run(NamedTuple):
             updated_at=decision.at,
             actions=(*self.actions, action),
             head_hash=head_hash,
+            current_step_approved_by=decision.approved_by,
+            current_step_since=(
+                None
+                if decision.next_step is None
+                else (self.current_step_since if decision.stays else decision.at)
+            ),
+            approvers=(
+                (*self.approvers, decision.actor)
+                if decision.action == APPROVE and decision.actor not in self.approvers
+                else self.approvers
+            ),
         )
 
     def listed(self) -> dict[str, Any]:
@@ -153,6 +245,8 @@ class Run(NamedTuple):
             "status": self.status,
             "current_step_id": self.current_step_id,
             "current_step": self.current_step.to_dict() if self.current_step else None,
+            "current_step_approved_by": list(self.current_step_approved_by),
+            "current_step_since": self.current_step_since,
             "created_at": self.created_at,
             "updated_at": self.updated_at,
             "head_hash": self.head_hash,
@@ -184,7 +278,10 @@ class RunAudit(NamedTuple):
 
 
 class Decision(NamedTuple):
-    """One approver's decision on a run's current step, and where it leads."""
+    """One decision on a run's current step (an approval, a rejection, a
+    cancellation), and where it leads: `next_step` is the step the run is at
+    afterwards (the current one while its quorum is not met; None once the
+    run ended), `approved_by` who approved that step by then."""
 
     action: str
     actor: str
@@ -192,6 +289,12 @@ class Decision(NamedTuple):
     status: str
     next_step: Optional[Step]
     at: str
+    approved_by: tuple[str, ...] = ()
+
+    @property
+    def stays(self) -> bool:
+        """Whether the run stays at its step (an approval short of the quorum)."""
+        return bool(self.approved_by)
 
 
 Listed = TypeVar("Listed", Workflow, Run)
@@ -202,6 +305,9 @@ class Slice(NamedTuple, Generic[Listed]):
 
     items: tuple[Listed, ...]
     more: bool
+    # Where the next page starts, where that is not after the last item (the
+    # inbox reads entries it may then leave out).
+    resume: Any = None
 
 
 class Page(NamedTuple):

@@ -14,13 +14,17 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple, Optional
 
 from chalicelib import errors
-from chalicelib.models import RUN_STATUSES
+from chalicelib.models import GROUP_PREFIX, RUN_STATUSES, USER_PREFIX, Policy, StepRule
 
 MAX_NAME = 200
 MAX_TITLE = 500
 MAX_ACTOR = 200
 MAX_TEXT = 5_000
 MAX_INITIAL_STEPS = 50
+MAX_APPROVERS = 50
+MAX_REQUIRED_APPROVALS = 20
+# Groups one caller may name (none mode); more than anyone's directory holds.
+MAX_GROUPS = 100
 # Ids are 64-bit in SQLite and exact up to 2**53 in JSON numbers everywhere.
 MAX_ID = 2**53 - 1
 DEFAULT_LIMIT = 50
@@ -48,7 +52,8 @@ ALLOWED_CONTROLS = "\t\n"
 class NewWorkflow(NamedTuple):
     name: str
     description: str
-    step_names: list[str]
+    steps: list[StepRule]
+    policy: Policy
 
 
 class NewRun(NamedTuple):
@@ -61,6 +66,21 @@ class DecisionRequest(NamedTuple):
     actor: Optional[str]
     comment: str
     expected_step_id: Optional[int]
+    # Asserted in `none` mode; None when not given.
+    groups: Optional[frozenset[str]] = None
+
+
+class CancelRequest(NamedTuple):
+    actor: Optional[str]
+    reason: str
+
+
+class InboxQuery(NamedTuple):
+    # Asserted in `none` mode; None where the token says who calls.
+    actor: Optional[str]
+    groups: frozenset[str]
+    limit: int
+    cursor: Optional[str]
 
 
 class WorkflowQuery(NamedTuple):
@@ -117,26 +137,105 @@ def _not_a_number(constant: str) -> Any:
 
 
 def new_workflow(body: Any) -> NewWorkflow:
-    """POST /workflows: {"name", "description"?, "steps"?: [name, ...]}."""
-    fields = _fields(body, required=("name",), optional=("description", "steps"))
+    """POST /workflows: {"name", "description"?, "steps"?: [step, ...], and the
+    policy flags?}, where a step is its name or {"name", "approvers"?,
+    "required_approvals"?}."""
+    flags = Policy._fields
+    fields = _fields(body, required=("name",), optional=("description", "steps", *flags))
     name = _text(fields, "name", MAX_NAME)
     description = _text(fields, "description", MAX_TEXT, required=False)
     steps = fields.get("steps")
     if steps is None:
         steps = []
     if not isinstance(steps, list):
-        raise errors.InvalidInput("'steps' must be a list of step names")
+        raise errors.InvalidInput("'steps' must be a list of steps (names or step objects)")
     if len(steps) > MAX_INITIAL_STEPS:
         raise errors.InvalidInput(
-            f"'steps' may hold at most {MAX_INITIAL_STEPS} names; append more one by one"
+            f"'steps' may hold at most {MAX_INITIAL_STEPS} steps; append more one by one"
         )
-    step_names = [_text({"steps[]": step}, "steps[]", MAX_NAME) for step in steps]
-    return NewWorkflow(name, description, step_names)
+    rules = [
+        _step_rule(step, "steps[]")
+        if isinstance(step, dict)
+        else StepRule(_text({"steps[]": step}, "steps[]", MAX_NAME))
+        for step in steps
+    ]
+    policy = Policy(*(_flag(fields, flag) for flag in flags))
+    return NewWorkflow(name, description, rules, policy)
 
 
-def new_step(body: Any) -> str:
-    """POST /workflows/{id}/steps: {"name"}; the step's name."""
-    return _text(_fields(body, required=("name",)), "name", MAX_NAME)
+def new_step(body: Any) -> StepRule:
+    """POST /workflows/{id}/steps: {"name", "approvers"?, "required_approvals"?}."""
+    return _step_rule(body)
+
+
+def _step_rule(body: Any, where: str = "") -> StepRule:
+    """A step's definition: its name, who may decide it, and its quorum."""
+    fields = _fields(body, required=("name",), optional=("approvers", "required_approvals"))
+    name = _text(fields, "name", MAX_NAME)
+    approvers = _approvers(fields.get("approvers"))
+    required = fields.get("required_approvals")
+    if required is None:
+        required = 1
+    if isinstance(required, float) and required.is_integer():
+        required = int(required)
+    if (
+        isinstance(required, bool)
+        or not isinstance(required, int)
+        or not 1 <= required <= MAX_REQUIRED_APPROVALS
+    ):
+        raise errors.InvalidInput(
+            f"{where and where + ' '}'required_approvals' must be an integer from 1 to "
+            f"{MAX_REQUIRED_APPROVALS}"
+        )
+    users = [approver for approver in approvers if approver.startswith(USER_PREFIX)]
+    if approvers and len(users) == len(approvers) and required > len(users):
+        raise errors.InvalidInput(
+            f"Step {name!r} requires {required} approvals but lists only {len(users)} "
+            "approvers, all users: it could never be approved"
+        )
+    return StepRule(name, approvers, required)
+
+
+def _approvers(value: Any) -> tuple[str, ...]:
+    """A step's approvers: distinct "user:<id>" and "group:<name>" principals."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise errors.InvalidInput('\'approvers\' must be a list of "user:<id>" or "group:<name>"')
+    if len(value) > MAX_APPROVERS:
+        raise errors.InvalidInput(f"'approvers' may list at most {MAX_APPROVERS} principals")
+    principals: list[str] = []
+    for entry in value:
+        if not isinstance(entry, str):
+            raise errors.InvalidInput("Each of 'approvers' must be a string")
+        prefix = next((p for p in (USER_PREFIX, GROUP_PREFIX) if entry.startswith(p)), None)
+        if prefix is None:
+            raise errors.InvalidInput(
+                f'Approver {_shown(entry)} must be "user:<id>" or "group:<name>"'
+            )
+        principal = prefix + _text({"approvers[]": entry[len(prefix) :]}, "approvers[]", MAX_ACTOR)
+        if principal in principals:
+            raise errors.InvalidInput(f"Approver {_shown(principal)} is listed twice")
+        principals.append(principal)
+    return tuple(principals)
+
+
+def _flag(fields: Mapping[str, Any], name: str) -> bool:
+    value = fields.get(name, False)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise errors.InvalidInput(f"{name!r} must be true or false")
+    return value
+
+
+def groups(value: Any) -> Optional[frozenset[str]]:
+    """The groups a caller names (`none` mode): a list of group names."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or len(value) > MAX_GROUPS:
+        raise errors.InvalidInput(f"'groups' must be a list of at most {MAX_GROUPS} group names")
+    return frozenset(_text({"groups[]": group}, "groups[]", MAX_ACTOR) for group in value)
 
 
 def new_run(body: Any) -> NewRun:
@@ -151,20 +250,35 @@ def new_run(body: Any) -> NewRun:
 
 
 def decision(body: Any, actor_required: bool = True) -> DecisionRequest:
-    """POST /runs/{id}/approve|reject: {"actor", "comment"?, "expected_step_id"?};
-    `actor` may be left out where the caller is verified (actor_required False)."""
+    """POST /runs/{id}/approve|reject: {"actor", "comment"?, "expected_step_id"?,
+    "groups"?}; where the caller is verified (actor_required False), `actor` may
+    be left out and `groups` is the token's to say."""
     names = ("comment", "expected_step_id")
     fields = (
-        _fields(body, required=("actor",), optional=names)
+        _fields(body, required=("actor",), optional=(*names, "groups"))
         if actor_required
         else _fields(body, required=(), optional=("actor", *names))
     )
-    actor = _text(fields, "actor", MAX_ACTOR) if fields.get("actor") is not None else None
     comment = _text(fields, "comment", MAX_TEXT, required=False)
     expected = (
         _id(fields, "expected_step_id") if fields.get("expected_step_id") is not None else None
     )
-    return DecisionRequest(actor, comment, expected)
+    return DecisionRequest(_actor(fields), comment, expected, groups(fields.get("groups")))
+
+
+def cancellation(body: Any, actor_required: bool = True) -> CancelRequest:
+    """POST /runs/{id}/cancel: {"actor", "reason"?}; `actor` may be left out
+    where the caller is verified (actor_required False)."""
+    fields = (
+        _fields(body, required=("actor",), optional=("reason",))
+        if actor_required
+        else _fields(body, required=(), optional=("actor", "reason"))
+    )
+    return CancelRequest(_actor(fields), _text(fields, "reason", MAX_TEXT, required=False))
+
+
+def _actor(fields: Mapping[str, Any]) -> Optional[str]:
+    return _text(fields, "actor", MAX_ACTOR) if fields.get("actor") is not None else None
 
 
 # -- paths and queries -------------------------------------------------------------
@@ -206,21 +320,47 @@ def run_query(query: Mapping[str, Any]) -> RunQuery:
     return RunQuery(workflow_id, status, _limit(params), params.get("cursor"))
 
 
-def _query(query: Mapping[str, Any], allowed: tuple[str, ...]) -> dict[str, str]:
-    """The query parameters, each given once, all of them known."""
+def inbox_query(query: Mapping[str, Any], verified: bool) -> InboxQuery:
+    """GET /inbox: limit, cursor; in `none` mode (not `verified`) also actor
+    (required) and group (repeated, one per group)."""
+    if verified:
+        params = _query(query, ("limit", "cursor"))
+        return InboxQuery(None, frozenset(), _limit(params), params.get("cursor"))
+    params = _query(query, ("actor", "group", "limit", "cursor"), repeatable=("group",))
+    if params.get("actor") is None:
+        raise errors.InvalidInput("Missing required query parameter 'actor'")
+    actor = _text(params, "actor", MAX_ACTOR)
+    named = _repeated(query, "group")
+    if len(named) > MAX_GROUPS:
+        raise errors.InvalidInput(f"Give at most {MAX_GROUPS} 'group' parameters")
+    groups = frozenset(_text({"group": group}, "group", MAX_ACTOR) for group in named)
+    return InboxQuery(actor, groups, _limit(params), params.get("cursor"))
+
+
+def _query(
+    query: Mapping[str, Any], allowed: tuple[str, ...], repeatable: tuple[str, ...] = ()
+) -> dict[str, str]:
+    """The query parameters, each given once (but those `repeatable`), all of them known."""
     unknown = sorted(set(query) - set(allowed))
     if unknown:
         raise errors.InvalidInput(
             f"Unknown query parameter {unknown[0]!r}; allowed: {', '.join(allowed)}"
         )
     params: dict[str, str] = {}
-    getlist = getattr(query, "getlist", None)  # Chalice's MultiDict keeps repeats
     for name in query:
-        values = getlist(name) if getlist else [query[name]]
-        if len(values) != 1:
+        values = _repeated(query, name)
+        if len(values) != 1 and name not in repeatable:
             raise errors.InvalidInput(f"Give the query parameter {name!r} at most once")
         params[name] = values[0]
     return params
+
+
+def _repeated(query: Mapping[str, Any], name: str) -> list[str]:
+    """Every value of the query parameter `name`, in order."""
+    if name not in query:
+        return []
+    getlist = getattr(query, "getlist", None)  # Chalice's MultiDict keeps repeats
+    return list(getlist(name)) if getlist else [query[name]]
 
 
 def _limit(params: Mapping[str, str]) -> int:

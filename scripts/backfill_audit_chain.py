@@ -30,19 +30,17 @@ from typing import TYPE_CHECKING, Optional
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from chalicelib import errors
-from chalicelib.storage import dynamodb
+from scripts.table_of_environment import open_table
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
 def main(client: Optional[DynamoDBClient] = None) -> int:
-    try:
-        table = dynamodb.table_name()
-    except errors.Unavailable as exc:
-        print(exc.message, file=sys.stderr)
+    storage = open_table(client)
+    if storage is None:
         return 2
-    storage = dynamodb.DynamoDBStorage(client or dynamodb.create_client(), table)
+    table = storage.table
     runs = stored = 0
     disagreeing: list[str] = []
     for run_id in storage.unchained_run_ids():

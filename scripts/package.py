@@ -108,8 +108,16 @@ RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731,
 # IAM action for TransactWriteItems: DynamoDB authorises each Put/Update inside
 # a transaction as PutItem/UpdateItem (and a ConditionCheck as
 # dynamodb:ConditionCheckItem, which the adapter does not use). DeleteItem
-# releases an Idempotency-Key after a failed request.
-TABLE_ACTIONS = ("dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
+# releases an Idempotency-Key after a failed request (and an inbox entry that
+# did not fit in a decision's transaction); a transaction's Delete is
+# DeleteItem too. BatchGetItem reads the runs of an inbox page at once.
+TABLE_ACTIONS = (
+    "dynamodb:Query",
+    "dynamodb:BatchGetItem",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
+)
 # On an index only reads are possible, and the adapter's only read is Query.
 INDEX_ACTIONS = ("dynamodb:Query",)
 

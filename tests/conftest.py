@@ -88,6 +88,14 @@ def race_storage_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iter
 
 
 @pytest.fixture
+def secret_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    """WORKFLOW_AUTH=jwt with tokens signed by tests.support.tokens.SECRET."""
+    monkeypatch.setenv("WORKFLOW_AUTH", "jwt")
+    monkeypatch.setenv("WORKFLOW_JWT_ISSUER", tokens.ISSUER)
+    monkeypatch.setenv("WORKFLOW_JWT_SECRET", tokens.SECRET)
+
+
+@pytest.fixture
 def serve(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The app serves from whatever storage the test hands `app.use_storage`
     (without it, from one it would create), and forgets it afterwards."""
@@ -103,14 +111,6 @@ def ddb(tmp_path: Path, serve: None) -> Iterator[dynamodb.DynamoDBStorage]:
         assert isinstance(storage, dynamodb.DynamoDBStorage)
         app_module.use_storage(storage)
         yield storage
-
-
-@pytest.fixture
-def secret_mode(monkeypatch: pytest.MonkeyPatch) -> None:
-    """WORKFLOW_AUTH=jwt, verifying the tests' HS256 tokens (tests/support/tokens.py)."""
-    monkeypatch.setenv("WORKFLOW_AUTH", "jwt")
-    monkeypatch.setenv("WORKFLOW_JWT_ISSUER", tokens.ISSUER)
-    monkeypatch.setenv("WORKFLOW_JWT_SECRET", tokens.SECRET)
 
 
 @pytest.fixture

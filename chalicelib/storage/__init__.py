@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Optional, Protocol
 
 from chalicelib.idempotency import KeyStore
-from chalicelib.models import Decision, Run, Slice, Step, Workflow
+from chalicelib.models import DEFAULT_POLICY, Decision, Policy, Run, Slice, Step, StepRule, Workflow
 from chalicelib.storage import failures
 
 # os.path, not pathlib: pathlib is not imported by Chalice, and importing it
@@ -20,16 +20,22 @@ class Storage(Protocol):
     """Durable state of workflows and runs; every mutation is one atomic write."""
 
     def create_workflow(
-        self, name: str, description: str, step_names: Sequence[str], now: str
+        self,
+        name: str,
+        description: str,
+        steps: Sequence[StepRule],
+        now: str,
+        policy: Policy = DEFAULT_POLICY,
     ) -> Workflow:
-        """Store a workflow with its first steps; Conflict if the name is taken."""
+        """Store a workflow with its first steps and its policy flags; Conflict if
+        the name is taken."""
         ...
 
     def get_workflow(self, workflow_id: int) -> Workflow:
         """The workflow with its steps in step_order; NotFound if absent."""
         ...
 
-    def append_step(self, workflow_id: int, name: str) -> Step:
+    def append_step(self, workflow_id: int, step: StepRule) -> Step:
         """Append a step at max(step_order) + 1, atomically; NotFound if absent."""
         ...
 
@@ -40,7 +46,8 @@ class Storage(Protocol):
         ...
 
     def get_run(self, run_id: int) -> Run:
-        """The run with its current step and its actions, oldest first; NotFound if absent."""
+        """The run with its current step (and that step's rules), its workflow's
+        policy and its actions, oldest first; NotFound if absent."""
         ...
 
     def next_step(self, workflow_id: int, after_order: int) -> Optional[Step]:
@@ -48,8 +55,9 @@ class Storage(Protocol):
         ...
 
     def record_decision(self, run: Run, decision: Decision) -> Run:
-        """Record the decision and move the run, only if it is still in progress at
-        run.current_step; otherwise raise Conflict and write nothing."""
+        """Record the decision and move the run (or keep it at its step, one more
+        approval counted), only if its history is still as read: nothing
+        recorded since. Otherwise raise StaleRun and write nothing."""
         ...
 
     def list_workflows(self, after_id: Optional[int], limit: int) -> Slice[Workflow]:
@@ -65,6 +73,19 @@ class Storage(Protocol):
     ) -> Slice[Run]:
         """At most `limit` runs before id `before_id` (None: the newest), newest first, of
         that workflow and status where given; without actions."""
+        ...
+
+    def inbox(
+        self,
+        actor: str,
+        groups: frozenset[str],
+        after: Optional[tuple[str, int]],
+        limit: int,
+    ) -> Slice[Run]:
+        """At most `limit` runs in progress whose current step admits `actor` or one
+        of `groups` (or anyone), after (current_step_since, id) `after` in that
+        order; without actions. It may leave out runs that decision.awaits
+        refuses, and may include some: the engine applies the rule."""
         ...
 
 

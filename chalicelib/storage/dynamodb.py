@@ -81,7 +81,18 @@ from typing import TYPE_CHECKING, Any, Optional, cast
 
 from chalicelib import audit, errors, idempotency
 from chalicelib.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
-from chalicelib.models import IN_PROGRESS, Action, Decision, Run, Slice, Step, Workflow
+from chalicelib.models import (
+    DEFAULT_POLICY,
+    IN_PROGRESS,
+    Action,
+    Decision,
+    Policy,
+    Run,
+    Slice,
+    Step,
+    StepRule,
+    Workflow,
+)
 from chalicelib.storage.dynamodb_schema import (
     ALL_INDEX,
     BY_STATUS_INDEX,
@@ -104,6 +115,11 @@ NAME_SK = "#WFNAME"
 RUN_SK = "#RUN"
 STEP_PREFIX = "STEP#"
 ACTION_PREFIX = "ACT#"
+INBOX_PREFIX = "INBOX#"
+# The inbox partition of steps that name no approvers: anyone may decide them.
+ANYONE = "*"
+# DynamoDB's limit of items per TransactWriteItems.
+MAX_TRANSACTION_ITEMS = 100
 # Each kind of record counts its ids from 1, on a counter item of its own, as
 # SQLite's tables do. Tables made when one counter served every kind start
 # the kinds' counters above it (LEGACY_COUNTER_KEY), so no id comes twice.
@@ -220,24 +236,27 @@ class DynamoDBStorage:
     # -- workflows -------------------------------------------------------
 
     def create_workflow(
-        self, name: str, description: str, step_names: Sequence[str], now: str
+        self,
+        name: str,
+        description: str,
+        steps: Sequence[StepRule],
+        now: str,
+        policy: Policy = DEFAULT_POLICY,
     ) -> Workflow:
         (workflow_id,) = self._ids["workflow"].take()
-        step_ids = self._ids["step"].take(len(step_names)) if step_names else []
-        steps = tuple(
-            Step(step_id, workflow_id, step_name, order)
-            for order, (step_id, step_name) in enumerate(
-                zip(step_ids, step_names, strict=False), start=1
-            )
+        step_ids = self._ids["step"].take(len(steps)) if steps else []
+        stored = tuple(
+            Step(step_id, workflow_id, rule.name, order, rule.approvers, rule.required_approvals)
+            for order, (step_id, rule) in enumerate(zip(step_ids, steps, strict=True), start=1)
         )
-        workflow = Workflow(workflow_id, name, description, now, steps)
+        workflow = Workflow(workflow_id, name, description, now, stored, policy)
         items: list[dict[str, Any]] = [
             self._put_new(
                 {"PK": _s(f"WFNAME#{name}"), "SK": _s(NAME_SK), "workflow_id": _n(workflow_id)}
             ),
             self._put_new(_workflow_item(workflow)),
         ]
-        items += [self._put_new(_step_item(step)) for step in steps]
+        items += [self._put_new(_step_item(step)) for step in stored]
         reasons = self._transact(items)
         if reasons:
             raise errors.Conflict(f"A workflow named {name!r} already exists")
@@ -250,7 +269,7 @@ class DynamoDBStorage:
             raise errors.workflow_not_found(workflow_id)
         return _workflow(item)
 
-    def append_step(self, workflow_id: int, name: str) -> Step:
+    def append_step(self, workflow_id: int, rule: StepRule) -> Step:
         # The partition sorts the workflow item before its steps, so the last
         # item is the highest step (or the workflow item when it has none).
         last = self._call(
@@ -271,7 +290,9 @@ class DynamoDBStorage:
         # that adds step n + 1 to the workflow's list runs only after the one
         # that wrote step n, so the list stays in step order.
         for _ in range(APPEND_ATTEMPTS):
-            step = Step(step_id, workflow_id, name, order)
+            step = Step(
+                step_id, workflow_id, rule.name, order, rule.approvers, rule.required_approvals
+            )
             try:
                 reasons = self._transact([self._put_new(_step_item(step)), self._listed_step(step)])
             except ItemTooLarge as exc:
@@ -324,9 +345,9 @@ class DynamoDBStorage:
     ) -> Run:
         (run_id,) = self._ids["run"].take()
         first = workflow.steps[0]
-        run = Run(run_id, workflow.id, title, IN_PROGRESS, first, now, now, (), requested_by)
-        genesis = audit.genesis_hash(audit.genesis_of(run))
-        item = {
+        run = Run.started(run_id, workflow, title, now, requested_by)
+        run = run._replace(head_hash=audit.genesis_hash(audit.genesis_of(run)))
+        item: Item = {
             "PK": _s(_run_key(run_id)),
             "SK": _s(RUN_SK),
             "id": _n(run_id),
@@ -336,20 +357,23 @@ class DynamoDBStorage:
             "created_at": _s(now),
             "updated_at": _s(now),
             "seq": _n(0),
-            "head_hash": _s(genesis),
-            **_current_step_attrs(first),
+            "head_hash": _s(run.head_hash or ""),
+            "policy": {"M": {flag: {"BOOL": on} for flag, on in workflow.policy.to_dict().items()}},
+            **_waiting_attrs(first, now, ()),
+            "approvers": {"L": []},
             "all_pk": _s(RUNS_PK),
             "workflow_pk": _s(_wf_key(workflow.id)),
             **_status_keys(workflow.id, IN_PROGRESS),
         }
         if requested_by is not None:
             item["requested_by"] = _s(requested_by)
-        if not self._put_if_new(item):
+        # The run and its first step's inbox entries, at once.
+        if self._transact([self._put_new(item), *self._inbox_puts(run_id, first, now)]):
             raise unavailable(
                 f"Run id {run_id} is already taken in table {self.table!r}: a counter item "
                 "was changed by hand, or the table holds runs of another service",
             )
-        return run._replace(head_hash=genesis)
+        return run
 
     def get_run(self, run_id: int) -> Run:
         items = list(self._query_partition(_run_key(run_id)))
@@ -368,18 +392,26 @@ class DynamoDBStorage:
         (action_id,) = self._ids["action"].take()
         chained = audit.next_hash(run, decision)
         action = Action.recording(action_id, run, decision, chained)
+        decided = run.decided(decision, action, chained)
         moved = {
-            "status": _s(decision.status),
             "updated_at": _s(decision.at),
             "seq": _n(seq),
             "head_hash": _s(chained),
-            **_status_keys(run.workflow_id, decision.status),
+            "approved_by": _strings(decision.approved_by),
+            "approvers": _strings(decided.approvers),
         }
-        if decision.next_step:
-            moved.update(_current_step_attrs(decision.next_step))
-            remove = ""
+        remove = ""
+        if decision.next_step is not None:
+            if not decision.stays:
+                moved.update(_waiting_attrs(decision.next_step, decision.at, ()))
         else:
-            remove = " REMOVE step_id, step_name, step_order"
+            moved.update(
+                {"status": _s(decision.status), **_status_keys(run.workflow_id, decision.status)}
+            )
+            remove = (
+                " REMOVE step_id, step_name, step_order, step_approvers, step_required, "
+                "current_step_since"
+            )
         sets = ", ".join(f"#{name} = :{name}" for name in moved)
         update = {
             "Update": {
@@ -387,7 +419,10 @@ class DynamoDBStorage:
                 "Key": {"PK": _s(_run_key(run.id)), "SK": _s(RUN_SK)},
                 "UpdateExpression": f"SET {sets}{remove}",
                 "ConditionExpression": "#status = :in_progress AND step_id = :step AND seq = :prev",
-                "ExpressionAttributeNames": {f"#{name}": name for name in moved},
+                "ExpressionAttributeNames": {
+                    "#status": "status",
+                    **{f"#{name}": name for name in moved},
+                },
                 "ExpressionAttributeValues": {
                     **{f":{name}": value for name, value in moved.items()},
                     ":in_progress": _s(IN_PROGRESS),
@@ -396,9 +431,147 @@ class DynamoDBStorage:
                 },
             }
         }
-        if self._transact([update, self._put_new(_action_item(action, seq))]):
+        items = [update, self._put_new(_action_item(action, seq))]
+        # The inbox follows the run: the step it leaves loses its entries, the
+        # one it reaches gets them. What does not fit in the transaction is
+        # deleted right after it; an entry left behind meanwhile (or by a
+        # crash) is one the inbox drops, as its run is no longer at its step.
+        stale: list[dict[str, Any]] = []
+        if not decision.stays:
+            puts = (
+                self._inbox_puts(run.id, decision.next_step, decision.at)
+                if decision.next_step is not None
+                else []
+            )
+            # A step reached in the millisecond the last one was: the put
+            # replaces the entry that would be deleted (one operation per item).
+            taken = {_key_of(put["Put"]["Item"]) for put in puts}
+            items += puts
+            deletes = [
+                delete
+                for delete in self._inbox_deletes(run)
+                if _key_of(delete["Delete"]["Key"]) not in taken
+            ]
+            room = MAX_TRANSACTION_ITEMS - len(items)
+            items, stale = items + deletes[:room], deletes[room:]
+        if self._transact(items):
             raise errors.StaleRun()
-        return run.decided(decision, action, chained)
+        for delete in stale:
+            self._call("delete_item", **delete["Delete"])
+        return decided
+
+    def _inbox_puts(self, run_id: int, step: Step, since: str) -> list[dict[str, Any]]:
+        """The inbox entries of a run that reaches `step` at `since`: one per
+        principal that may decide it (one in ANYONE's inbox if it names none)."""
+        return [
+            {
+                "Put": {
+                    "TableName": self.table,
+                    "Item": {
+                        "PK": _s(INBOX_PREFIX + principal),
+                        "SK": _s(_inbox_sk(since, run_id)),
+                        "run_id": _n(run_id),
+                        "step_id": _n(step.id),
+                    },
+                }
+            }
+            for principal in step.approvers or (ANYONE,)
+        ]
+
+    def _inbox_deletes(self, run: Run) -> list[dict[str, Any]]:
+        """The deletes of the inbox entries of the step `run` is at (of nothing,
+        harmlessly, for a run from before the inbox, which has none)."""
+        step = run.current_step
+        if step is None or run.current_step_since is None:
+            return []
+        sk = _s(_inbox_sk(run.current_step_since, run.id))
+        return [
+            {
+                "Delete": {
+                    "TableName": self.table,
+                    "Key": {"PK": _s(INBOX_PREFIX + principal), "SK": sk},
+                }
+            }
+            for principal in step.approvers or (ANYONE,)
+        ]
+
+    def inbox(
+        self,
+        actor: str,
+        groups: frozenset[str],
+        after: Optional[tuple[str, int]],
+        limit: int,
+    ) -> Slice[Run]:
+        # One Query per principal the caller is (their user, each group, and
+        # anyone), each in (since, run id) order, merged; then the runs of the
+        # first `limit` entries in one consistent BatchGetItem. An entry whose
+        # run has left its step since is dropped, and the page is shorter.
+        principals = [f"user:{actor}", *(f"group:{group}" for group in sorted(groups)), ANYONE]
+        entries: set[tuple[str, int, int]] = set()
+        # The page may not reach past any Query's last entry while it has more.
+        bound: Optional[str] = None
+        for principal in principals:
+            found, more = self._inbox_entries(principal, after, limit)
+            entries.update(found)
+            if more and (bound is None or found[-1][0] < bound):
+                bound = found[-1][0]
+        ordered = sorted(entry for entry in entries if bound is None or entry[0] <= bound)
+        more = bound is not None or len(ordered) > limit
+        ordered = ordered[:limit]
+        runs = self._runs_by_id({run_id for _, run_id, _ in ordered})
+        page = tuple(
+            runs[run_id]
+            for _, run_id, step_id in ordered
+            if run_id in runs and runs[run_id].current_step_id == step_id
+        )
+        resume = _inbox_position(ordered[-1][0]) if ordered else None
+        return Slice(page, more and bool(ordered), resume)
+
+    def _inbox_entries(
+        self, principal: str, after: Optional[tuple[str, int]], limit: int
+    ) -> tuple[list[tuple[str, int, int]], bool]:
+        """Up to `limit` + 1 (sort key, run id, step id) of `principal`'s inbox
+        after `after`, in order, and whether more follow them."""
+        condition = "PK = :pk"
+        values: Item = {":pk": _s(INBOX_PREFIX + principal)}
+        if after is not None:
+            condition += " AND SK > :after"
+            values[":after"] = _s(_inbox_sk(*after))
+        page = self._call(
+            "query",
+            TableName=self.table,
+            ConsistentRead=True,
+            KeyConditionExpression=condition,
+            ExpressionAttributeValues=values,
+            Limit=limit + 1,
+        )
+        found = [
+            (item["SK"]["S"], int(item["run_id"]["N"]), int(item["step_id"]["N"]))
+            for item in page["Items"]
+        ]
+        return found, "LastEvaluatedKey" in page and bool(found)
+
+    def _runs_by_id(self, run_ids: set[int]) -> dict[int, Run]:
+        """The runs (without actions) with these ids, read consistently; one
+        BatchGetItem for up to 100 of them, again for any DynamoDB left unread."""
+        keys = [{"PK": _s(_run_key(run_id)), "SK": _s(RUN_SK)} for run_id in sorted(run_ids)]
+        runs: dict[int, Run] = {}
+        attempt = 0
+        while keys:
+            answer = self._call(
+                "batch_get_item",
+                RequestItems={self.table: {"Keys": keys, "ConsistentRead": True}},
+            )
+            for item in answer["Responses"].get(self.table, []):
+                run = _run(item, ())
+                runs[run.id] = run
+            keys = answer.get("UnprocessedKeys", {}).get(self.table, {}).get("Keys", [])
+            if keys:
+                if attempt == CONFLICT_RETRIES:
+                    raise errors.Unavailable("DynamoDB is busy; retry shortly")
+                _back_off(attempt)
+                attempt += 1
+        return runs
 
     def list_runs(
         self,
@@ -424,13 +597,22 @@ class DynamoDBStorage:
         """The runs with history from before the audit chain (a run without its
         head_hash, or an action without its hash), each once. One Scan of the
         whole table: for scripts/backfill_audit_chain.py, never for a request."""
+        return self._scan_run_ids(
+            "(SK = :run AND attribute_not_exists(head_hash)) "
+            "OR (begins_with(SK, :action) AND attribute_not_exists(#hash))",
+            {"#hash": "hash"},
+            {":run": _s(RUN_SK), ":action": _s(ACTION_PREFIX)},
+        )
+
+    def _scan_run_ids(self, condition: str, names: dict[str, str], values: Item) -> Iterator[int]:
+        """The ids of the runs with an item that meets `condition`, each once:
+        one Scan of the whole table, for the scripts that upgrade a table."""
         params: dict[str, Any] = {
             "TableName": self.table,
             "ProjectionExpression": "PK",
-            "FilterExpression": "(SK = :run AND attribute_not_exists(head_hash)) "
-            "OR (begins_with(SK, :action) AND attribute_not_exists(#hash))",
-            "ExpressionAttributeNames": {"#hash": "hash"},
-            "ExpressionAttributeValues": {":run": _s(RUN_SK), ":action": _s(ACTION_PREFIX)},
+            "FilterExpression": condition,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
         }
         seen: set[int] = set()
         while True:
@@ -501,6 +683,43 @@ class DynamoDBStorage:
                 raise
             return 0
         return 1
+
+    # -- the inbox of runs from before it -----------------------------------
+
+    def unindexed_run_ids(self) -> Iterator[int]:
+        """The runs in progress from before the inbox (no current_step_since, so
+        no inbox entries). One Scan: for scripts/backfill_inbox.py, never for a
+        request."""
+        return self._scan_run_ids(
+            "SK = :run AND #status = :in_progress AND attribute_not_exists(current_step_since)",
+            {"#status": "status"},
+            {":run": _s(RUN_SK), ":in_progress": _s(IN_PROGRESS)},
+        )
+
+    def index_waiting_run(self, run_id: int) -> bool:
+        """Give a run from before the inbox its entries and current_step_since
+        (its last update: before quorums, it reached its step with its last
+        decision), in one transaction conditional on the run not having moved
+        since it was read; False if it had (a decision indexes it itself)."""
+        item = self._read_item(_s(_run_key(run_id)), _s(RUN_SK))
+        if item is None or "current_step_since" in item or item["status"]["S"] != IN_PROGRESS:
+            return False
+        run = _run(item, ())
+        assert run.current_step is not None and run.current_step_since is not None
+        update = {
+            "Update": {
+                "TableName": self.table,
+                "Key": {"PK": item["PK"], "SK": item["SK"]},
+                "UpdateExpression": "SET current_step_since = :since",
+                "ConditionExpression": "seq = :seq AND attribute_not_exists(current_step_since)",
+                "ExpressionAttributeValues": {
+                    ":since": _s(run.current_step_since),
+                    ":seq": item["seq"],
+                },
+            }
+        }
+        puts = self._inbox_puts(run_id, run.current_step, run.current_step_since)
+        return not self._transact([update, *puts])
 
     # -- idempotency keys --------------------------------------------------
 
@@ -783,6 +1002,29 @@ class DynamoDBStorage:
 # -- items <-> models ----------------------------------------------------------
 
 
+def _inbox_sk(since: str, run_id: int) -> str:
+    """An inbox entry's sort key: when its run reached the step, then the run's
+    id, zero-padded so that text order is (since, id) order."""
+    return f"{since}#{run_id:016d}"
+
+
+def _key_of(item: Item) -> tuple[str, str]:
+    return item["PK"]["S"], item["SK"]["S"]
+
+
+def _inbox_position(sk: str) -> tuple[str, int]:
+    since, run_id = sk.rsplit("#", 1)
+    return since, int(run_id)
+
+
+def _strings(values: Sequence[str]) -> dict[str, Any]:
+    return {"L": [_s(value) for value in values]}
+
+
+def _texts(item: Item, name: str) -> tuple[str, ...]:
+    return tuple(value["S"] for value in item[name]["L"]) if name in item else ()
+
+
 def _step_item(step: Step) -> Item:
     return {
         "PK": _s(_wf_key(step.workflow_id)),
@@ -790,6 +1032,15 @@ def _step_item(step: Step) -> Item:
         "id": _n(step.id),
         "name": _s(step.name),
         "step_order": _n(step.step_order),
+        **_rule_attrs(step),
+    }
+
+
+def _rule_attrs(step: Step) -> Item:
+    """Who may decide a step, and its quorum, as its items keep them."""
+    return {
+        "approvers": _strings(step.approvers),
+        "required_approvals": _n(step.required_approvals),
     }
 
 
@@ -803,6 +1054,7 @@ def _workflow_item(workflow: Workflow) -> Item:
         "created_at": _s(workflow.created_at),
         "steps": {"L": [_step_entry(step) for step in workflow.steps]},
         "all_pk": _s(WORKFLOWS_PK),
+        **{flag: {"BOOL": on} for flag, on in workflow.policy.to_dict().items()},
     }
 
 
@@ -815,20 +1067,50 @@ def _workflow(item: Item) -> Workflow:
         item["description"]["S"],
         item["created_at"]["S"],
         tuple(sorted(steps, key=lambda step: step.step_order)),
+        _policy(item),
     )
+
+
+def _policy(item: Item) -> Policy:
+    """The policy flags an item holds (none, on a workflow from before them)."""
+    return Policy(*(item.get(flag, {}).get("BOOL", False) for flag in Policy._fields))
 
 
 def _step_entry(step: Step) -> dict[str, Item]:
     """A step as its workflow item lists it."""
-    return {"M": {"id": _n(step.id), "name": _s(step.name), "step_order": _n(step.step_order)}}
+    return {
+        "M": {
+            "id": _n(step.id),
+            "name": _s(step.name),
+            "step_order": _n(step.step_order),
+            **_rule_attrs(step),
+        }
+    }
 
 
 def _step(item: Item, workflow_id: int) -> Step:
-    return Step(int(item["id"]["N"]), workflow_id, item["name"]["S"], int(item["step_order"]["N"]))
+    return Step(
+        int(item["id"]["N"]),
+        workflow_id,
+        item["name"]["S"],
+        int(item["step_order"]["N"]),
+        _texts(item, "approvers"),
+        int(item["required_approvals"]["N"]) if "required_approvals" in item else 1,
+    )
 
 
-def _current_step_attrs(step: Step) -> Item:
-    return {"step_id": _n(step.id), "step_name": _s(step.name), "step_order": _n(step.step_order)}
+def _waiting_attrs(step: Step, since: str, approved_by: tuple[str, ...]) -> Item:
+    """A run's attributes while it waits at `step`: the step and its rules, when
+    it got there, and who approved it so far."""
+    return {
+        "step_id": _n(step.id),
+        "step_name": _s(step.name),
+        "step_order": _n(step.step_order),
+        "step_approvers": _strings(step.approvers),
+        "step_required": _n(step.required_approvals),
+        "current_step_since": _s(since),
+        "approved_by": _strings(approved_by),
+    }
 
 
 def _workflow_status_pk(workflow_id: int, status: str) -> str:
@@ -852,7 +1134,11 @@ def _run(item: Item, actions: tuple[Action, ...]) -> Run:
             workflow_id,
             item["step_name"]["S"],
             int(item["step_order"]["N"]),
+            _texts(item, "step_approvers"),
+            int(item["step_required"]["N"]) if "step_required" in item else 1,
         )
+    # A run from before quorums reached its step with its last decision.
+    since = item.get("current_step_since", item["updated_at"])["S"] if current else None
     return Run(
         int(item["id"]["N"]),
         workflow_id,
@@ -864,6 +1150,10 @@ def _run(item: Item, actions: tuple[Action, ...]) -> Run:
         actions,
         item["requested_by"]["S"] if "requested_by" in item else None,
         item["head_hash"]["S"] if "head_hash" in item else None,
+        _texts(item, "approved_by"),
+        since,
+        _policy(item.get("policy", {}).get("M", {})),
+        _texts(item, "approvers"),
     )
 
 

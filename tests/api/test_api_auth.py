@@ -18,16 +18,18 @@ from chalice.test import HTTPResponse
 from chalicelib import errors, identity
 from tests.support.api import JSON_HEADERS, Api
 from tests.support.shapes import assert_error
-from tests.support.tokens import AUDIENCE, ISSUER, SECRET, KeySet, claims, hs256
-
-ADMIN = "workflow-admins"
-
-
-@pytest.fixture
-def secret_mode(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WORKFLOW_AUTH", "jwt")
-    monkeypatch.setenv("WORKFLOW_JWT_ISSUER", ISSUER)
-    monkeypatch.setenv("WORKFLOW_JWT_SECRET", SECRET)
+from tests.support.tokens import (
+    ADMIN,
+    AUDIENCE,
+    ISSUER,
+    SECRET,
+    KeySet,
+    admin_token,
+    as_,
+    bearer,
+    claims,
+    hs256,
+)
 
 
 @pytest.fixture
@@ -39,19 +41,6 @@ def key_set(monkeypatch: pytest.MonkeyPatch) -> Iterator[KeySet]:
     monkeypatch.setenv("WORKFLOW_JWKS_URL", keys.url)
     yield keys
     keys.close()
-
-
-def bearer(token: str) -> dict[str, str]:
-    return {**JSON_HEADERS, "Authorization": f"Bearer {token}"}
-
-
-def as_(api: Api, token: str, method: str, path: str, body: Any = None) -> HTTPResponse:
-    raw = b"" if body is None else json.dumps(body).encode()
-    return api.request(method, path, raw=raw, headers=bearer(token))
-
-
-def admin_token(actor: str = "ada") -> str:
-    return hs256(claims(actor, groups=[ADMIN]))
 
 
 def started(api: Api, steps: tuple[str, ...] = ("Manager", "Finance")) -> dict[str, Any]:

@@ -143,14 +143,25 @@ def test_request_limits_are_the_engines() -> None:
     assert new_workflow["name"]["maxLength"] == validation.MAX_NAME
     assert new_workflow["description"]["maxLength"] == validation.MAX_TEXT
     assert new_workflow["steps"]["maxItems"] == validation.MAX_INITIAL_STEPS
-    assert new_workflow["steps"]["items"]["maxLength"] == validation.MAX_NAME
-    assert schema("NewStep")["properties"]["name"]["maxLength"] == validation.MAX_NAME
+    named_step, step_object = new_workflow["steps"]["items"]["oneOf"]
+    assert named_step["maxLength"] == validation.MAX_NAME
+    assert step_object == {"$ref": "#/components/schemas/NewStep"}
+    new_step = schema("NewStep")["properties"]
+    assert new_step["name"]["maxLength"] == validation.MAX_NAME
+    assert new_step["approvers"]["maxItems"] == validation.MAX_APPROVERS
+    assert new_step["required_approvals"]["maximum"] == validation.MAX_REQUIRED_APPROVALS
+    user, group = schema("Principal")["anyOf"]
+    assert user["maxLength"] == len("user:") + validation.MAX_ACTOR
+    assert group["maxLength"] == len("group:") + validation.MAX_ACTOR
+    assert schema("Cancellation")["properties"]["reason"]["maxLength"] == validation.MAX_TEXT
     assert schema("NewRun")["properties"]["title"]["maxLength"] == validation.MAX_TITLE
     decision = schema("Decision")["properties"]
     assert decision["actor"]["maxLength"] == validation.MAX_ACTOR
     assert decision["comment"]["maxLength"] == validation.MAX_TEXT
+    assert decision["groups"]["maxItems"] == validation.MAX_GROUPS
+    assert decision["groups"]["items"]["maxLength"] == validation.MAX_ACTOR
     assert schema("Id")["maximum"] == validation.MAX_ID
-    for name in ("NewWorkflow", "NewStep", "NewRun", "Decision"):
+    for name in ("NewWorkflow", "NewStep", "NewRun", "Decision", "Cancellation"):
         assert schema(name)["additionalProperties"] is False, name
 
 
@@ -158,10 +169,12 @@ def required_texts() -> dict[str, dict[str, Any]]:
     """The schemas of the strings the engine trims and refuses when blank."""
     return {
         "NewWorkflow.name": schema("NewWorkflow")["properties"]["name"],
-        "NewWorkflow.steps[]": schema("NewWorkflow")["properties"]["steps"]["items"],
+        "NewWorkflow.steps[]": schema("NewWorkflow")["properties"]["steps"]["items"]["oneOf"][0],
         "NewStep.name": schema("NewStep")["properties"]["name"],
         "NewRun.title": schema("NewRun")["properties"]["title"],
         "Decision.actor": schema("Decision")["properties"]["actor"],
+        "Decision.groups[]": schema("Decision")["properties"]["groups"]["items"],
+        "Cancellation.actor": schema("Cancellation")["properties"]["actor"],
     }
 
 

@@ -8,13 +8,13 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
-from chalice.config import Config
 from chalice.test import Client
 
-import app as app_module
 from chalicelib import access_log
-from scripts import browser, local_server
+from chalicelib.storage import Backend
+from scripts import browser
 from tests.support.browser import PageUnderTest
+from tests.support.serving import served
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
@@ -41,17 +41,17 @@ def width() -> int:
 
 
 @pytest.fixture
-def served(client: Client, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """The base URL of the app, served as `make run` serves it, on the test's storage."""
+def base_url(storage: Backend, client: Client, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The app as `make run` serves it, on the test's storage (which `api` sees too)."""
     monkeypatch.setattr(access_log.LOGGER, "disabled", True)
-    with local_server.serving(app_module.app, Config.create()) as base_url:
-        yield base_url
+    with served(storage) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 @pytest.fixture
-def tab(chromium: Browser, served: str, width: int) -> Iterator[PageUnderTest]:
+def tab(chromium: Browser, base_url: str, width: int) -> Iterator[PageUnderTest]:
     """A new tab on the served app; the test fails if the page logged an error."""
-    page = PageUnderTest(chromium, served, width)
+    page = PageUnderTest(chromium, base_url, width)
     yield page
     page.close()
     assert page.console_errors == [], page.console_errors

@@ -16,6 +16,7 @@ from chalicelib.storage import dynamodb
 from scripts.moto_server import Fault, MotoServer
 from tests.support.backends import dynamodb_race_backend, moto_server
 from tests.support.dynamodb_requests import RequestLog
+from tests.support.stored import rules
 
 JSON = {"Content-Type": "application/json"}
 # Enough calls to average over (an id block is one request per 1,000 ids); more would
@@ -412,7 +413,7 @@ def test_a_table_from_the_one_counter_days_hands_out_ids_above_it(
     )
     storage = dynamodb.DynamoDBStorage(ddb.client, ddb.table)
 
-    workflow = storage.create_workflow("Old table", "", ["a"], "2030-01-01T00:00:00.000Z")
+    workflow = storage.create_workflow("Old table", "", rules("a"), "2030-01-01T00:00:00.000Z")
     run = storage.create_run(workflow, "t", "2030-01-01T00:00:00.000Z")
 
     assert min(workflow.id, workflow.steps[0].id, run.id) > 2000

@@ -13,7 +13,7 @@ import app as app_module
 from chalicelib import validation
 from chalicelib.storage import dynamodb
 from tests.support.dynamodb_requests import QueryLog
-from tests.support.stored import NOW
+from tests.support.stored import NOW, rules
 
 JSON = {"Content-Type": "application/json"}
 
@@ -92,7 +92,7 @@ def test_a_page_cut_short_at_one_megabyte_still_walks_every_workflow_once(
 ) -> None:
     # About 20 KB each (4-byte characters): 60 of them are more than one Query reads.
     big = "\N{GRINNING FACE}" * validation.MAX_TEXT
-    created = [ddb.create_workflow(f"big {i}", big, ["A"], NOW).id for i in range(60)]
+    created = [ddb.create_workflow(f"big {i}", big, rules("A"), NOW).id for i in range(60)]
     log = QueryLog(ddb)
 
     with Client(app_module.app) as client:
@@ -107,7 +107,7 @@ def test_a_step_that_would_outgrow_the_workflow_item_answers_409_and_writes_noth
 ) -> None:
     from botocore.exceptions import ClientError
 
-    workflow = ddb.create_workflow("Long", "", ["A"], NOW)
+    workflow = ddb.create_workflow("Long", "", rules("A"), NOW)
     # Fill the item's step list until the table refuses more, in ever smaller
     # writes: then less room is left than one filler takes, and a filler is
     # smaller than the step appended below, whatever the table's size rules

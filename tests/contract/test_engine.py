@@ -116,7 +116,7 @@ def test_create_workflow_returns_the_stored_workflow_with_numbered_steps(storage
 def test_create_workflow_accepts_up_to_50_initial_steps(storage: Storage) -> None:
     names = [f"Step {n}" for n in range(1, 51)]
 
-    workflow = engine.create_workflow(storage, "Fifty", step_names=names)
+    workflow = engine.create_workflow(storage, "Fifty", steps=names)
 
     assert [s.step_order for s in workflow.steps] == list(range(1, 51))
 

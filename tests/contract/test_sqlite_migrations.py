@@ -17,13 +17,16 @@ from tests.support import chain
 from tests.support.stored import decide
 
 NOW = "2030-01-02T03:04:05.000Z"
+# The spec's schema as files before the approver rules have it: CHECKs that
+# know no cancelled status and no cancel action.
+SPEC_SCHEMA = sqlite_storage.SCHEMA.replace(",'cancelled')", ")").replace(",'cancel')", ")")
 
 
 def file_of_the_first_schema(path: Path) -> None:
     """A file as the service wrote it before any migration: the spec's schema,
     user_version 0, a workflow and a run that has one approval."""
     with sqlite3.connect(path) as conn:
-        conn.executescript(sqlite_storage.SCHEMA)
+        conn.executescript(SPEC_SCHEMA)
         conn.execute("INSERT INTO workflows (name, created_at) VALUES ('Old', ?)", (NOW,))
         conn.execute(
             "INSERT INTO workflow_steps (workflow_id, name, step_order) VALUES (1, 'A', 1)"
@@ -149,3 +152,34 @@ def test_a_migrated_file_is_not_chained_again(tmp_path: Path) -> None:
 
 def audit_answer(storage: SQLiteStorage, run_id: int) -> dict[str, Any]:
     return engine.audit_run(storage, run_id).to_dict()
+
+
+def test_the_approver_rules_reach_an_old_file_and_its_runs_can_be_cancelled(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "old.sqlite3"
+    file_of_the_first_schema(path)
+    assert "cancel" not in SPEC_SCHEMA
+    storage = SQLiteStorage(str(path))
+
+    old = storage.get_run(1)
+    assert old.current_step_since == old.updated_at
+    assert old.current_step is not None
+    assert (old.current_step.approvers, old.current_step.required_approvals) == ((), 1)
+    assert old.approvers == ("ann",) and old.current_step_approved_by == ()
+    assert [run.id for run in engine.inbox(storage, "bob", frozenset(), 10).items] == [1]
+
+    # Another connection (another process) reads the widened CHECKs as well.
+    other = SQLiteStorage(str(path))
+    cancelled = engine.cancel(other, 1, "bob", "obsolete")
+    assert cancelled.status == "cancelled"
+    assert storage.get_run(1) == cancelled
+    chain.assert_chained(cancelled.to_dict())
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert conn.execute("PRAGMA user_version").fetchone() == (len(sqlite_storage.MIGRATIONS),)
+        with pytest.raises(sqlite3.IntegrityError):
+            conn.execute("UPDATE workflow_runs SET status = 'pondering' WHERE id = 1")
+    conn.close()
+    storage.close()
+    other.close()

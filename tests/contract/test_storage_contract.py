@@ -15,10 +15,11 @@ from chalicelib.models import (
     REJECTED,
     Run,
     Slice,
+    StepRule,
     Workflow,
 )
 from chalicelib.storage import Storage
-from tests.support.stored import LATER, NOW, decide, workflow_with_steps
+from tests.support.stored import LATER, NOW, decide, rules, workflow_with_steps
 
 
 def test_ids_and_orders_are_python_ints(storage: Storage) -> None:
@@ -42,7 +43,7 @@ def test_ids_and_orders_are_python_ints(storage: Storage) -> None:
 
 def test_next_step_follows_step_order_and_is_none_after_the_last(storage: Storage) -> None:
     workflow = workflow_with_steps(storage, "A", "B")
-    c = storage.append_step(workflow.id, "C")
+    c = storage.append_step(workflow.id, StepRule("C"))
 
     assert storage.next_step(workflow.id, 0) == workflow.steps[0]
     assert storage.next_step(workflow.id, 1) == workflow.steps[1]
@@ -52,7 +53,7 @@ def test_next_step_follows_step_order_and_is_none_after_the_last(storage: Storag
 
 def test_next_step_never_crosses_into_another_workflow(storage: Storage) -> None:
     first = workflow_with_steps(storage, "A")
-    storage.create_workflow("Other", "", ["X", "Y"], NOW)
+    storage.create_workflow("Other", "", rules("X", "Y"), NOW)
 
     assert storage.next_step(first.id, 1) is None
 
@@ -61,7 +62,7 @@ def test_losing_create_writes_none_of_its_steps(storage: Storage) -> None:
     winner = workflow_with_steps(storage, "Mine")
 
     with pytest.raises(errors.Conflict):
-        storage.create_workflow("Purchase", "other", ["Theirs", "More"], NOW)
+        storage.create_workflow("Purchase", "other", rules("Theirs", "More"), NOW)
 
     assert storage.get_workflow(winner.id) == winner
 
@@ -73,7 +74,7 @@ def test_missing_records_raise_not_found(storage: Storage) -> None:
     with pytest.raises(errors.NotFound):
         storage.get_workflow(workflow.id + 1000)
     with pytest.raises(errors.NotFound):
-        storage.append_step(workflow.id + 1000, "x")
+        storage.append_step(workflow.id + 1000, StepRule("x"))
     with pytest.raises(errors.NotFound):
         storage.get_run(run.id + 1000)
 
@@ -133,11 +134,11 @@ def test_empty_store_lists_nothing(storage: Storage) -> None:
 
 
 def test_list_workflows_gives_them_by_id_as_get_workflow_reads_them(storage: Storage) -> None:
-    first = storage.create_workflow("First", "one", ["A", "B"], NOW)
-    storage.append_step(first.id, "C")
-    second = storage.create_workflow("Second", "", [], NOW)
-    third = storage.create_workflow("Third", "", ["X"], LATER)
-    storage.append_step(second.id, "Y")
+    first = storage.create_workflow("First", "one", rules("A", "B"), NOW)
+    storage.append_step(first.id, StepRule("C"))
+    second = storage.create_workflow("Second", "", rules(), NOW)
+    third = storage.create_workflow("Third", "", rules("X"), LATER)
+    storage.append_step(second.id, StepRule("Y"))
 
     listed = storage.list_workflows(None, 10)
 
@@ -152,7 +153,7 @@ def test_list_workflows_gives_them_by_id_as_get_workflow_reads_them(storage: Sto
 
 
 def test_list_workflows_says_more_exactly_when_another_follows(storage: Storage) -> None:
-    ids = sorted(storage.create_workflow(f"W{i}", "", [], NOW).id for i in range(3))
+    ids = sorted(storage.create_workflow(f"W{i}", "", rules(), NOW).id for i in range(3))
 
     assert [w.id for w in storage.list_workflows(None, 2).items] == ids[:2]
     assert storage.list_workflows(None, 2).more
@@ -166,7 +167,7 @@ def test_list_workflows_says_more_exactly_when_another_follows(storage: Storage)
 def _runs(storage: Storage) -> tuple[Workflow, Workflow, list[Run]]:
     """Two workflows, and runs of them that are in progress, completed and rejected."""
     first = workflow_with_steps(storage, "A", "B")
-    second = storage.create_workflow("Other", "", ["X"], NOW)
+    second = storage.create_workflow("Other", "", rules("X"), NOW)
     runs = []
     for i, (workflow, action) in enumerate(
         [
@@ -233,7 +234,7 @@ def test_list_runs_filters_by_workflow_and_status_and_pages_by_id(
 
 def test_list_runs_of_a_workflow_without_runs_is_empty(storage: Storage) -> None:
     first, _, _ = _runs(storage)
-    idle = storage.create_workflow("Idle", "", ["A"], NOW)
+    idle = storage.create_workflow("Idle", "", rules("A"), NOW)
 
     assert storage.list_runs(idle.id, None, None, 10) == Slice((), False)
     assert storage.list_runs(first.id + 10_000, None, None, 10) == Slice((), False)

@@ -18,12 +18,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from chalice.config import Config
 
-import app as app_module
 from chalicelib import access_log
 from chalicelib.storage import Backend
-from scripts import local_server
+from tests.support.serving import served
 
 FUZZ_SECONDS = int(os.environ.get("FUZZ_SECONDS", "55"))  # per backend
 MAX_EXAMPLES = 200
@@ -49,11 +47,9 @@ def served_app(
     race_storage_factory: Callable[[], Backend], serve: None, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[str]:
     """The base URL of the app on the local server `make run` uses, on fresh storage."""
-    app_module.use_storage(race_storage_factory())
     monkeypatch.setattr(access_log.LOGGER, "disabled", True)
-    # Like `make run`, the app gets a per-thread current_request.
-    with local_server.serving(app_module.app, Config.create()) as base_url:
-        yield base_url
+    with served(race_storage_factory()) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 def test_schemathesis_finds_no_server_error_undocumented_status_or_schema_violation(

@@ -12,12 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chalice.config import Config
 
-import app as app_module
 from scripts import local_server
 from tests.support.backends import sqlite_backend
 from tests.support.http import TIMEOUT, request, send
+from tests.support.serving import served
 
 ACCESS_LOGGER = "approval-workflows.access"
 
@@ -25,10 +24,8 @@ ACCESS_LOGGER = "approval-workflows.access"
 @pytest.fixture
 def port(tmp_path: Path, serve: None) -> Iterator[int]:
     """The port of the app on build_server, serving a fresh SQLite file."""
-    with sqlite_backend(tmp_path) as open_storage:
-        app_module.use_storage(open_storage())
-        with local_server.serving(app_module.app, Config.create()) as base_url:
-            yield int(base_url.rpartition(":")[2])
+    with sqlite_backend(tmp_path) as open_storage, served(open_storage()) as port:
+        yield port
 
 
 def _access_lines(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:

@@ -58,7 +58,7 @@ def storages_for_threads(open_storage: Opener, first: Storage, per_thread: bool)
 
 def new_run(storage: Storage, steps: int = STEPS, name: str = "Race") -> tuple[Workflow, Run]:
     workflow = engine.create_workflow(
-        storage, name, step_names=[f"Step {n}" for n in range(1, steps + 1)]
+        storage, name, steps=[f"Step {n}" for n in range(1, steps + 1)]
     )
     return workflow, engine.start_run(storage, workflow.id, "Race")
 
@@ -406,7 +406,7 @@ def test_concurrent_appends_all_succeed_with_consecutive_step_orders(
 ) -> None:
     storage = race_storage_factory()
     workflow = engine.create_workflow(
-        storage, "Appends", step_names=[f"Initial {n}" for n in range(existing)]
+        storage, "Appends", steps=[f"Initial {n}" for n in range(existing)]
     )
     storages = storages_for_threads(race_storage_factory, storage, per_thread)
 
@@ -486,7 +486,7 @@ def test_concurrent_creates_of_different_names_all_succeed_with_distinct_ids(
                     engine.create_workflow,
                     s,
                     f"Workflow {i}",
-                    step_names=["First", "Second"],
+                    steps=["First", "Second"],
                     clock=rendezvous.clock,
                 )
             )

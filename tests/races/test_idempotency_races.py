@@ -82,5 +82,5 @@ def test_concurrent_retries_with_one_key_run_the_request_once(
 
 
 def _new_run(storage: Storage) -> tuple[Any, Run]:
-    workflow = engine.create_workflow(storage, "Retried", step_names=["A", "B"])
+    workflow = engine.create_workflow(storage, "Retried", steps=["A", "B"])
     return workflow, engine.start_run(storage, workflow.id, "t")

@@ -62,7 +62,7 @@ def documented(outcomes: list[Any], *kinds: type) -> None:
 
 
 def test_concurrent_appends_under_conflicts_stay_consecutive(storages: list[Backend]) -> None:
-    workflow = engine.create_workflow(storages[0], "Appends", step_names=["First"])
+    workflow = engine.create_workflow(storages[0], "Appends", steps=["First"])
 
     outcomes = run_together(
         [
@@ -83,7 +83,7 @@ def test_concurrent_appends_under_conflicts_stay_consecutive(storages: list[Back
 def test_concurrent_approvals_under_conflicts_decide_each_step_once(
     storages: list[Backend],
 ) -> None:
-    workflow = engine.create_workflow(storages[0], "Decisions", step_names=["A", "B", "C", "D"])
+    workflow = engine.create_workflow(storages[0], "Decisions", steps=["A", "B", "C", "D"])
     run = engine.start_run(storages[0], workflow.id, "t")
 
     outcomes = run_together(
@@ -120,7 +120,7 @@ def test_concurrent_creates_of_one_name_under_conflicts_give_at_most_one(
 def test_concurrent_retries_of_one_key_under_conflicts_run_it_once(
     storages: list[Backend],
 ) -> None:
-    workflow = engine.create_workflow(storages[0], "Keyed", step_names=["A", "B"])
+    workflow = engine.create_workflow(storages[0], "Keyed", steps=["A", "B"])
     run = engine.start_run(storages[0], workflow.id, "t")
     path = f"/runs/{run.id}/approve"
     fingerprint = idempotency.fingerprint("POST", path, b'{"actor":"alice"}')

@@ -7,8 +7,9 @@ import re
 from datetime import datetime, timedelta
 from typing import Any, Optional
 
-STEP_FIELDS = {"id", "workflow_id", "name", "step_order"}
-WORKFLOW_FIELDS = {"id", "name", "description", "created_at", "steps"}
+STEP_FIELDS = {"id", "workflow_id", "name", "step_order", "approvers", "required_approvals"}
+POLICY_FIELDS = {"allow_self_approval", "distinct_approvers", "reject_requires_comment"}
+WORKFLOW_FIELDS = {"id", "name", "description", "created_at", "steps", *POLICY_FIELDS}
 ACTION_FIELDS = {
     "id",
     "run_id",
@@ -28,12 +29,14 @@ RUN_FIELDS = {
     "status",
     "current_step_id",
     "current_step",
+    "current_step_approved_by",
+    "current_step_since",
     "created_at",
     "updated_at",
     "head_hash",
     "actions",
 }
-RUN_STATUSES = {"in_progress", "completed", "rejected"}
+RUN_STATUSES = {"in_progress", "completed", "rejected", "cancelled"}
 HASH = re.compile(r"[0-9a-f]{64}")
 
 
@@ -61,6 +64,10 @@ def assert_step(step: Any, workflow_id: Optional[int] = None) -> None:
     assert_id(step["workflow_id"])
     assert isinstance(step["name"], str) and step["name"]
     assert type(step["step_order"]) is int and step["step_order"] >= 1
+    assert isinstance(step["approvers"], list) and all(
+        isinstance(p, str) and p.startswith(("user:", "group:")) for p in step["approvers"]
+    ), step
+    assert type(step["required_approvals"]) is int and 1 <= step["required_approvals"] <= 20
     if workflow_id is not None:
         assert step["workflow_id"] == workflow_id
 
@@ -70,6 +77,7 @@ def assert_workflow(workflow: Any) -> None:
     assert_id(workflow["id"])
     assert isinstance(workflow["name"], str) and workflow["name"]
     assert isinstance(workflow["description"], str)
+    assert all(type(workflow[flag]) is bool for flag in POLICY_FIELDS), workflow
     assert_utc_timestamp(workflow["created_at"])
     assert isinstance(workflow["steps"], list)
     for step in workflow["steps"]:
@@ -84,7 +92,7 @@ def assert_action(action: Any, run_id: int) -> None:
     assert action["run_id"] == run_id
     assert_id(action["step_id"])
     assert isinstance(action["step_name"], str) and action["step_name"]
-    assert action["action"] in {"approve", "reject"}
+    assert action["action"] in {"approve", "reject", "cancel"}
     assert isinstance(action["actor"], str) and action["actor"]
     assert isinstance(action["comment"], str)
     assert_utc_timestamp(action["created_at"])
@@ -100,11 +108,16 @@ def assert_run(run: Any) -> None:
         isinstance(run["requested_by"], str) and run["requested_by"]
     )
     assert run["status"] in RUN_STATUSES, run["status"]
+    approved_by = run["current_step_approved_by"]
+    assert isinstance(approved_by, list) and len(set(approved_by)) == len(approved_by), run
     if run["status"] == "in_progress":
         assert_step(run["current_step"], run["workflow_id"])
         assert run["current_step_id"] == run["current_step"]["id"]
+        assert len(approved_by) < run["current_step"]["required_approvals"], run
+        assert_utc_timestamp(run["current_step_since"])
     else:
         assert run["current_step_id"] is None and run["current_step"] is None, run
+        assert approved_by == [] and run["current_step_since"] is None, run
     assert_utc_timestamp(run["created_at"])
     assert_utc_timestamp(run["updated_at"])
     assert_hash(run["head_hash"])

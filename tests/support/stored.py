@@ -10,6 +10,7 @@ from chalicelib.models import (
     REJECTED,
     Decision,
     Run,
+    StepRule,
     Workflow,
 )
 from chalicelib.storage import Storage
@@ -18,8 +19,13 @@ NOW = "2030-01-02T03:04:05.000Z"
 LATER = "2030-01-02T03:04:06.000Z"
 
 
+def rules(*names: str) -> list[StepRule]:
+    """Steps that anyone may decide with one approval, as the storage takes them."""
+    return [StepRule(name) for name in names]
+
+
 def workflow_with_steps(storage: Storage, *names: str) -> Workflow:
-    return storage.create_workflow("Purchase", "", list(names), NOW)
+    return storage.create_workflow("Purchase", "", rules(*names), NOW)
 
 
 def decide(storage: Storage, run: Run, action: str = APPROVE, actor: str = "alice") -> Run:

@@ -12,6 +12,7 @@ from typing import Any, Optional
 ISSUER = "https://issuer.example.test"
 AUDIENCE = "approval-workflows"
 SECRET = "a development secret of at least 32 bytes, for tests"
+ADMIN = "workflow-admins"
 
 
 def claims(actor: str = "maria", groups: Any = (), **extra: Any) -> dict[str, Any]:
@@ -91,3 +92,17 @@ class KeySet:
                 serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
             )
         )
+
+
+def admin_token(actor: str = "ada") -> str:
+    return hs256(claims(actor, groups=[ADMIN]))
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
+
+
+def as_(api: Any, token: str, method: str, path: str, body: Any = None) -> Any:
+    """`api`'s request (tests.support.api.Api) with `token` as its bearer."""
+    raw = b"" if body is None else json.dumps(body).encode()
+    return api.request(method, path, raw=raw, headers=bearer(token))

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
+from chalice.app import MultiDict
 
 from chalicelib import errors, validation
+from chalicelib.models import Policy, StepRule
 
 # -- bodies ------------------------------------------------------------------------
 
@@ -36,7 +39,8 @@ def test_create_workflow_with_invalid_body_raises_invalid_input(body: Any) -> No
 def test_create_workflow_accepts_up_to_50_initial_steps() -> None:
     names = [f"Step {n}" for n in range(1, 51)]
 
-    assert validation.new_workflow({"name": "Fifty", "steps": names}).step_names == names
+    steps = validation.new_workflow({"name": "Fifty", "steps": names}).steps
+    assert [step.name for step in steps] == names
 
 
 def test_create_workflow_refuses_more_than_50_initial_steps() -> None:
@@ -104,7 +108,7 @@ def test_required_text_is_taken_without_surrounding_whitespace() -> None:
     run = validation.new_run({"workflow_id": 1, "title": "\tT\n"})
     decided = validation.decision({"actor": " alice ", "comment": " as is "})
 
-    assert (workflow.name, workflow.step_names) == ("Padded", ["A"])
+    assert (workflow.name, [step.name for step in workflow.steps]) == ("Padded", ["A"])
     assert run.title == "T"
     assert (decided.actor, decided.comment) == ("alice", " as is ")
 
@@ -112,7 +116,7 @@ def test_required_text_is_taken_without_surrounding_whitespace() -> None:
 def test_optional_fields_given_as_null_are_absent() -> None:
     assert validation.new_workflow(
         {"name": "n", "description": None, "steps": None}
-    ) == validation.NewWorkflow("n", "", [])
+    ) == validation.NewWorkflow("n", "", [], Policy())
     assert validation.decision(
         {"actor": "a", "comment": None, "expected_step_id": None}
     ) == validation.DecisionRequest("a", "", None)
@@ -190,7 +194,7 @@ def test_names_are_normalised_to_nfc() -> None:
     composed, decomposed = "Caf\u00e9", "Cafe\u0301"
 
     assert validation.new_workflow({"name": decomposed}).name == composed
-    assert validation.new_step({"name": decomposed}) == composed
+    assert validation.new_step({"name": decomposed}).name == composed
     assert validation.new_run({"workflow_id": 1, "title": decomposed}).title == composed
     assert validation.decision({"actor": decomposed}).actor == composed
 
@@ -262,3 +266,105 @@ def test_a_long_path_id_is_not_shown_back_in_full() -> None:
     with pytest.raises(errors.NotFound) as raised:
         validation.path_id("9" * 5000, "Run")
     assert len(raised.value.message) < 200
+
+
+# -- approver rules ------------------------------------------------------------------
+
+
+def test_steps_may_be_names_or_objects_with_approvers_and_a_quorum() -> None:
+    workflow = validation.new_workflow(
+        {
+            "name": "Purchase",
+            "steps": [
+                "Manager",
+                {"name": " Finance ", "approvers": ["group:finance", "user:cfo"]},
+                {"name": "Board", "approvers": ["group:board"], "required_approvals": 3.0},
+            ],
+            "allow_self_approval": True,
+            "reject_requires_comment": True,
+        }
+    )
+    assert workflow.steps == [
+        StepRule("Manager"),
+        StepRule("Finance", ("group:finance", "user:cfo"), 1),
+        StepRule("Board", ("group:board",), 3),
+    ]
+    assert workflow.policy == Policy(True, False, True)
+
+
+@pytest.mark.parametrize(
+    ("step", "message"),
+    [
+        ({"name": "S", "approvers": "user:a"}, "'approvers' must be a list"),
+        ({"name": "S", "approvers": ["alice"]}, 'must be "user:<id>" or "group:<name>"'),
+        ({"name": "S", "approvers": ["user:"]}, "must not be blank"),
+        ({"name": "S", "approvers": ["user: "]}, "must not be blank"),
+        ({"name": "S", "approvers": [7]}, "must be a string"),
+        ({"name": "S", "approvers": ["user:a", "user:a "]}, "listed twice"),
+        ({"name": "S", "approvers": ["user:" + "a" * 201]}, "at most 200"),
+        ({"name": "S", "approvers": [f"user:u{i}" for i in range(51)]}, "at most 50"),
+        ({"name": "S", "required_approvals": 0}, "from 1 to 20"),
+        ({"name": "S", "required_approvals": 21}, "from 1 to 20"),
+        ({"name": "S", "required_approvals": True}, "from 1 to 20"),
+        ({"name": "S", "required_approvals": "2"}, "from 1 to 20"),
+        ({"name": "S", "approvers": ["user:a"], "required_approvals": 2}, "never be approved"),
+        ({"name": "S", "quorum": 2}, "Unknown field 'quorum'"),
+    ],
+)
+def test_step_rules_that_break_a_rule_are_refused(step: dict[str, Any], message: str) -> None:
+    with pytest.raises(errors.InvalidInput, match=re.escape(message)):
+        validation.new_step(step)
+    with pytest.raises(errors.InvalidInput, match=re.escape(message)):
+        validation.new_workflow({"name": "W", "steps": [step]})
+
+
+def test_a_quorum_above_the_users_is_fine_where_a_group_may_supply_it() -> None:
+    rule = validation.new_step(
+        {"name": "S", "approvers": ["user:a", "group:g"], "required_approvals": 5}
+    )
+    assert rule == StepRule("S", ("user:a", "group:g"), 5)
+    assert validation.new_step({"name": "S", "approvers": [], "required_approvals": 20}) == (
+        StepRule("S", (), 20)
+    )
+
+
+@pytest.mark.parametrize("flag", ["allow_self_approval", "distinct_approvers"])
+def test_policy_flags_are_booleans(flag: str) -> None:
+    with pytest.raises(errors.InvalidInput, match="true or false"):
+        validation.new_workflow({"name": "W", flag: 1})
+
+
+def test_groups_are_asserted_only_where_the_actor_is() -> None:
+    decided = validation.decision({"actor": "a", "groups": [" finance ", "finance"]})
+    assert decided.groups == frozenset({"finance"})
+    with pytest.raises(errors.InvalidInput, match="Unknown field 'groups'"):
+        validation.decision({"groups": ["finance"]}, actor_required=False)
+    with pytest.raises(errors.InvalidInput, match="'groups' must be a list"):
+        validation.decision({"actor": "a", "groups": "finance"})
+
+
+def test_a_cancellation_has_an_actor_and_a_reason() -> None:
+    assert validation.cancellation({"actor": " ann ", "reason": "moot"}) == (
+        validation.CancelRequest("ann", "moot")
+    )
+    with pytest.raises(errors.InvalidInput, match="Missing required field 'actor'"):
+        validation.cancellation({"reason": "moot"})
+    with pytest.raises(errors.InvalidInput, match="at most 5000"):
+        validation.cancellation({"actor": "a", "reason": "x" * 5001})
+
+
+def test_the_inbox_query_names_the_actor_and_repeats_group() -> None:
+    query = MultiDict({"actor": ["fay"], "group": ["finance", "board"], "limit": ["5"]})
+    assert validation.inbox_query(query, verified=False) == validation.InboxQuery(
+        "fay", frozenset({"finance", "board"}), 5, None
+    )
+    with pytest.raises(errors.InvalidInput, match="Missing required query parameter 'actor'"):
+        validation.inbox_query({"group": "finance"}, verified=False)
+    with pytest.raises(errors.InvalidInput, match="Unknown query parameter 'actor'"):
+        validation.inbox_query({"actor": "fay"}, verified=True)
+    with pytest.raises(errors.InvalidInput, match="at most once"):
+        validation.inbox_query(MultiDict({"actor": ["a", "b"]}), verified=False)
+
+
+def test_a_null_quorum_is_the_default() -> None:
+    assert validation.new_step({"name": "S", "required_approvals": None}) == StepRule("S")

@@ -1,0 +1,46 @@
+"""Put the runs a DynamoDB table had in progress before the inbox into it.
+
+    WORKFLOW_TABLE=approval-workflows python scripts/backfill_inbox.py
+
+Run it once, after deploying the version with approver rules: GET /inbox reads
+per-principal entries that a run gets when it reaches a step, so a run that
+reached its step before the upgrade has none until it moves on. This finds
+those runs (one Scan of the table) and writes each one's entries and
+current_step_since in one transaction, conditional on the run not having
+moved meanwhile, so it is safe beside live traffic and safe to run again (a
+second run finds nothing). Everything else works on such runs without it:
+decisions, lists and GET /runs/{id} read their missing attributes as the
+defaults (anyone may decide, one approval, reached at their last update).
+SQLite files need none of this: they migrate on open.
+
+The credentials need dynamodb:Scan, Query and the transaction's PutItem and
+UpdateItem on the table; boto3's usual configuration picks the endpoint,
+region and credentials. Exit 0 when done, 2 when WORKFLOW_TABLE is not set.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from scripts.table_of_environment import open_table
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+
+def main(client: Optional[DynamoDBClient] = None) -> int:
+    storage = open_table(client)
+    if storage is None:
+        return 2
+    table = storage.table
+    indexed = sum(storage.index_waiting_run(run_id) for run_id in storage.unindexed_run_ids())
+    print(f"Put {indexed} runs in progress of table {table!r} into the inbox")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
