@@ -24,8 +24,8 @@
   const STATUS_TEXT = { in_progress: "In progress", completed: "Completed", rejected: "Rejected", cancelled: "Cancelled" };
   const DECIDED = { approve: "approved", reject: "rejected", cancel: "cancelled the run" };
   const FLAG_LABELS = {
-    allow_self_approval: "The requester may approve their own run",
-    distinct_approvers: "Each step of a run needs approvers who have not approved another of its steps",
+    allow_self_approval: "The requester may decide their own run",
+    distinct_approvers: "Nobody approves more than one step of a run",
     reject_requires_comment: "Rejecting needs a comment",
   };
 

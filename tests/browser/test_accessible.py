@@ -23,7 +23,7 @@ def test_every_view_is_accessible_and_fits_the_width(tab: PageUnderTest, api: Ap
     tab.visit()
     check_view(tab, "Who are you?")
     tab.act_as("maria", "finance")
-    check_view(tab, "Runs in progress")  # with none
+    check_view(tab, "Waiting for you")  # with nothing
 
     workflow = api.create_workflow(
         "Purchase order with a name long enough to wrap on a phone",
@@ -35,7 +35,7 @@ def test_every_view_is_accessible_and_fits_the_width(tab: PageUnderTest, api: Ap
     for step in workflow["steps"]:
         api.approve(ended["id"], f"approver of {step['name']}")
     tab.visit("#/inbox")
-    check_view(tab, "Runs in progress")
+    check_view(tab, "Waiting for you")
 
     tab.open_run(run)
     check_view(tab, run["title"])

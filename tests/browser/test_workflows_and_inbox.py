@@ -103,7 +103,7 @@ def test_a_deadline_the_api_gives_is_shown_and_an_overdue_one_marked(
     def with_deadlines(route: Route) -> None:
         answer = route.fetch()
         body = answer.json()
-        runs = body.get("items", [body]) if "/runs" in route.request.url else []
+        runs = body.get("items", [body]) if "/workflows/" not in route.request.url else []
         for run in runs:
             run["current_step_due_at"] = due[run["id"]]
         steps = [run["current_step"] for run in runs] or body.get("steps", [])
@@ -111,7 +111,7 @@ def test_a_deadline_the_api_gives_is_shown_and_an_overdue_one_marked(
             step.update(deadline_seconds=2 * 86400, on_deadline="reject")
         route.fulfill(response=answer, body=json.dumps(body))
 
-    tab.page.route(re.compile(r"/(runs(\?.*|/\d+)|workflows/\d+)$"), with_deadlines)
+    tab.page.route(re.compile(r"/(inbox\?.*|runs(\?.*|/\d+)|workflows/\d+)$"), with_deadlines)
     tab.act_as("maria")
     late_row = tab.page.locator("li.card").filter(has_text="Late")
     on_time_row = tab.page.locator("li.card").filter(has_text="On time")
@@ -123,6 +123,27 @@ def test_a_deadline_the_api_gives_is_shown_and_an_overdue_one_marked(
     late_row.get_by_role("link", name="Late").click()
     expect(tab.heading).to_have_text("Late")
     expect(tab.fact("Deadline")).to_contain_text("Overdue")
-    expect(tab.page.locator("ol.timeline .step-rules")).to_have_text(
+    expect(tab.page.locator("ol.timeline .step-rules")).to_contain_text(
         "Deadline: 2 days after it starts, then reject."
     )
+
+
+def test_without_an_inbox_route_the_page_lists_every_run_in_progress(
+    tab: PageUnderTest, api: Api
+) -> None:
+    """A server from before approver rules answers 404 to GET /inbox: the page
+    says so and lists the runs in progress, newest first, for anyone to open."""
+    workflow, _ = api.started_run(steps=["Manager"], title="Older")
+    api.start_run(workflow["id"], "Newer")
+    gone = json.dumps({"error": "No route matches this path"})
+    tab.page.route(
+        re.compile(r"/inbox\?"),
+        lambda route: route.fulfill(status=404, content_type="application/json", body=gone),
+    )
+    tab.expect_failed_request(404)
+    tab.act_as("maria")
+    expect(tab.heading).to_have_text("Runs in progress")
+    expect(tab.page.get_by_text("this server has no personal inbox")).to_be_visible()
+    expect(tab.page.locator("li.card h2")).to_have_text(["Newer", "Older"])
+    tab.page.get_by_role("button", name="Refresh").click()
+    expect(tab.page.locator("li.card h2")).to_have_text(["Newer", "Older"])
