@@ -99,6 +99,14 @@ def audit_run(run_id: str) -> RunAudit:
     return engine.audit_run(get_storage(), validation.path_id(run_id, "Run"))
 
 
+@app.route("/runs/{run_id}/events", methods=["GET"])
+@api.answers(200)
+def run_events(run_id: str) -> Page:
+    rid = validation.path_id(run_id, "Run")
+    query = validation.event_query(api.query())
+    return engine.run_events(get_storage(), rid, query.limit, query.cursor)
+
+
 @app.route("/runs/{run_id}/approve", methods=["POST"])
 @api.answers(200)
 def approve(run_id: str) -> Run:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Optional
 
-from chalicelib import audit, decision, errors
+from chalicelib import audit, decision, errors, events
 from chalicelib.models import APPROVE, REJECT, Page, Run, RunAudit, Slice, Step, Workflow
 from chalicelib.storage import Storage
 from chalicelib.validation import MAX_ID
@@ -21,6 +21,7 @@ WORKFLOWS = "workflows"
 # Attempts of one decision that keeps losing its conditional write (see _decide).
 DECISION_ATTEMPTS = 10
 RUNS = "runs"
+EVENTS = "events"
 
 Clock = Callable[[], str]
 Filter = Mapping[str, Any]
@@ -50,9 +51,9 @@ def get_workflow(storage: Storage, workflow_id: int) -> Workflow:
     return storage.get_workflow(workflow_id)
 
 
-def append_step(storage: Storage, workflow_id: int, name: str) -> Step:
+def append_step(storage: Storage, workflow_id: int, name: str, clock: Clock = utc_now) -> Step:
     """Append a step after the workflow's last one."""
-    return storage.append_step(workflow_id, name)
+    return storage.append_step(workflow_id, name, clock())
 
 
 # -- runs ------------------------------------------------------------------
@@ -170,6 +171,16 @@ def list_runs(
     return _page(storage.list_runs(workflow_id, status, before, limit), RUNS, filters)
 
 
+def run_events(storage: Storage, run_id: int, limit: int, cursor: Optional[str] = None) -> Page:
+    """One page of the run's events, oldest first, as they are delivered."""
+    filters = {"run_id": run_id}
+    after = _position(cursor, EVENTS, filters)
+    found = storage.list_events(events.run_subject(run_id), after, limit)
+    if not found.items and after is None:
+        storage.get_run(run_id)  # NotFound, unless the run has no events yet
+    return _page(found, EVENTS, filters, lambda event: event.sequence)
+
+
 def _position(cursor: Optional[str], list_name: str, filters: Filter) -> Optional[int]:
     if cursor is None:
         return None
@@ -179,11 +190,17 @@ def _position(cursor: Optional[str], list_name: str, filters: Filter) -> Optiona
     return cursors.position(cursor, list_name, filters)
 
 
-def _page(found: Slice[Any], list_name: str, filters: Filter) -> Page:
-    """The page of `found`, with a cursor that continues after its last item."""
+def _page(
+    found: Slice[Any],
+    list_name: str,
+    filters: Filter,
+    position: Callable[[Any], int] = lambda item: int(item.id),
+) -> Page:
+    """The page of `found`, with a cursor that continues after its last item
+    (at its `position` in the list: its id, or an event's sequence)."""
     from chalicelib import cursors
 
     more = found.more and found.items
     return Page(
-        found.items, cursors.issue(list_name, filters, found.items[-1].id) if more else None
+        found.items, cursors.issue(list_name, filters, position(found.items[-1])) if more else None
     )

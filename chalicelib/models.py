@@ -121,6 +121,9 @@ class Run(NamedTuple):
     # The last action's hash, or the genesis hash while it has none
     # (chalicelib/audit.py); None as for Action.hash.
     head_hash: Optional[str] = None
+    # The sequence of the run's last event (chalicelib/events.py), where the
+    # storage keeps it with the run (DynamoDB); 0 where it counts otherwise.
+    event_seq: int = 0
 
     @property
     def current_step_id(self) -> Optional[int]:
@@ -194,7 +197,24 @@ class Decision(NamedTuple):
     at: str
 
 
-Listed = TypeVar("Listed", Workflow, Run)
+class Event(NamedTuple):
+    """One recorded event: its place in its subject's stream (`runs/<id>` or
+    `workflows/<id>`, from 1, gap-free) and its CloudEvent exactly as delivered."""
+
+    id: str
+    subject: str
+    sequence: int
+    type: str
+    body: str
+
+    def listed(self) -> dict[str, Any]:
+        import json
+
+        envelope: dict[str, Any] = json.loads(self.body)
+        return envelope
+
+
+Listed = TypeVar("Listed", Workflow, Run, Event)
 
 
 class Slice(NamedTuple, Generic[Listed]):
@@ -207,7 +227,7 @@ class Slice(NamedTuple, Generic[Listed]):
 class Page(NamedTuple):
     """One page of a list, and the cursor of the next (None after the last)."""
 
-    items: tuple[Union[Workflow, Run], ...]
+    items: tuple[Union[Workflow, Run, Event], ...]
     next_cursor: Optional[str]
 
     def to_dict(self) -> dict[str, Any]:

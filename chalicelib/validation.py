@@ -195,6 +195,11 @@ def workflow_query(query: Mapping[str, Any]) -> WorkflowQuery:
     return WorkflowQuery(_limit(params), params.get("cursor"))
 
 
+def event_query(query: Mapping[str, Any]) -> WorkflowQuery:
+    """GET /runs/{id}/events: limit, cursor, as GET /workflows takes them."""
+    return workflow_query(query)
+
+
 def run_query(query: Mapping[str, Any]) -> RunQuery:
     """GET /runs: workflow_id, status, limit, cursor; a workflow_id beyond every
     id is MAX_ID + 1 (it names no workflow, so its list is empty)."""

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Optional, Protocol
 
 from chalicelib.idempotency import KeyStore
-from chalicelib.models import Decision, Run, Slice, Step, Workflow
+from chalicelib.models import Decision, Event, Run, Slice, Step, Workflow
 from chalicelib.storage import failures
 
 # os.path, not pathlib: pathlib is not imported by Chalice, and importing it
@@ -22,14 +22,17 @@ class Storage(Protocol):
     def create_workflow(
         self, name: str, description: str, step_names: Sequence[str], now: str
     ) -> Workflow:
-        """Store a workflow with its first steps; Conflict if the name is taken."""
+        """Store a workflow with its first steps; Conflict if the name is taken.
+
+        Every write here records the events of its change in the same atomic
+        write (chalicelib/events.py), each the next of its subject's stream."""
         ...
 
     def get_workflow(self, workflow_id: int) -> Workflow:
         """The workflow with its steps in step_order; NotFound if absent."""
         ...
 
-    def append_step(self, workflow_id: int, name: str) -> Step:
+    def append_step(self, workflow_id: int, name: str, now: str) -> Step:
         """Append a step at max(step_order) + 1, atomically; NotFound if absent."""
         ...
 
@@ -50,6 +53,11 @@ class Storage(Protocol):
     def record_decision(self, run: Run, decision: Decision) -> Run:
         """Record the decision and move the run, only if it is still in progress at
         run.current_step; otherwise raise Conflict and write nothing."""
+        ...
+
+    def list_events(self, subject: str, after_sequence: Optional[int], limit: int) -> Slice[Event]:
+        """At most `limit` events of `subject` after `after_sequence` (None: the
+        first), oldest first."""
         ...
 
     def list_workflows(self, after_id: Optional[int], limit: int) -> Slice[Workflow]:

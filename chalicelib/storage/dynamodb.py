@@ -13,6 +13,8 @@ Key schema (PK, SK are strings):
     id counter   COUNTER            #ID                   next id block (hi/lo)
     idempotency  IDEM#<key>         #IDEM                 request fingerprint, claim,
                                                           lease, response; expires_at (TTL)
+    event        EVT#<subject>      <sequence, 10 digits> the CloudEvent as delivered
+                 (EVT#runs/<id>, EVT#workflows/<id>)      (chalicelib/events.py)
 
 A workflow item carries its steps, so GET /workflows/{id} is one Query and a
 page of workflows needs no read per workflow; the step items make (workflow,
@@ -64,6 +66,18 @@ The trade-off of these indexes, chosen knowingly:
 - Query size. A Query reads at most 1 MB, so a page of big workflows may hold
   fewer than `limit` items; next_cursor is still set exactly when more follow.
 
+Events (the outbox): each transition's TransactWriteItems puts its event
+items beside its own changes, each conditional on its key being free, so a
+transition and its events are written together or not at all, and two
+writers can never number two events alike. The run item (and a workflow's
+last item: its workflow item or its last step) keeps `event_seq`, the
+sequence of its stream's last event, so that the next ones are numbered
+without a read; a subject's events are one partition, so GET
+/runs/{id}/events is one Query. The table's stream carries the event items
+to the relay (app.on_dynamodb_record), filtered to EVT# inserts. Creating
+a run is a transaction now (the run and its two events): twice the write
+cost of the single put it was.
+
 An Idempotency-Key is claimed with one conditional put (see CLAIM_CONDITION);
 DynamoDB's TTL deletes it some time after expires_at, so the condition checks
 expiry itself.
@@ -79,9 +93,9 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Optional, cast
 
-from chalicelib import audit, errors, idempotency
+from chalicelib import audit, errors, events, idempotency
 from chalicelib.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
-from chalicelib.models import IN_PROGRESS, Action, Decision, Run, Slice, Step, Workflow
+from chalicelib.models import IN_PROGRESS, Action, Decision, Event, Run, Slice, Step, Workflow
 from chalicelib.storage.dynamodb_schema import (
     ALL_INDEX,
     BY_STATUS_INDEX,
@@ -104,6 +118,7 @@ NAME_SK = "#WFNAME"
 RUN_SK = "#RUN"
 STEP_PREFIX = "STEP#"
 ACTION_PREFIX = "ACT#"
+EVENT_PREFIX = "EVT#"
 # Each kind of record counts its ids from 1, on a counter item of its own, as
 # SQLite's tables do. Tables made when one counter served every kind start
 # the kinds' counters above it (LEGACY_COUNTER_KEY), so no id comes twice.
@@ -158,6 +173,14 @@ def _step_sk(order: int) -> str:
 
 def _action_sk(seq: int) -> str:
     return f"{ACTION_PREFIX}{seq:010d}"
+
+
+def _event_pk(subject: str) -> str:
+    return f"{EVENT_PREFIX}{subject}"
+
+
+def _event_sk(sequence: int) -> str:
+    return f"{sequence:010d}"
 
 
 class _TransactionConflict(Exception):
@@ -231,14 +254,17 @@ class DynamoDBStorage:
             )
         )
         workflow = Workflow(workflow_id, name, description, now, steps)
+        created = events.workflow_created(workflow)
         items: list[dict[str, Any]] = [
             self._put_new(
                 {"PK": _s(f"WFNAME#{name}"), "SK": _s(NAME_SK), "workflow_id": _n(workflow_id)}
             ),
-            self._put_new(_workflow_item(workflow)),
+            self._put_new({**_workflow_item(workflow), "event_seq": _n(len(created))}),
         ]
-        items += [self._put_new(_step_item(step)) for step in steps]
-        reasons = self._transact(items)
+        items += [
+            self._put_new({**_step_item(step), "event_seq": _n(len(created))}) for step in steps
+        ]
+        reasons = self._transact(items + self._event_puts(created, 0))
         if reasons:
             raise errors.Conflict(f"A workflow named {name!r} already exists")
         return workflow
@@ -250,9 +276,10 @@ class DynamoDBStorage:
             raise errors.workflow_not_found(workflow_id)
         return _workflow(item)
 
-    def append_step(self, workflow_id: int, name: str) -> Step:
+    def append_step(self, workflow_id: int, name: str, now: str) -> Step:
         # The partition sorts the workflow item before its steps, so the last
-        # item is the highest step (or the workflow item when it has none).
+        # item is the highest step (or the workflow item when it has none);
+        # it holds the sequence of the workflow's last event.
         last = self._call(
             "query",
             TableName=self.table,
@@ -265,15 +292,25 @@ class DynamoDBStorage:
         if not last:
             raise errors.workflow_not_found(workflow_id)
         order = int(last[0]["step_order"]["N"]) + 1 if "step_order" in last[0] else 1
+        event_seq = _event_seq(last[0])
         (step_id,) = self._ids["step"].take()
         # A lost race means `order` is taken: the next free one is right after
         # it, so orders stay consecutive without reading again. A transaction
         # that adds step n + 1 to the workflow's list runs only after the one
-        # that wrote step n, so the list stays in step order.
+        # that wrote step n, so the list stays in step order. Each append is
+        # one event of the workflow's stream: its sequence moves with the order.
         for _ in range(APPEND_ATTEMPTS):
             step = Step(step_id, workflow_id, name, order)
+            added = events.step_added(step, now)
+            item = {**_step_item(step), "event_seq": _n(event_seq + len(added))}
             try:
-                reasons = self._transact([self._put_new(_step_item(step)), self._listed_step(step)])
+                reasons = self._transact(
+                    [
+                        self._put_new(item),
+                        self._listed_step(step),
+                        *self._event_puts(added, event_seq),
+                    ]
+                )
             except ItemTooLarge as exc:
                 raise ItemTooLarge(
                     f"Workflow {workflow_id} cannot take another step: its steps fill the "
@@ -284,6 +321,7 @@ class DynamoDBStorage:
             if reasons[1] == "ConditionalCheckFailed":
                 raise errors.workflow_not_found(workflow_id)
             order += 1
+            event_seq += len(added)
         raise errors.Unavailable("Too many steps are being appended at once; retry shortly")
 
     def _listed_step(self, step: Step) -> dict[str, Any]:
@@ -326,6 +364,7 @@ class DynamoDBStorage:
         first = workflow.steps[0]
         run = Run(run_id, workflow.id, title, IN_PROGRESS, first, now, now, (), requested_by)
         genesis = audit.genesis_hash(audit.genesis_of(run))
+        started = events.run_started(run._replace(head_hash=genesis))
         item = {
             "PK": _s(_run_key(run_id)),
             "SK": _s(RUN_SK),
@@ -337,6 +376,7 @@ class DynamoDBStorage:
             "updated_at": _s(now),
             "seq": _n(0),
             "head_hash": _s(genesis),
+            "event_seq": _n(len(started)),
             **_current_step_attrs(first),
             "all_pk": _s(RUNS_PK),
             "workflow_pk": _s(_wf_key(workflow.id)),
@@ -344,12 +384,12 @@ class DynamoDBStorage:
         }
         if requested_by is not None:
             item["requested_by"] = _s(requested_by)
-        if not self._put_if_new(item):
+        if self._transact([self._put_new(item), *self._event_puts(started, 0)]):
             raise unavailable(
                 f"Run id {run_id} is already taken in table {self.table!r}: a counter item "
                 "was changed by hand, or the table holds runs of another service",
             )
-        return run._replace(head_hash=genesis)
+        return run._replace(head_hash=genesis, event_seq=len(started))
 
     def get_run(self, run_id: int) -> Run:
         items = list(self._query_partition(_run_key(run_id)))
@@ -368,11 +408,14 @@ class DynamoDBStorage:
         (action_id,) = self._ids["action"].take()
         chained = audit.next_hash(run, decision)
         action = Action.recording(action_id, run, decision, chained)
+        decided = run.decided(decision, action, chained)
+        told = events.decided(run, decision, decided)
         moved = {
             "status": _s(decision.status),
             "updated_at": _s(decision.at),
             "seq": _n(seq),
             "head_hash": _s(chained),
+            "event_seq": _n(run.event_seq + len(told)),
             **_status_keys(run.workflow_id, decision.status),
         }
         if decision.next_step:
@@ -396,9 +439,17 @@ class DynamoDBStorage:
                 },
             }
         }
-        if self._transact([update, self._put_new(_action_item(action, seq))]):
+        # An event put refused means another writer numbered its events first
+        # (a deadline's reminder): the run moved on, as for a lost decision.
+        if self._transact(
+            [
+                update,
+                self._put_new(_action_item(action, seq)),
+                *self._event_puts(told, run.event_seq),
+            ]
+        ):
             raise errors.StaleRun()
-        return run.decided(decision, action, chained)
+        return decided._replace(event_seq=run.event_seq + len(told))
 
     def list_runs(
         self,
@@ -417,6 +468,31 @@ class DynamoDBStorage:
             index, pk = ALL_INDEX, RUNS_PK
         items, more = self._list_page(index, pk, before_id, limit, newest_first=True)
         return Slice(tuple(_run(item, ()) for item in items), more)
+
+    # -- events ------------------------------------------------------------
+
+    def _event_puts(self, drafts: Sequence[events.Draft], after: int) -> list[dict[str, Any]]:
+        """The puts of `drafts` as event items numbered from `after` + 1, each only
+        if its number is free, for the transaction of the transition they tell."""
+        return [
+            self._put_new(_event_item(events.recorded(draft, after + number)))
+            for number, draft in enumerate(drafts, start=1)
+        ]
+
+    def list_events(self, subject: str, after_sequence: Optional[int], limit: int) -> Slice[Event]:
+        page = self._call(
+            "query",
+            TableName=self.table,
+            ConsistentRead=True,
+            KeyConditionExpression="PK = :pk AND SK > :after",
+            ExpressionAttributeValues={
+                ":pk": _s(_event_pk(subject)),
+                ":after": _s(_event_sk(after_sequence or 0)),
+            },
+            Limit=limit + 1,
+        )
+        items: list[Item] = page["Items"]
+        return Slice(tuple(_event(item) for item in items[:limit]), len(items) > limit)
 
     # -- the audit chain of history recorded before it -----------------------
 
@@ -706,18 +782,6 @@ class DynamoDBStorage:
             }
         }
 
-    def _put_if_new(self, item: Item) -> bool:
-        """Put an item that must not exist yet; False if it already does."""
-        from botocore.exceptions import ClientError
-
-        try:
-            self._call("put_item", **self._put_new(item)["Put"])
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                return False
-            raise
-        return True
-
     def _transact(self, items: list[dict[str, Any]]) -> list[str]:
         """Write all items or none; the codes of failed conditions, [] on success."""
         from botocore.exceptions import ClientError
@@ -864,6 +928,7 @@ def _run(item: Item, actions: tuple[Action, ...]) -> Run:
         actions,
         item["requested_by"]["S"] if "requested_by" in item else None,
         item["head_hash"]["S"] if "head_hash" in item else None,
+        _event_seq(item),
     )
 
 
@@ -882,6 +947,33 @@ def _action_item(action: Action, seq: int) -> Item:
     if action.hash is not None:
         item["hash"] = _s(action.hash)
     return item
+
+
+def _event_seq(item: Item) -> int:
+    """The sequence of the last event of the stream whose counter `item` keeps
+    (0 for items written before events were)."""
+    return int(item["event_seq"]["N"]) if "event_seq" in item else 0
+
+
+def _event_item(event: Event) -> Item:
+    return {
+        "PK": _s(_event_pk(event.subject)),
+        "SK": _s(_event_sk(event.sequence)),
+        "event_id": _s(event.id),
+        "sequence": _n(event.sequence),
+        "type": _s(event.type),
+        "event": _s(event.body),
+    }
+
+
+def _event(item: Item) -> Event:
+    return Event(
+        item["event_id"]["S"],
+        item["PK"]["S"].removeprefix(EVENT_PREFIX),
+        int(item["sequence"]["N"]),
+        item["type"]["S"],
+        item["event"]["S"],
+    )
 
 
 def _action(item: Item, run_id: int) -> Action:

@@ -10,9 +10,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Optional, Union
 
-from chalicelib import audit, errors, idempotency
+from chalicelib import audit, errors, events, idempotency
 from chalicelib.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
-from chalicelib.models import IN_PROGRESS, Action, Decision, Run, Slice, Step, Workflow
+from chalicelib.models import IN_PROGRESS, Action, Decision, Event, Run, Slice, Step, Workflow
 from chalicelib.storage.failures import unavailable
 
 SCHEMA = """
@@ -109,6 +109,22 @@ def _chain_recorded_history(conn: sqlite3.Connection) -> None:
         conn.execute("UPDATE workflow_runs SET head_hash = ? WHERE id = ?", (head, run_id))
 
 
+def _create_outbox(conn: sqlite3.Connection) -> None:
+    """The outbox: every event, recorded in the transaction of its transition
+    (chalicelib/events.py), and its delivery (chalicelib/delivery.py). A
+    subject's events are numbered from 1 (sequence); the pending ones, indexed
+    apart, are what the dispatcher reads."""
+    conn.execute(
+        "CREATE TABLE events (id TEXT PRIMARY KEY, subject TEXT NOT NULL, "
+        "sequence INTEGER NOT NULL, type TEXT NOT NULL, body TEXT NOT NULL, "
+        "attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at TEXT, delivered_at TEXT, "
+        "UNIQUE(subject, sequence))"
+    )
+    conn.execute(
+        "CREATE INDEX events_pending ON events(subject, sequence) WHERE delivered_at IS NULL"
+    )
+
+
 # A change to the schema: a statement, or a function of the connection when
 # SQL alone cannot make it.
 Migration = Union[str, Callable[[sqlite3.Connection], None]]
@@ -122,6 +138,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     "ALTER TABLE workflow_runs ADD COLUMN requested_by TEXT",
     # 2: the audit chain: actions' hash and runs' head_hash, filled in.
     _chain_recorded_history,
+    # 3: the events outbox.
+    _create_outbox,
 )
 
 
@@ -240,7 +258,9 @@ class SQLiteStorage:
                 self._insert_step(conn, workflow_id, step_name, order)
                 for order, step_name in enumerate(step_names, start=1)
             )
-        return Workflow(workflow_id, name, description, now, steps)
+            workflow = Workflow(workflow_id, name, description, now, steps)
+            _record_events(conn, events.workflow_created(workflow))
+        return workflow
 
     def get_workflow(self, workflow_id: int) -> Workflow:
         conn = self._connection()
@@ -279,7 +299,7 @@ class SQLiteStorage:
         )
         return Slice(workflows, len(rows) > limit)
 
-    def append_step(self, workflow_id: int, name: str) -> Step:
+    def append_step(self, workflow_id: int, name: str, now: str) -> Step:
         # The write lock taken by BEGIN IMMEDIATE makes max()+1 and the insert
         # one step: no other writer can slip in between.
         with self._write() as conn:
@@ -292,7 +312,9 @@ class SQLiteStorage:
                 "SELECT COALESCE(MAX(step_order), 0) FROM workflow_steps WHERE workflow_id = ?",
                 (workflow_id,),
             ).fetchone()
-            return self._insert_step(conn, workflow_id, name, max_order + 1)
+            step = self._insert_step(conn, workflow_id, name, max_order + 1)
+            _record_events(conn, events.step_added(step, now))
+        return step
 
     def _insert_step(
         self, conn: sqlite3.Connection, workflow_id: int, name: str, order: int
@@ -335,6 +357,7 @@ class SQLiteStorage:
             conn.execute(
                 "UPDATE workflow_runs SET head_hash = ? WHERE id = ?", (run.head_hash, run_id)
             )
+            _record_events(conn, events.run_started(run))
         return run
 
     def get_run(self, run_id: int) -> Run:
@@ -425,8 +448,24 @@ class SQLiteStorage:
                     chained,
                 ),
             )
-        action = Action.recording(_last_id(cursor), run, decision, chained)
-        return run.decided(decision, action, chained)
+            action = Action.recording(_last_id(cursor), run, decision, chained)
+            decided = run.decided(decision, action, chained)
+            _record_events(conn, events.decided(run, decision, decided))
+        return decided
+
+    # -- events ------------------------------------------------------------
+
+    def list_events(self, subject: str, after_sequence: Optional[int], limit: int) -> Slice[Event]:
+        rows = (
+            self._connection()
+            .execute(
+                "SELECT id, subject, sequence, type, body FROM events "
+                "WHERE subject = ? AND sequence > ? ORDER BY sequence LIMIT ?",
+                (subject, after_sequence or 0, limit + 1),
+            )
+            .fetchall()
+        )
+        return Slice(tuple(Event(*row) for row in rows[:limit]), len(rows) > limit)
 
     # -- idempotency keys --------------------------------------------------
 
@@ -475,6 +514,20 @@ class SQLiteStorage:
             conn.execute(
                 "DELETE FROM idempotency_keys WHERE key = ? AND token = ?", (claim.key, claim.token)
             )
+
+
+def _record_events(conn: sqlite3.Connection, drafts: Sequence[events.Draft]) -> None:
+    """Add `drafts` to the outbox in the caller's transaction, each the next of
+    its subject: the write lock the transaction holds keeps sequences gap-free."""
+    for draft in drafts:
+        (last,) = conn.execute(
+            "SELECT COALESCE(MAX(sequence), 0) FROM events WHERE subject = ?", (draft.subject,)
+        ).fetchone()
+        event = events.recorded(draft, last + 1)
+        conn.execute(
+            "INSERT INTO events (id, subject, sequence, type, body) VALUES (?, ?, ?, ?, ?)",
+            (event.id, event.subject, event.sequence, event.type, event.body),
+        )
 
 
 def _idempotency_record(row: tuple[Any, ...]) -> IdempotencyRecord:

@@ -46,6 +46,7 @@ def test_reads_are_one_query_each(ddb: dynamodb.DynamoDBStorage) -> None:
             f"/workflows/{workflow['id']}",
             f"/runs/{run['id']}",
             f"/runs/{run['id']}/audit",
+            f"/runs/{run['id']}/events",
         ):
             log.reset()
             assert client.http.get(path).status_code == 200
