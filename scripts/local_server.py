@@ -21,6 +21,12 @@ Where it differs, on purpose:
   standard error and exit status 1, not a traceback.
 - No reloading on code changes unless --autoreload is given (chalice's
   reloader watches every file in the project, the SQLite file included).
+
+And what the deployed stack does with functions of their own, it does with a
+thread of the serving process: the event dispatcher sends the events each
+change recorded (chalicelib/delivery.py: WORKFLOW_EVENTS, WORKFLOW_WEBHOOK_URL,
+WORKFLOW_WEBHOOK_SECRET) within a second of their commit. WORKFLOW_STAGE
+is the --stage, for the events' source.
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ import chalice.local  # noqa: E402
 from chalice.app import Chalice  # noqa: E402
 from chalice.config import Config  # noqa: E402
 
-from chalicelib import access_log  # noqa: E402
+from chalicelib import access_log, delivery, events  # noqa: E402
 
 # What an unknown path answers: no echo of the path, which may be long.
 NO_ROUTE = "No route matches this path"
@@ -141,6 +147,35 @@ def stage_server(
     return build_server(app, config, host, port)
 
 
+class Background:
+    """The threads that serve beside the HTTP server, stopped with it."""
+
+    def __init__(self) -> None:
+        self.threads: list[delivery.Dispatcher] = []
+
+    def start(self) -> Background:
+        """Start them, as the environment configures them; ValueError, saying
+        what to set, if it names a sink that cannot work."""
+        from chalicelib.storage import create_storage
+
+        sink = delivery.configured_sink()
+        storage: list[Any] = []
+
+        def outbox() -> Any:
+            # Created on first use, as the app does: a storage misconfigured
+            # now answers 503 to requests and is retried here.
+            if not storage:
+                storage.append(create_storage())
+            return storage[0]
+
+        self.threads.append(delivery.Dispatcher(outbox, sink).start())
+        return self
+
+    def stop(self) -> None:
+        for thread in self.threads:
+            thread.stop()
+
+
 def cannot_listen(host: str, port: int, exc: OSError) -> str:
     if exc.errno == errno.EADDRINUSE:
         return f"Port {port} on {host} is already in use; choose another with PORT=..."
@@ -163,8 +198,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     # What the chalice CLI sets for every command, for apps that ask.
     os.environ["AWS_CHALICE_CLI_MODE"] = "true"
 
+    os.environ.setdefault(events.STAGE_VARIABLE, args.stage)
+    background = Background()
+
     def server() -> chalice.local.LocalDevServer:
-        return stage_server(args.project_dir, args.stage, args.host, args.port)
+        local = stage_server(args.project_dir, args.stage, args.host, args.port)
+        # After the stage's environment_variables are in os.environ.
+        background.start()
+        return local
 
     if args.autoreload:
         return _serve_reloading(server, args.project_dir)
@@ -173,7 +214,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         print(cannot_listen(args.host, args.port, exc), file=sys.stderr)
         return 1
-    except RuntimeError as exc:  # chalice: no or unreadable .chalice/config.json
+    except (RuntimeError, ValueError) as exc:
+        # chalice: no or unreadable .chalice/config.json; an event sink that cannot work
         print(exc, file=sys.stderr)
         return 1
     host, port = local.server.server_address[:2]
@@ -184,6 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         pass
     finally:
         local.server.server_close()
+        background.stop()
     return 0
 
 

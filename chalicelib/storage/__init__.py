@@ -6,6 +6,7 @@ import os
 from collections.abc import Sequence
 from typing import Optional, Protocol
 
+from chalicelib.delivery import Outbox
 from chalicelib.idempotency import KeyStore
 from chalicelib.models import Decision, Event, Run, Slice, Step, Workflow
 from chalicelib.storage import failures
@@ -76,9 +77,10 @@ class Storage(Protocol):
         ...
 
 
-class Backend(Storage, KeyStore, Protocol):
-    """What each adapter is: the service's state, and the Idempotency-Key store
-    beside it (chalicelib/idempotency.py), so that both share one database."""
+class Backend(Storage, KeyStore, Outbox, Protocol):
+    """What each adapter is: the service's state, the Idempotency-Key store
+    beside it (chalicelib/idempotency.py) and the events' delivery state
+    (chalicelib/delivery.py), so that all share one database."""
 
 
 def create_storage() -> Backend:

@@ -94,6 +94,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Optional, cast
 
 from chalicelib import audit, errors, events, idempotency
+from chalicelib.delivery import Pending
 from chalicelib.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
 from chalicelib.models import IN_PROGRESS, Action, Decision, Event, Run, Slice, Step, Workflow
 from chalicelib.storage.dynamodb_schema import (
@@ -101,6 +102,10 @@ from chalicelib.storage.dynamodb_schema import (
     BY_STATUS_INDEX,
     BY_WORKFLOW_INDEX,
     BY_WORKFLOW_STATUS_INDEX,
+    DELIVERY_DUE,
+    DUE_AT,
+    DUE_INDEX,
+    DUE_KEY,
     INDEX_KEYS,
     TTL_ATTRIBUTE,
 )
@@ -475,7 +480,7 @@ class DynamoDBStorage:
         """The puts of `drafts` as event items numbered from `after` + 1, each only
         if its number is free, for the transaction of the transition they tell."""
         return [
-            self._put_new(_event_item(events.recorded(draft, after + number)))
+            self._put_new(_event_item(events.recorded(draft, after + number), draft.time))
             for number, draft in enumerate(drafts, start=1)
         ]
 
@@ -493,6 +498,78 @@ class DynamoDBStorage:
         )
         items: list[Item] = page["Items"]
         return Slice(tuple(_event(item) for item in items[:limit]), len(items) > limit)
+
+    # -- delivery (chalicelib/delivery.py) -------------------------------------
+
+    def pending_subjects(self, now: str, limit: int) -> list[str]:
+        # The due index holds every event not delivered yet: one Query per page.
+        params: dict[str, Any] = {
+            "TableName": self.table,
+            "IndexName": DUE_INDEX,
+            "KeyConditionExpression": "#kind = :kind AND #at <= :now",
+            "ExpressionAttributeNames": {"#kind": DUE_KEY, "#at": DUE_AT},
+            "ExpressionAttributeValues": {":kind": _s(DELIVERY_DUE), ":now": _s(now)},
+        }
+        subjects: dict[str, None] = {}
+        while len(subjects) < limit:
+            page = self._call("query", **params)
+            for item in page["Items"]:
+                subjects[item["PK"]["S"].removeprefix(EVENT_PREFIX)] = None
+            if "LastEvaluatedKey" not in page:
+                break
+            params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return list(subjects)[:limit]
+
+    def first_pending(self, subject: str) -> Optional[Pending]:
+        params: dict[str, Any] = {
+            "TableName": self.table,
+            "ConsistentRead": True,
+            "KeyConditionExpression": "PK = :pk",
+            "FilterExpression": "attribute_not_exists(delivered_at)",
+            "ExpressionAttributeValues": {":pk": _s(_event_pk(subject))},
+        }
+        while True:
+            page = self._call("query", **params)
+            if page["Items"]:
+                item = page["Items"][0]
+                attempts = int(item["attempts"]["N"]) if "attempts" in item else 0
+                retry = item.get("next_attempt_at")
+                return Pending(_event(item), attempts, retry["S"] if retry else None)
+            if "LastEvaluatedKey" not in page:
+                return None
+            params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def mark_delivered(self, pending: Pending, now: str) -> None:
+        self._update_pending(
+            pending, f"SET delivered_at = :now REMOVE {DUE_KEY}, {DUE_AT}", {":now": _s(now)}
+        )
+
+    def mark_failed(self, pending: Pending, next_attempt_at: str) -> None:
+        self._update_pending(
+            pending,
+            f"SET attempts = if_not_exists(attempts, :zero) + :one, next_attempt_at = :at, "
+            f"{DUE_AT} = :at",
+            {":zero": _n(0), ":one": _n(1), ":at": _s(next_attempt_at)},
+        )
+
+    def _update_pending(self, pending: Pending, update: str, values: Item) -> None:
+        """Change an event's delivery state while it is not delivered; else nothing."""
+        from botocore.exceptions import ClientError
+
+        event = pending.event
+        try:
+            self._call(
+                "update_item",
+                TableName=self.table,
+                Key={"PK": _s(_event_pk(event.subject)), "SK": _s(_event_sk(event.sequence))},
+                UpdateExpression=update,
+                ConditionExpression="attribute_exists(PK) AND attribute_not_exists(delivered_at)",
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            # Another sender delivered it meanwhile.
 
     # -- the audit chain of history recorded before it -----------------------
 
@@ -955,7 +1032,8 @@ def _event_seq(item: Item) -> int:
     return int(item["event_seq"]["N"]) if "event_seq" in item else 0
 
 
-def _event_item(event: Event) -> Item:
+def _event_item(event: Event, time: str) -> Item:
+    """An event as recorded: pending delivery, in the due index from its time on."""
     return {
         "PK": _s(_event_pk(event.subject)),
         "SK": _s(_event_sk(event.sequence)),
@@ -963,6 +1041,8 @@ def _event_item(event: Event) -> Item:
         "sequence": _n(event.sequence),
         "type": _s(event.type),
         "event": _s(event.body),
+        DUE_KEY: _s(DELIVERY_DUE),
+        DUE_AT: _s(time),
     }
 
 

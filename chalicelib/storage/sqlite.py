@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import Any, Optional, Union
 
 from chalicelib import audit, errors, events, idempotency
+from chalicelib.delivery import Pending
 from chalicelib.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
 from chalicelib.models import IN_PROGRESS, Action, Decision, Event, Run, Slice, Step, Workflow
 from chalicelib.storage.failures import unavailable
@@ -466,6 +467,47 @@ class SQLiteStorage:
             .fetchall()
         )
         return Slice(tuple(Event(*row) for row in rows[:limit]), len(rows) > limit)
+
+    # -- delivery (chalicelib/delivery.py) -----------------------------------
+
+    def pending_subjects(self, now: str, limit: int) -> list[str]:
+        rows = (
+            self._connection()
+            .execute(
+                "SELECT DISTINCT subject FROM events WHERE delivered_at IS NULL "
+                "AND (next_attempt_at IS NULL OR next_attempt_at <= ?) LIMIT ?",
+                (now, limit),
+            )
+            .fetchall()
+        )
+        return [subject for (subject,) in rows]
+
+    def first_pending(self, subject: str) -> Optional[Pending]:
+        row = (
+            self._connection()
+            .execute(
+                "SELECT id, subject, sequence, type, body, attempts, next_attempt_at FROM events "
+                "WHERE subject = ? AND delivered_at IS NULL ORDER BY sequence LIMIT 1",
+                (subject,),
+            )
+            .fetchone()
+        )
+        return Pending(Event(*row[:5]), row[5], row[6]) if row else None
+
+    def mark_delivered(self, pending: Pending, now: str) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE events SET delivered_at = ? WHERE id = ? AND delivered_at IS NULL",
+                (now, pending.event.id),
+            )
+
+    def mark_failed(self, pending: Pending, next_attempt_at: str) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE events SET attempts = attempts + 1, next_attempt_at = ? "
+                "WHERE id = ? AND delivered_at IS NULL",
+                (next_attempt_at, pending.event.id),
+            )
 
     # -- idempotency keys --------------------------------------------------
 
