@@ -8,15 +8,19 @@ or the domain error, into the HTTP response (chalicelib/http.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Optional
+from typing import Any, Optional
 
-from chalice.app import Chalice, Response
+from chalice.app import Chalice, DynamoDBEvent, Response, SQSEvent
 
 from chalicelib import access_log, engine, http, identity, validation
 from chalicelib.models import Page, Run, RunAudit, Step, Workflow
 from chalicelib.storage import Backend, create_storage
 
 app = Chalice(app_name="approval-workflows")
+# Stand-ins that `chalice package` needs; scripts/package.py replaces both with
+# the stack's own table stream and queue.
+RELAYED_STREAM = "arn:aws:dynamodb:us-east-1:000000000000:table/approval-workflows/stream/packaged"
+WEBHOOK_QUEUE = "arn:aws:sqs:us-east-1:000000000000:approval-workflows-webhooks"
 app.api.cors = http.cors()
 access_log.install(app)
 
@@ -126,6 +130,33 @@ def _decide(run_id: str, decide: Callable[..., Run]) -> Run:
     decided = validation.decision(body, actor_required=api.caller() is None)
     actor = identity.actor_of(api.caller(), decided.actor)
     return decide(get_storage(), rid, actor, decided.comment, decided.expected_step_id)
+
+
+# -- events in the cloud (chalicelib/relay.py; wired by scripts/package.py) ------
+
+
+@app.on_dynamodb_record(stream_arn=RELAYED_STREAM, batch_size=100, starting_position="TRIM_HORIZON")
+def on_dynamodb_record(event: DynamoDBEvent) -> dict[str, Any]:
+    """The table's stream (event items only) -> the stack's EventBridge bus."""
+    from chalicelib import relay
+
+    records = (record.to_dict() for record in event)
+    return relay.relay(records, relay.put_events_client(), relay.event_bus())
+
+
+@app.on_sqs_message(queue_arn=WEBHOOK_QUEUE, batch_size=10)
+def deliver_webhooks(event: SQSEvent) -> dict[str, Any]:
+    """The bus's events, through SQS -> the webhook, in order per run."""
+    import time
+
+    from chalicelib import delivery, relay, webhooks
+
+    records = (record.to_dict() for record in event)
+    sink = delivery.configured_sink()
+    hide = relay.queue_hider()
+    return relay.deliver_messages(
+        records, get_storage(), sink, time.time, hide, webhooks.retry_delay
+    )
 
 
 @app.route("/openapi.json", methods=["GET"])

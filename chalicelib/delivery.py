@@ -95,6 +95,11 @@ def iso(at: float) -> str:
     return datetime.fromtimestamp(at, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def seconds_until(at: str, now: float) -> float:
+    """Seconds from Unix time `now` to the ISO 8601 time `at` (negative if past)."""
+    return datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp() - now
+
+
 def deliver_subject(
     outbox: Outbox,
     subject: str,

@@ -50,6 +50,8 @@ TABLE_KEYS: dict[str, Any] = {
         {"AttributeName": DUE_AT, "AttributeType": "S"},
     ],
     "BillingMode": "PAY_PER_REQUEST",
+    # Carries the event items to the relay (chalicelib/relay.py) when deployed.
+    "StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
     "GlobalSecondaryIndexes": [
         {
             "IndexName": index,
