@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Optional
 
-from chalice.app import Chalice, DynamoDBEvent, Response, SQSEvent
+from chalice.app import Chalice, CloudWatchEvent, DynamoDBEvent, Rate, Response, SQSEvent
 
 from chalicelib import access_log, engine, http, identity, validation
 from chalicelib.models import Page, Run, RunAudit, Step, Workflow
@@ -157,6 +157,12 @@ def deliver_webhooks(event: SQSEvent) -> dict[str, Any]:
     return relay.deliver_messages(
         records, get_storage(), sink, time.time, hide, webhooks.retry_delay
     )
+
+
+@app.schedule(Rate(1, unit=Rate.MINUTES))
+def sweep_deadlines(event: CloudWatchEvent) -> None:
+    """Apply the step deadlines that have passed (chalicelib/deadlines.py)."""
+    engine.sweep(get_storage())
 
 
 @app.route("/openapi.json", methods=["GET"])

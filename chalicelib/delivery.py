@@ -24,13 +24,10 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import threading
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import NamedTuple, Optional, Protocol
 
-from chalicelib import errors
 from chalicelib.models import Event
 
 LOGGER = logging.getLogger("approval-workflows.events")
@@ -46,8 +43,6 @@ SECRET_VARIABLE = "WORKFLOW_WEBHOOK_SECRET"
 LOG, WEBHOOK = "log", "webhook"
 # Subjects read per pass of the dispatcher.
 SUBJECTS_PER_PASS = 100
-# A dispatcher whose storage cannot answer tries again after this long.
-STORAGE_RETRY_SECONDS = 5.0
 
 # Sends one event at a time (Unix seconds); True once it is delivered.
 Sink = Callable[[Event, float], bool]
@@ -164,46 +159,3 @@ def configured_sink() -> Sink:
     except webhooks.InvalidSecret as exc:
         raise ValueError(f"{SECRET_VARIABLE}: {exc}") from exc
     return webhooks.Webhook(url, key).send
-
-
-# -- the local dispatcher -------------------------------------------------------
-
-
-class Dispatcher:
-    """A thread that sends due events every `interval` seconds until stopped,
-    and at once when `wake` is called."""
-
-    def __init__(
-        self,
-        outbox: Callable[[], Outbox],
-        sink: Sink,
-        interval: float = 0.25,
-        clock: Clock = time.time,
-    ) -> None:
-        from chalicelib import webhooks
-
-        self._outbox = outbox
-        self._sink = sink
-        self._interval = interval
-        self._clock = clock
-        self._delay = webhooks.retry_delay
-        self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="event-dispatcher", daemon=True)
-
-    def start(self) -> Dispatcher:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopped.set()
-        self._thread.join(30)
-
-    def _run(self) -> None:
-        while not self._stopped.is_set():
-            wait = self._interval
-            try:
-                deliver_due(self._outbox(), self._sink, self._clock, self._delay)
-            except errors.Unavailable:
-                # The storage logged why; its requests answer 503 meanwhile.
-                wait = max(wait, STORAGE_RETRY_SECONDS)
-            self._stopped.wait(wait)

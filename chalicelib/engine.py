@@ -10,10 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
-from chalicelib import audit, decision, errors, events
-from chalicelib.models import APPROVE, REJECT, Page, Run, RunAudit, Slice, Step, Workflow
+from chalicelib import audit, deadlines, decision, errors, events
+from chalicelib.models import (
+    APPROVE,
+    REJECT,
+    NewStep,
+    Page,
+    Run,
+    RunAudit,
+    Slice,
+    Step,
+    Workflow,
+)
 from chalicelib.storage import Storage
 from chalicelib.validation import MAX_ID
 
@@ -22,6 +32,8 @@ WORKFLOWS = "workflows"
 DECISION_ATTEMPTS = 10
 RUNS = "runs"
 EVENTS = "events"
+# Runs whose deadline is due, read per page of a sweep.
+SWEEP_PAGE = 100
 
 Clock = Callable[[], str]
 Filter = Mapping[str, Any]
@@ -39,10 +51,10 @@ def create_workflow(
     storage: Storage,
     name: str,
     description: str = "",
-    step_names: Sequence[str] = (),
+    step_names: Sequence[Union[str, NewStep]] = (),
     clock: Clock = utc_now,
 ) -> Workflow:
-    """Define a workflow, optionally with its first steps."""
+    """Define a workflow, optionally with its first steps (names, or names with deadlines)."""
     return storage.create_workflow(name, description, step_names, clock())
 
 
@@ -51,7 +63,9 @@ def get_workflow(storage: Storage, workflow_id: int) -> Workflow:
     return storage.get_workflow(workflow_id)
 
 
-def append_step(storage: Storage, workflow_id: int, name: str, clock: Clock = utc_now) -> Step:
+def append_step(
+    storage: Storage, workflow_id: int, name: Union[str, NewStep], clock: Clock = utc_now
+) -> Step:
     """Append a step after the workflow's last one."""
     return storage.append_step(workflow_id, name, clock())
 
@@ -141,10 +155,44 @@ def _decide(
             )
         except errors.StaleRun:
             if expected_step_id is not None:
-                # The caller decided on what it saw; say where the run is now.
+                # The caller decided on what it saw: say where the run is now,
+                # unless it is still there (a deadline's reminder or escalation
+                # was written meanwhile), and then decide it again.
                 decision.step_to_decide(storage.get_run(run_id), current.id)
-                raise
     raise errors.Unavailable("Too many decisions on this run at once; retry shortly")
+
+
+# -- deadlines -----------------------------------------------------------------
+
+
+def sweep(storage: Storage, clock: Clock = utc_now, page: int = SWEEP_PAGE) -> int:
+    """Apply every step deadline that has passed by `clock()` (chalicelib/deadlines.py);
+    how many it applied. A run decided meanwhile is left to that decision."""
+    now = clock()
+    applied = 0
+    while True:
+        due = storage.due_runs(now, page)
+        done = sum(_apply_deadline(storage, run_id, now) for run_id in due)
+        applied += done
+        if len(due) < page or not done:
+            return applied
+
+
+def _apply_deadline(storage: Storage, run_id: int, now: str) -> bool:
+    """Apply the run's due deadline with the conditional write of a decision;
+    False if none is due or another write won."""
+    run = storage.get_run(run_id)
+    action = deadlines.action_due(run, now)
+    if action is None:
+        return False  # decided meanwhile, or an index that lags the table
+    try:
+        if action == REJECT:
+            storage.record_decision(run, deadlines.expiry(now))
+        else:
+            storage.record_deadline(run, now)
+    except errors.StaleRun:
+        return False  # a decision was recorded first: it stands
+    return True
 
 
 # -- lists -------------------------------------------------------------------

@@ -34,6 +34,7 @@ from typing import Any, NamedTuple, Optional
 from chalicelib.models import (
     APPROVE,
     COMPLETED,
+    ESCALATE,
     IN_PROGRESS,
     REJECT,
     REJECTED,
@@ -185,6 +186,29 @@ def cancelled(before: Run, after: Run, actor: str, reason: str, at: str) -> list
     return transition(before, after, None, actor, reason, at)
 
 
+def deadline_passed(before: Run, after: Run, at: str) -> list[Draft]:
+    """The current step's deadline passed while the run waited: step.reminded,
+    or step.escalated (naming who may decide it now besides its approvers).
+    A deadline that rejects is a decision (see `decided`)."""
+    step = before.current_step
+    assert step is not None and step.deadline is not None, "only a step with a deadline"
+    if step.deadline.action == ESCALATE:
+        escalated = list(after.current_step_escalated_to)
+        return transition(
+            before,
+            after,
+            STEP_ESCALATED,
+            DEADLINE_ACTOR,
+            "",
+            at,
+            due_at=before.current_step_due_at,
+            escalated_to=escalated,
+        )
+    return transition(
+        before, after, STEP_REMINDED, DEADLINE_ACTOR, "", at, due_at=before.current_step_due_at
+    )
+
+
 def transition(
     before: Run,
     after: Run,
@@ -213,8 +237,9 @@ def transition(
 
 
 def _activated(run: Run, at: str) -> Draft:
-    """The run reached its current step: who may decide it should hear of it."""
-    data = _run_data(run, run.current_step, None, "")
+    """The run reached its current step: who may decide it should hear of it,
+    and by when (due_at: null without a deadline)."""
+    data = {**_run_data(run, run.current_step, None, ""), "due_at": run.current_step_due_at}
     return Draft(STEP_ACTIVATED, run_subject(run.id), at, data)
 
 

@@ -20,23 +20,55 @@ APPROVE = "approve"
 REJECT = "reject"
 
 
+REMIND = "remind"
+ESCALATE = "escalate"
+# on_deadline: what the sweeper does once a step's deadline has passed (REJECT too).
+DEADLINE_ACTIONS = (REMIND, ESCALATE, REJECT)
+
+
+class Deadline(NamedTuple):
+    """How long a step may wait for its decision, and what happens after."""
+
+    seconds: int
+    action: str  # one of DEADLINE_ACTIONS
+    # ESCALATE: the principals ("user:<id>", "group:<name>") who may decide too.
+    escalate_to: tuple[str, ...] = ()
+
+
 class Step(NamedTuple):
     id: int
     workflow_id: int
     name: str
     step_order: int
+    deadline: Optional[Deadline] = None
 
     def to_dict(self) -> dict[str, Any]:
+        deadline = self.deadline
         return {
             "id": self.id,
             "workflow_id": self.workflow_id,
             "name": self.name,
             "step_order": self.step_order,
+            "deadline_seconds": deadline.seconds if deadline else None,
+            "on_deadline": deadline.action if deadline else None,
+            "escalate_to": list(deadline.escalate_to) if deadline else [],
         }
 
     def about(self) -> dict[str, int]:
         """The ids of what this record is about, for the access log."""
         return {"workflow_id": self.workflow_id}
+
+
+class NewStep(NamedTuple):
+    """A step to define: its name, and its deadline if it has one."""
+
+    name: str
+    deadline: Optional[Deadline] = None
+
+
+def new_step(spec: Union[str, NewStep]) -> NewStep:
+    """A step's definition from its name alone, or as given."""
+    return NewStep(spec) if isinstance(spec, str) else spec
 
 
 class Workflow(NamedTuple):
@@ -124,6 +156,20 @@ class Run(NamedTuple):
     # The sequence of the run's last event (chalicelib/events.py), where the
     # storage keeps it with the run (DynamoDB); 0 where it counts otherwise.
     event_seq: int = 0
+    # When the current step's deadline passes (None: it has none, or the run
+    # ended), and whether it has passed and its action (remind, escalate) was
+    # applied: chalicelib/deadlines.py.
+    current_step_due_at: Optional[str] = None
+    deadline_passed: bool = False
+
+    @property
+    def current_step_escalated_to(self) -> tuple[str, ...]:
+        """Who may decide the current step besides its approvers: its escalate_to
+        principals, once its deadline passed with on_deadline escalate."""
+        deadline = self.current_step.deadline if self.current_step else None
+        if self.deadline_passed and deadline and deadline.action == ESCALATE:
+            return deadline.escalate_to
+        return ()
 
     @property
     def current_step_id(self) -> Optional[int]:
@@ -138,12 +184,17 @@ class Run(NamedTuple):
     def decided(self, decision: Decision, action: Action, head_hash: str) -> Run:
         """The run as `decision` leaves it, `action` (its record, whose hash is
         `head_hash`) last in its history."""
+        moved = decision.next_step != self.current_step
         return self._replace(
             status=decision.status,
             current_step=decision.next_step,
             updated_at=decision.at,
             actions=(*self.actions, action),
             head_hash=head_hash,
+            current_step_due_at=(
+                step_due_at(decision.next_step, decision.at) if moved else self.current_step_due_at
+            ),
+            deadline_passed=self.deadline_passed and not moved,
         )
 
     def listed(self) -> dict[str, Any]:
@@ -159,7 +210,21 @@ class Run(NamedTuple):
             "created_at": self.created_at,
             "updated_at": self.updated_at,
             "head_hash": self.head_hash,
+            "current_step_due_at": self.current_step_due_at,
+            "current_step_escalated_to": list(self.current_step_escalated_to),
         }
+
+
+def step_due_at(step: Optional[Step], since: str) -> Optional[str]:
+    """When `step`'s deadline passes if a run reaches it at `since` (ISO 8601
+    UTC); None when it has no deadline."""
+    if step is None or step.deadline is None:
+        return None
+    from datetime import datetime, timedelta  # only runs of steps with deadlines
+
+    start = datetime.fromisoformat(since.replace("Z", "+00:00"))
+    due = start + timedelta(seconds=step.deadline.seconds)
+    return due.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class RunAudit(NamedTuple):

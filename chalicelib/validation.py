@@ -14,13 +14,17 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple, Optional
 
 from chalicelib import errors
-from chalicelib.models import RUN_STATUSES
+from chalicelib.models import DEADLINE_ACTIONS, ESCALATE, RUN_STATUSES, Deadline, NewStep
 
 MAX_NAME = 200
 MAX_TITLE = 500
 MAX_ACTOR = 200
 MAX_TEXT = 5_000
 MAX_INITIAL_STEPS = 50
+# A step's deadline: one second to a year.
+MAX_DEADLINE_SECONDS = 31_536_000
+MAX_ESCALATE_TO = 20
+STEP_DEADLINE_FIELDS = ("deadline_seconds", "on_deadline", "escalate_to")
 # Ids are 64-bit in SQLite and exact up to 2**53 in JSON numbers everywhere.
 MAX_ID = 2**53 - 1
 DEFAULT_LIMIT = 50
@@ -48,7 +52,7 @@ ALLOWED_CONTROLS = "\t\n"
 class NewWorkflow(NamedTuple):
     name: str
     description: str
-    step_names: list[str]
+    step_names: list[NewStep]
 
 
 class NewRun(NamedTuple):
@@ -130,13 +134,71 @@ def new_workflow(body: Any) -> NewWorkflow:
         raise errors.InvalidInput(
             f"'steps' may hold at most {MAX_INITIAL_STEPS} names; append more one by one"
         )
-    step_names = [_text({"steps[]": step}, "steps[]", MAX_NAME) for step in steps]
-    return NewWorkflow(name, description, step_names)
+    return NewWorkflow(name, description, [_initial_step(step) for step in steps])
 
 
-def new_step(body: Any) -> str:
-    """POST /workflows/{id}/steps: {"name"}; the step's name."""
-    return _text(_fields(body, required=("name",)), "name", MAX_NAME)
+def _initial_step(step: Any) -> NewStep:
+    """An item of POST /workflows' `steps`: a name, or a step as POST
+    /workflows/{id}/steps takes it."""
+    if isinstance(step, str):
+        return NewStep(_text({"steps[]": step}, "steps[]", MAX_NAME))
+    if not isinstance(step, dict):
+        raise errors.InvalidInput("Each of 'steps' must be a step name or a step object")
+    return new_step(step)
+
+
+def new_step(body: Any) -> NewStep:
+    """POST /workflows/{id}/steps: {"name", "deadline_seconds"?, "on_deadline"?,
+    "escalate_to"?}."""
+    fields = _fields(body, required=("name",), optional=STEP_DEADLINE_FIELDS)
+    return NewStep(_text(fields, "name", MAX_NAME), step_deadline(fields))
+
+
+def step_deadline(fields: Mapping[str, Any]) -> Optional[Deadline]:
+    """A step's deadline from its fields: `deadline_seconds` (1 to a year) and
+    `on_deadline` (remind, escalate or reject; remind when left out); with
+    escalate, `escalate_to` names whom ("user:<id>" or "group:<name>")."""
+    seconds, action = fields.get("deadline_seconds"), fields.get("on_deadline")
+    escalate_to = fields.get("escalate_to")
+    if seconds is None:
+        if action is not None or escalate_to is not None:
+            raise errors.InvalidInput("'on_deadline' and 'escalate_to' need 'deadline_seconds'")
+        return None
+    if isinstance(seconds, float) and seconds.is_integer():
+        seconds = int(seconds)
+    if isinstance(seconds, bool) or not isinstance(seconds, int):
+        raise errors.InvalidInput("'deadline_seconds' must be an integer")
+    if not 1 <= seconds <= MAX_DEADLINE_SECONDS:
+        raise errors.InvalidInput(
+            f"'deadline_seconds' must be from 1 to {MAX_DEADLINE_SECONDS:,} (a year)"
+        )
+    action = "remind" if action is None else action
+    if action not in DEADLINE_ACTIONS:
+        raise errors.InvalidInput(f"'on_deadline' must be one of {', '.join(DEADLINE_ACTIONS)}")
+    if action != ESCALATE:
+        if escalate_to is not None:
+            raise errors.InvalidInput("'escalate_to' is only for on_deadline 'escalate'")
+        return Deadline(seconds, action)
+    return Deadline(seconds, action, principals(escalate_to, "escalate_to"))
+
+
+def principals(value: Any, name: str) -> tuple[str, ...]:
+    """A non-empty list of distinct principals: "user:<id>" or "group:<name>"."""
+    if not isinstance(value, list) or not value or len(value) > MAX_ESCALATE_TO:
+        raise errors.InvalidInput(
+            f"{name!r} must list 1 to {MAX_ESCALATE_TO} principals ('user:<id>' or 'group:<name>')"
+        )
+    found: list[str] = []
+    for item in value:
+        text = _text({name: item}, name, MAX_ACTOR + 6)
+        kind, _, who = text.partition(":")
+        if kind not in ("user", "group") or is_blank(who):
+            raise errors.InvalidInput(
+                f"Each of {name!r} must be 'user:<id>' or 'group:<name>', not {_shown(text)}"
+            )
+        if text not in found:
+            found.append(text)
+    return tuple(found)
 
 
 def new_run(body: Any) -> NewRun:

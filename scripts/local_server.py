@@ -22,11 +22,12 @@ Where it differs, on purpose:
 - No reloading on code changes unless --autoreload is given (chalice's
   reloader watches every file in the project, the SQLite file included).
 
-And what the deployed stack does with functions of their own, it does with a
-thread of the serving process: the event dispatcher sends the events each
+And what the deployed stack does with functions of their own, it does with
+threads of the serving process: the event dispatcher sends the events each
 change recorded (chalicelib/delivery.py: WORKFLOW_EVENTS, WORKFLOW_WEBHOOK_URL,
-WORKFLOW_WEBHOOK_SECRET) within a second of their commit. WORKFLOW_STAGE
-is the --stage, for the events' source.
+WORKFLOW_WEBHOOK_SECRET) within a second of their commit, and the deadline
+sweeper (engine.sweep) runs every WORKFLOW_SWEEP_SECONDS (default 10).
+WORKFLOW_STAGE is the --stage, for the events' source.
 """
 
 from __future__ import annotations
@@ -36,9 +37,10 @@ import errno
 import json
 import os
 import sys
+import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +51,7 @@ import chalice.local  # noqa: E402
 from chalice.app import Chalice  # noqa: E402
 from chalice.config import Config  # noqa: E402
 
-from chalicelib import access_log, delivery, events  # noqa: E402
+from chalicelib import access_log, delivery, engine, errors, events, webhooks  # noqa: E402
 
 # What an unknown path answers: no echo of the path, which may be long.
 NO_ROUTE = "No route matches this path"
@@ -147,28 +149,82 @@ def stage_server(
     return build_server(app, config, host, port)
 
 
+# How often the dispatcher looks for events to send: well within a second.
+DISPATCH_SECONDS = 0.25
+SWEEP_VARIABLE = "WORKFLOW_SWEEP_SECONDS"
+DEFAULT_SWEEP_SECONDS = 10.0
+# A thread whose storage cannot answer tries again after this long (the
+# storage's own log line says why; requests answer 503 meanwhile).
+STORAGE_RETRY_SECONDS = 5.0
+
+
+class Repeating:
+    """A daemon thread that calls `task` every `interval` seconds until stopped."""
+
+    def __init__(self, name: str, task: Callable[[], object], interval: float) -> None:
+        self._task = task
+        self._interval = interval
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self) -> Repeating:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._thread.join(30)
+
+    def _run(self) -> None:
+        while not self._stopped.is_set():
+            wait = self._interval
+            try:
+                self._task()
+            except errors.Unavailable:
+                wait = max(wait, STORAGE_RETRY_SECONDS)
+            self._stopped.wait(wait)
+
+
+def sweep_seconds() -> float:
+    raw = os.environ.get(SWEEP_VARIABLE, "").strip()
+    try:
+        seconds = float(raw) if raw else DEFAULT_SWEEP_SECONDS
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds <= 86400:
+        raise ValueError(f"{SWEEP_VARIABLE} is {raw!r}: set it to seconds, from 0.1 to 86400")
+    return seconds
+
+
 class Background:
     """The threads that serve beside the HTTP server, stopped with it."""
 
     def __init__(self) -> None:
-        self.threads: list[delivery.Dispatcher] = []
+        self.threads: list[Repeating] = []
+        self._storage: list[Any] = []
+
+    def storage(self) -> Any:
+        """Created on first use, as the app does: a storage misconfigured now
+        answers 503 to requests, and is tried again here."""
+        from chalicelib.storage import create_storage
+
+        if not self._storage:
+            self._storage.append(create_storage())
+        return self._storage[0]
 
     def start(self) -> Background:
         """Start them, as the environment configures them; ValueError, saying
-        what to set, if it names a sink that cannot work."""
-        from chalicelib.storage import create_storage
-
+        what to set, if it names something that cannot work."""
         sink = delivery.configured_sink()
-        storage: list[Any] = []
+        every = sweep_seconds()
 
-        def outbox() -> Any:
-            # Created on first use, as the app does: a storage misconfigured
-            # now answers 503 to requests and is retried here.
-            if not storage:
-                storage.append(create_storage())
-            return storage[0]
+        def dispatch() -> None:
+            delivery.deliver_due(self.storage(), sink, time.time, webhooks.retry_delay)
 
-        self.threads.append(delivery.Dispatcher(outbox, sink).start())
+        self.threads += [
+            Repeating("event-dispatcher", dispatch, DISPATCH_SECONDS).start(),
+            Repeating("deadline-sweeper", lambda: engine.sweep(self.storage()), every).start(),
+        ]
         return self
 
     def stop(self) -> None:

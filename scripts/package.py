@@ -14,7 +14,8 @@ feeds the relay function (`app.on_dynamodb_record`, partial batch failures,
 bisection, a dead-letter queue for what keeps failing), which puts every
 event on an EventBridge bus the stack creates; a rule on the bus feeds an
 SQS queue (with its own dead-letter queue) that the webhook sender reads.
-Each function has a role of its own, granted only what it does.
+The deadline sweeper (`app.sweep_deadlines`) runs every minute on a
+schedule. Each function has a role of its own, granted only what it does.
 
 It also makes the deployment one an operator can run (docs/deploy.md): API
 Gateway's own errors in the service's shape, stage throttling and reserved
@@ -55,7 +56,9 @@ RELAY_SOURCE = "OnDynamodbRecordDynamodbEventSource"
 SENDER = "DeliverWebhooks"
 SENDER_ROLE = "DeliverWebhooksRole"
 SENDER_SOURCE = "DeliverWebhooksSqsEventSource"
-FUNCTIONS = {FUNCTION: ROLE, RELAY: RELAY_ROLE, SENDER: SENDER_ROLE}
+SWEEPER = "SweepDeadlines"
+SWEEPER_ROLE = "SweepDeadlinesRole"
+FUNCTIONS = {FUNCTION: ROLE, RELAY: RELAY_ROLE, SENDER: SENDER_ROLE, SWEEPER: SWEEPER_ROLE}
 EVENT_BUS = "EventBus"
 WEBHOOK_RULE = "WebhookRule"
 WEBHOOK_QUEUE = "WebhookQueue"
@@ -64,6 +67,7 @@ WEBHOOK_QUEUE_POLICY = "WebhookQueuePolicy"
 RELAY_DLQ = "RelayDeadLetterQueue"
 RELAY_POLICY = "RelayAccess"
 SENDER_POLICY = "WebhookSenderAccess"
+SWEEPER_POLICY = "DeadlineSweeperAccess"
 REST_API = "RestAPI"
 TABLE_POLICY = "WorkflowTableAccess"
 SECRET_POLICY = "CursorSecretAccess"
@@ -355,6 +359,15 @@ def event_resources(stage: str) -> dict[str, Any]:
         },
         RELAY_POLICY: role_policy(RELAY_POLICY, relay_policy(), RELAY_ROLE),
         SENDER_POLICY: role_policy(SENDER_POLICY, sender_policy(), SENDER_ROLE),
+        # The sweeper reads due runs (an index) and writes what a decision writes.
+        SWEEPER_POLICY: role_policy(SWEEPER_POLICY, sweeper_policy(), SWEEPER_ROLE),
+        SWEEPER: {
+            "DependsOn": [SWEEPER_POLICY],
+            "Properties": {
+                **shared_function_properties(),
+                "Environment": {"Variables": storage_variables(stage)},
+            },
+        },
         RELAY: {
             "DependsOn": [RELAY_POLICY],
             "Properties": {
@@ -468,6 +481,28 @@ def relay_policy() -> dict[str, Any]:
                 "Effect": "Allow",
                 "Action": ["sqs:SendMessage"],
                 "Resource": [{"Fn::GetAtt": [RELAY_DLQ, "Arn"]}],
+            },
+        ],
+    }
+
+
+def sweeper_policy() -> dict[str, Any]:
+    """Finding due runs (the due index) and recording their deadlines: a
+    decision's writes (a transaction's Put and Update), and no delete."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "Deadlines",
+                "Effect": "Allow",
+                "Action": ["dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+                "Resource": [{"Fn::GetAtt": [TABLE, "Arn"]}],
+            },
+            {
+                "Sid": "DueRuns",
+                "Effect": "Allow",
+                "Action": ["dynamodb:Query"],
+                "Resource": [{"Fn::Sub": f"${{{TABLE}.Arn}}/index/{dynamodb_schema.DUE_INDEX}"}],
             },
         ],
     }

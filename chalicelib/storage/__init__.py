@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Optional, Protocol
+from typing import Optional, Protocol, Union
 
 from chalicelib.delivery import Outbox
 from chalicelib.idempotency import KeyStore
-from chalicelib.models import Decision, Event, Run, Slice, Step, Workflow
+from chalicelib.models import Decision, Event, NewStep, Run, Slice, Step, Workflow
 from chalicelib.storage import failures
 
 # os.path, not pathlib: pathlib is not imported by Chalice, and importing it
@@ -21,7 +21,7 @@ class Storage(Protocol):
     """Durable state of workflows and runs; every mutation is one atomic write."""
 
     def create_workflow(
-        self, name: str, description: str, step_names: Sequence[str], now: str
+        self, name: str, description: str, step_names: Sequence[Union[str, NewStep]], now: str
     ) -> Workflow:
         """Store a workflow with its first steps; Conflict if the name is taken.
 
@@ -33,7 +33,7 @@ class Storage(Protocol):
         """The workflow with its steps in step_order; NotFound if absent."""
         ...
 
-    def append_step(self, workflow_id: int, name: str, now: str) -> Step:
+    def append_step(self, workflow_id: int, name: Union[str, NewStep], now: str) -> Step:
         """Append a step at max(step_order) + 1, atomically; NotFound if absent."""
         ...
 
@@ -54,6 +54,17 @@ class Storage(Protocol):
     def record_decision(self, run: Run, decision: Decision) -> Run:
         """Record the decision and move the run, only if it is still in progress at
         run.current_step; otherwise raise Conflict and write nothing."""
+        ...
+
+    def due_runs(self, now: str, limit: int) -> list[int]:
+        """At most `limit` runs whose current step's deadline passed by `now` and
+        is still to apply, soonest due first."""
+        ...
+
+    def record_deadline(self, run: Run, at: str) -> Run:
+        """Mark the current step's deadline passed (its remind or escalate applied)
+        with its event, only if the run is still as read and the deadline still
+        to apply; otherwise raise StaleRun and write nothing."""
         ...
 
     def list_events(self, subject: str, after_sequence: Optional[int], limit: int) -> Slice[Event]:

@@ -91,17 +91,31 @@ import random
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Optional, cast
+from typing import TYPE_CHECKING, Any, Optional, Union, cast
 
 from chalicelib import audit, errors, events, idempotency
 from chalicelib.delivery import Pending
 from chalicelib.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
-from chalicelib.models import IN_PROGRESS, Action, Decision, Event, Run, Slice, Step, Workflow
+from chalicelib.models import (
+    IN_PROGRESS,
+    Action,
+    Deadline,
+    Decision,
+    Event,
+    NewStep,
+    Run,
+    Slice,
+    Step,
+    Workflow,
+    new_step,
+    step_due_at,
+)
 from chalicelib.storage.dynamodb_schema import (
     ALL_INDEX,
     BY_STATUS_INDEX,
     BY_WORKFLOW_INDEX,
     BY_WORKFLOW_STATUS_INDEX,
+    DEADLINE_DUE,
     DELIVERY_DUE,
     DUE_AT,
     DUE_INDEX,
@@ -248,14 +262,14 @@ class DynamoDBStorage:
     # -- workflows -------------------------------------------------------
 
     def create_workflow(
-        self, name: str, description: str, step_names: Sequence[str], now: str
+        self, name: str, description: str, step_names: Sequence[Union[str, NewStep]], now: str
     ) -> Workflow:
         (workflow_id,) = self._ids["workflow"].take()
         step_ids = self._ids["step"].take(len(step_names)) if step_names else []
         steps = tuple(
-            Step(step_id, workflow_id, step_name, order)
-            for order, (step_id, step_name) in enumerate(
-                zip(step_ids, step_names, strict=False), start=1
+            Step(step_id, workflow_id, spec.name, order, spec.deadline)
+            for order, (step_id, spec) in enumerate(
+                zip(step_ids, map(new_step, step_names), strict=False), start=1
             )
         )
         workflow = Workflow(workflow_id, name, description, now, steps)
@@ -281,7 +295,7 @@ class DynamoDBStorage:
             raise errors.workflow_not_found(workflow_id)
         return _workflow(item)
 
-    def append_step(self, workflow_id: int, name: str, now: str) -> Step:
+    def append_step(self, workflow_id: int, name: Union[str, NewStep], now: str) -> Step:
         # The partition sorts the workflow item before its steps, so the last
         # item is the highest step (or the workflow item when it has none);
         # it holds the sequence of the workflow's last event.
@@ -305,7 +319,8 @@ class DynamoDBStorage:
         # that wrote step n, so the list stays in step order. Each append is
         # one event of the workflow's stream: its sequence moves with the order.
         for _ in range(APPEND_ATTEMPTS):
-            step = Step(step_id, workflow_id, name, order)
+            spec = new_step(name)
+            step = Step(step_id, workflow_id, spec.name, order, spec.deadline)
             added = events.step_added(step, now)
             item = {**_step_item(step), "event_seq": _n(event_seq + len(added))}
             try:
@@ -369,7 +384,8 @@ class DynamoDBStorage:
         first = workflow.steps[0]
         run = Run(run_id, workflow.id, title, IN_PROGRESS, first, now, now, (), requested_by)
         genesis = audit.genesis_hash(audit.genesis_of(run))
-        started = events.run_started(run._replace(head_hash=genesis))
+        run = run._replace(head_hash=genesis, current_step_due_at=step_due_at(first, now))
+        started = events.run_started(run)
         item = {
             "PK": _s(_run_key(run_id)),
             "SK": _s(RUN_SK),
@@ -382,7 +398,7 @@ class DynamoDBStorage:
             "seq": _n(0),
             "head_hash": _s(genesis),
             "event_seq": _n(len(started)),
-            **_current_step_attrs(first),
+            **_current_step_state(run)[0],
             "all_pk": _s(RUNS_PK),
             "workflow_pk": _s(_wf_key(workflow.id)),
             **_status_keys(workflow.id, IN_PROGRESS),
@@ -394,7 +410,7 @@ class DynamoDBStorage:
                 f"Run id {run_id} is already taken in table {self.table!r}: a counter item "
                 "was changed by hand, or the table holds runs of another service",
             )
-        return run._replace(head_hash=genesis, event_seq=len(started))
+        return run._replace(event_seq=len(started))
 
     def get_run(self, run_id: int) -> Run:
         items = list(self._query_partition(_run_key(run_id)))
@@ -423,11 +439,9 @@ class DynamoDBStorage:
             "event_seq": _n(run.event_seq + len(told)),
             **_status_keys(run.workflow_id, decision.status),
         }
-        if decision.next_step:
-            moved.update(_current_step_attrs(decision.next_step))
-            remove = ""
-        else:
-            remove = " REMOVE step_id, step_name, step_order"
+        current, removed = _current_step_state(decided)
+        moved.update(current)
+        remove = f" REMOVE {', '.join(removed)}" if removed else ""
         sets = ", ".join(f"#{name} = :{name}" for name in moved)
         update = {
             "Update": {
@@ -473,6 +487,53 @@ class DynamoDBStorage:
             index, pk = ALL_INDEX, RUNS_PK
         items, more = self._list_page(index, pk, before_id, limit, newest_first=True)
         return Slice(tuple(_run(item, ()) for item in items), more)
+
+    # -- deadlines ---------------------------------------------------------
+
+    def due_runs(self, now: str, limit: int) -> list[int]:
+        # One Query of the sparse due index: only runs whose deadline is still
+        # to apply carry its key.
+        items = self._call(
+            "query",
+            TableName=self.table,
+            IndexName=DUE_INDEX,
+            KeyConditionExpression="#kind = :kind AND #at <= :now",
+            ExpressionAttributeNames={"#kind": DUE_KEY, "#at": DUE_AT},
+            ExpressionAttributeValues={":kind": _s(DEADLINE_DUE), ":now": _s(now)},
+            Limit=limit,
+        )["Items"]
+        return [int(item["PK"]["S"].removeprefix("RUN#")) for item in items]
+
+    def record_deadline(self, run: Run, at: str) -> Run:
+        step = run.current_step
+        assert step is not None, "only a run in progress has a deadline"
+        after = run._replace(deadline_passed=True)
+        told = events.deadline_passed(run, after, at)
+        update = {
+            "Update": {
+                "TableName": self.table,
+                "Key": {"PK": _s(_run_key(run.id)), "SK": _s(RUN_SK)},
+                "UpdateExpression": (
+                    f"SET deadline_passed = :passed, event_seq = :event_seq "
+                    f"REMOVE {DUE_KEY}, {DUE_AT}"
+                ),
+                # The condition of a decision, and that the deadline is still to apply.
+                "ConditionExpression": "#status = :in_progress AND step_id = :step AND seq = :seq "
+                "AND (attribute_not_exists(deadline_passed) OR deadline_passed = :pending)",
+                "ExpressionAttributeNames": {"#status": "status"},
+                "ExpressionAttributeValues": {
+                    ":passed": {"BOOL": True},
+                    ":pending": {"BOOL": False},
+                    ":event_seq": _n(run.event_seq + len(told)),
+                    ":in_progress": _s(IN_PROGRESS),
+                    ":step": _n(step.id),
+                    ":seq": _n(len(run.actions)),
+                },
+            }
+        }
+        if self._transact([update, *self._event_puts(told, run.event_seq)]):
+            raise errors.StaleRun()
+        return after._replace(event_seq=run.event_seq + len(told))
 
     # -- events ------------------------------------------------------------
 
@@ -931,7 +992,33 @@ def _step_item(step: Step) -> Item:
         "id": _n(step.id),
         "name": _s(step.name),
         "step_order": _n(step.step_order),
+        **_deadline_attrs(step, "deadline"),
     }
+
+
+def _deadline_attrs(step: Step, name: str) -> Item:
+    """The step's deadline as attribute `name` (none without a deadline)."""
+    deadline = step.deadline
+    if deadline is None:
+        return {}
+    escalate_to = {"L": [_s(principal) for principal in deadline.escalate_to]}
+    value = {
+        "seconds": _n(deadline.seconds),
+        "action": _s(deadline.action),
+        "escalate_to": escalate_to,
+    }
+    return {name: {"M": value}}
+
+
+def _deadline(item: Item, name: str) -> Optional[Deadline]:
+    if name not in item:
+        return None
+    value = item[name]["M"]
+    return Deadline(
+        int(value["seconds"]["N"]),
+        value["action"]["S"],
+        tuple(principal["S"] for principal in value["escalate_to"]["L"]),
+    )
 
 
 def _workflow_item(workflow: Workflow) -> Item:
@@ -961,15 +1048,40 @@ def _workflow(item: Item) -> Workflow:
 
 def _step_entry(step: Step) -> dict[str, Item]:
     """A step as its workflow item lists it."""
-    return {"M": {"id": _n(step.id), "name": _s(step.name), "step_order": _n(step.step_order)}}
+    entry = {"id": _n(step.id), "name": _s(step.name), "step_order": _n(step.step_order)}
+    return {"M": {**entry, **_deadline_attrs(step, "deadline")}}
 
 
 def _step(item: Item, workflow_id: int) -> Step:
-    return Step(int(item["id"]["N"]), workflow_id, item["name"]["S"], int(item["step_order"]["N"]))
+    return Step(
+        int(item["id"]["N"]),
+        workflow_id,
+        item["name"]["S"],
+        int(item["step_order"]["N"]),
+        _deadline(item, "deadline"),
+    )
 
 
-def _current_step_attrs(step: Step) -> Item:
-    return {"step_id": _n(step.id), "step_name": _s(step.name), "step_order": _n(step.step_order)}
+def _current_step_state(run: Run) -> tuple[Item, list[str]]:
+    """The run item's attributes for its current step and that step's deadline
+    (in the due index while it is still to apply), and those it must drop."""
+    sets: Item = {"deadline_passed": {"BOOL": run.deadline_passed}}
+    removed: list[str] = []
+    step = run.current_step
+    if step is None:
+        removed += ["step_id", "step_name", "step_order"]
+    else:
+        sets.update(step_id=_n(step.id), step_name=_s(step.name), step_order=_n(step.step_order))
+    deadline = _deadline_attrs(step, "step_deadline") if step else {}
+    sets.update(deadline)
+    removed += [] if deadline else ["step_deadline"]
+    if run.current_step_due_at is None:
+        removed += ["current_step_due_at", DUE_KEY, DUE_AT]
+    else:
+        sets["current_step_due_at"] = _s(run.current_step_due_at)
+        if not run.deadline_passed:
+            sets.update({DUE_KEY: _s(DEADLINE_DUE), DUE_AT: _s(run.current_step_due_at)})
+    return sets, removed
 
 
 def _workflow_status_pk(workflow_id: int, status: str) -> str:
@@ -993,6 +1105,7 @@ def _run(item: Item, actions: tuple[Action, ...]) -> Run:
             workflow_id,
             item["step_name"]["S"],
             int(item["step_order"]["N"]),
+            _deadline(item, "step_deadline"),
         )
     return Run(
         int(item["id"]["N"]),
@@ -1006,6 +1119,8 @@ def _run(item: Item, actions: tuple[Action, ...]) -> Run:
         item["requested_by"]["S"] if "requested_by" in item else None,
         item["head_hash"]["S"] if "head_hash" in item else None,
         _event_seq(item),
+        item["current_step_due_at"]["S"] if "current_step_due_at" in item else None,
+        item.get("deadline_passed", {}).get("BOOL", False),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
@@ -13,7 +14,20 @@ from typing import Any, Optional, Union
 from chalicelib import audit, errors, events, idempotency
 from chalicelib.delivery import Pending
 from chalicelib.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
-from chalicelib.models import IN_PROGRESS, Action, Decision, Event, Run, Slice, Step, Workflow
+from chalicelib.models import (
+    IN_PROGRESS,
+    Action,
+    Deadline,
+    Decision,
+    Event,
+    NewStep,
+    Run,
+    Slice,
+    Step,
+    Workflow,
+    new_step,
+    step_due_at,
+)
 from chalicelib.storage.failures import unavailable
 
 SCHEMA = """
@@ -69,13 +83,14 @@ BUSY_TIMEOUT_MS = 10_000
 # add, so the table shrinks back, and a bounded cost for every request.
 EXPIRED_KEYS_PER_CLAIM = 10
 
-_STEP_COLUMNS = "id, workflow_id, name, step_order"
+_STEP_COLUMNS = "id, workflow_id, name, step_order, deadline_seconds, on_deadline, escalate_to"
 _RUN_COLUMNS = (
     "r.id, r.workflow_id, r.title, r.status, r.created_at, r.updated_at, "
-    "s.id, s.workflow_id, s.name, s.step_order, r.requested_by, r.head_hash"
+    "s.id, s.workflow_id, s.name, s.step_order, s.deadline_seconds, s.on_deadline, "
+    "s.escalate_to, r.requested_by, r.head_hash, r.current_step_due_at, r.deadline_passed"
 )
 # Columns after the first _RUN_COLUMNS in a run's row with its actions.
-_ACTIONS_FROM = 12
+_ACTIONS_FROM = 17
 
 
 def _chain_recorded_history(conn: sqlite3.Connection) -> None:
@@ -126,6 +141,22 @@ def _create_outbox(conn: sqlite3.Connection) -> None:
     )
 
 
+def _add_deadlines(conn: sqlite3.Connection) -> None:
+    """Step deadlines, and each run's: when its current step is due, whether
+    that deadline has passed (its remind or escalate applied). The sweeper
+    reads the runs still due through a partial index."""
+    for statement in (
+        "ALTER TABLE workflow_steps ADD COLUMN deadline_seconds INTEGER",
+        "ALTER TABLE workflow_steps ADD COLUMN on_deadline TEXT",
+        "ALTER TABLE workflow_steps ADD COLUMN escalate_to TEXT",
+        "ALTER TABLE workflow_runs ADD COLUMN current_step_due_at TEXT",
+        "ALTER TABLE workflow_runs ADD COLUMN deadline_passed INTEGER NOT NULL DEFAULT 0",
+        "CREATE INDEX workflow_runs_due ON workflow_runs(current_step_due_at) "
+        "WHERE current_step_due_at IS NOT NULL AND deadline_passed = 0",
+    ):
+        conn.execute(statement)
+
+
 # A change to the schema: a statement, or a function of the connection when
 # SQL alone cannot make it.
 Migration = Union[str, Callable[[sqlite3.Connection], None]]
@@ -141,6 +172,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     _chain_recorded_history,
     # 3: the events outbox.
     _create_outbox,
+    # 4: step deadlines.
+    _add_deadlines,
 )
 
 
@@ -244,7 +277,7 @@ class SQLiteStorage:
     # -- workflows -------------------------------------------------------
 
     def create_workflow(
-        self, name: str, description: str, step_names: Sequence[str], now: str
+        self, name: str, description: str, step_names: Sequence[Union[str, NewStep]], now: str
     ) -> Workflow:
         with self._write() as conn:
             try:
@@ -256,7 +289,7 @@ class SQLiteStorage:
                 raise errors.Conflict(f"A workflow named {name!r} already exists") from exc
             workflow_id = _last_id(cursor)
             steps = tuple(
-                self._insert_step(conn, workflow_id, step_name, order)
+                self._insert_step(conn, workflow_id, new_step(step_name), order)
                 for order, step_name in enumerate(step_names, start=1)
             )
             workflow = Workflow(workflow_id, name, description, now, steps)
@@ -274,7 +307,7 @@ class SQLiteStorage:
             f"SELECT {_STEP_COLUMNS} FROM workflow_steps WHERE workflow_id = ? ORDER BY step_order",
             (workflow_id,),
         ).fetchall()
-        return Workflow(row[0], row[1], row[2], row[3], tuple(Step(*step) for step in steps))
+        return Workflow(row[0], row[1], row[2], row[3], tuple(_step(step) for step in steps))
 
     def list_workflows(self, after_id: Optional[int], limit: int) -> Slice[Workflow]:
         conn = self._connection()
@@ -294,13 +327,13 @@ class SQLiteStorage:
                 f"({', '.join('?' * len(page))}) ORDER BY workflow_id, step_order",
                 list(steps),
             ):
-                steps[step[1]].append(Step(*step))
+                steps[step[1]].append(_step(step))
         workflows = tuple(
             Workflow(row[0], row[1], row[2], row[3], tuple(steps[row[0]])) for row in page
         )
         return Slice(workflows, len(rows) > limit)
 
-    def append_step(self, workflow_id: int, name: str, now: str) -> Step:
+    def append_step(self, workflow_id: int, name: Union[str, NewStep], now: str) -> Step:
         # The write lock taken by BEGIN IMMEDIATE makes max()+1 and the insert
         # one step: no other writer can slip in between.
         with self._write() as conn:
@@ -313,18 +346,27 @@ class SQLiteStorage:
                 "SELECT COALESCE(MAX(step_order), 0) FROM workflow_steps WHERE workflow_id = ?",
                 (workflow_id,),
             ).fetchone()
-            step = self._insert_step(conn, workflow_id, name, max_order + 1)
+            step = self._insert_step(conn, workflow_id, new_step(name), max_order + 1)
             _record_events(conn, events.step_added(step, now))
         return step
 
     def _insert_step(
-        self, conn: sqlite3.Connection, workflow_id: int, name: str, order: int
+        self, conn: sqlite3.Connection, workflow_id: int, spec: NewStep, order: int
     ) -> Step:
+        deadline = spec.deadline
         cursor = conn.execute(
-            "INSERT INTO workflow_steps (workflow_id, name, step_order) VALUES (?, ?, ?)",
-            (workflow_id, name, order),
+            "INSERT INTO workflow_steps (workflow_id, name, step_order, deadline_seconds, "
+            "on_deadline, escalate_to) VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                workflow_id,
+                spec.name,
+                order,
+                deadline.seconds if deadline else None,
+                deadline.action if deadline else None,
+                json.dumps(list(deadline.escalate_to)) if deadline else None,
+            ),
         )
-        return Step(_last_id(cursor), workflow_id, name, order)
+        return Step(_last_id(cursor), workflow_id, spec.name, order, deadline)
 
     def next_step(self, workflow_id: int, after_order: int) -> Optional[Step]:
         row = (
@@ -336,7 +378,7 @@ class SQLiteStorage:
             )
             .fetchone()
         )
-        return Step(*row) if row else None
+        return _step(row) if row else None
 
     # -- runs ------------------------------------------------------------
 
@@ -344,17 +386,21 @@ class SQLiteStorage:
         self, workflow: Workflow, title: str, now: str, requested_by: Optional[str] = None
     ) -> Run:
         first = workflow.steps[0]
+        due = step_due_at(first, now)
         with self._write() as conn:
             # The id is the genesis's first field: take it, then chain from it.
             run_id = _last_id(
                 conn.execute(
                     "INSERT INTO workflow_runs (workflow_id, title, status, current_step_id, "
-                    "created_at, updated_at, requested_by) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (workflow.id, title, IN_PROGRESS, first.id, now, now, requested_by),
+                    "created_at, updated_at, requested_by, current_step_due_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (workflow.id, title, IN_PROGRESS, first.id, now, now, requested_by, due),
                 )
             )
             run = Run(run_id, workflow.id, title, IN_PROGRESS, first, now, now, (), requested_by)
-            run = run._replace(head_hash=audit.genesis_hash(audit.genesis_of(run)))
+            run = run._replace(
+                head_hash=audit.genesis_hash(audit.genesis_of(run)), current_step_due_at=due
+            )
             conn.execute(
                 "UPDATE workflow_runs SET head_hash = ? WHERE id = ?", (run.head_hash, run_id)
             )
@@ -422,9 +468,11 @@ class SQLiteStorage:
         # lists index status twice.
         values: tuple[object, ...]
         if decision.next_step is not None and decision.status == IN_PROGRESS:
-            sets, values = "current_step_id = ?", (decision.next_step.id,)
+            sets = "current_step_id = ?, current_step_due_at = ?, deadline_passed = 0"
+            values = (decision.next_step.id, step_due_at(decision.next_step, decision.at))
         else:
-            sets, values = "status = ?, current_step_id = NULL", (decision.status,)
+            sets = "status = ?, current_step_id = NULL, current_step_due_at = NULL"
+            values = (decision.status,)
         with self._write() as conn:
             chained = audit.next_hash(run, decision)
             # The head as read is part of the condition: only one decision can
@@ -453,6 +501,37 @@ class SQLiteStorage:
             decided = run.decided(decision, action, chained)
             _record_events(conn, events.decided(run, decision, decided))
         return decided
+
+    # -- deadlines ---------------------------------------------------------
+
+    def due_runs(self, now: str, limit: int) -> list[int]:
+        rows = (
+            self._connection()
+            .execute(
+                "SELECT id FROM workflow_runs WHERE current_step_due_at IS NOT NULL "
+                "AND deadline_passed = 0 AND current_step_due_at <= ? "
+                "ORDER BY current_step_due_at LIMIT ?",
+                (now, limit),
+            )
+            .fetchall()
+        )
+        return [run_id for (run_id,) in rows]
+
+    def record_deadline(self, run: Run, at: str) -> Run:
+        step = run.current_step
+        assert step is not None, "only a run in progress has a deadline"
+        after = run._replace(deadline_passed=True)
+        with self._write() as conn:
+            # The condition of a decision, and that the deadline is still to apply.
+            moved = conn.execute(
+                "UPDATE workflow_runs SET deadline_passed = 1 WHERE id = ? AND status = ? "
+                "AND current_step_id = ? AND head_hash IS ? AND deadline_passed = 0",
+                (run.id, IN_PROGRESS, step.id, run.head_hash),
+            ).rowcount
+            if moved != 1:
+                raise errors.StaleRun()
+            _record_events(conn, events.deadline_passed(run, after, at))
+        return after
 
     # -- events ------------------------------------------------------------
 
@@ -601,8 +680,32 @@ def _use_wal(conn: sqlite3.Connection) -> None:
 
 def _listed_run(row: tuple[Any, ...]) -> Run:
     """A run from a row that starts with _RUN_COLUMNS, without its actions."""
-    current = Step(*row[6:10]) if row[6] is not None else None
-    return Run(row[0], row[1], row[2], row[3], current, row[4], row[5], (), row[10], row[11])
+    current = _step(row[6:13]) if row[6] is not None else None
+    return Run(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        current,
+        row[4],
+        row[5],
+        (),
+        row[13],
+        row[14],
+        current_step_due_at=row[15],
+        deadline_passed=bool(row[16]),
+    )
+
+
+def _step(row: Sequence[Any]) -> Step:
+    """A step from its _STEP_COLUMNS."""
+    step_id, workflow_id, name, order, seconds, action, escalate_to = row
+    deadline = (
+        Deadline(seconds, action, tuple(json.loads(escalate_to or "[]")))
+        if seconds is not None
+        else None
+    )
+    return Step(step_id, workflow_id, name, order, deadline)
 
 
 def _last_id(cursor: sqlite3.Cursor) -> int:

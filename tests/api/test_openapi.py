@@ -122,8 +122,13 @@ def test_request_limits_are_the_engines() -> None:
     assert new_workflow["name"]["maxLength"] == validation.MAX_NAME
     assert new_workflow["description"]["maxLength"] == validation.MAX_TEXT
     assert new_workflow["steps"]["maxItems"] == validation.MAX_INITIAL_STEPS
-    assert new_workflow["steps"]["items"]["maxLength"] == validation.MAX_NAME
-    assert schema("NewStep")["properties"]["name"]["maxLength"] == validation.MAX_NAME
+    name_only, step = new_workflow["steps"]["items"]["oneOf"]
+    assert name_only["maxLength"] == validation.MAX_NAME
+    assert step == {"$ref": "#/components/schemas/NewStep"}
+    new_step = schema("NewStep")["properties"]
+    assert new_step["name"]["maxLength"] == validation.MAX_NAME
+    assert new_step["deadline_seconds"]["maximum"] == validation.MAX_DEADLINE_SECONDS
+    assert new_step["escalate_to"]["maxItems"] == validation.MAX_ESCALATE_TO
     assert schema("NewRun")["properties"]["title"]["maxLength"] == validation.MAX_TITLE
     decision = schema("Decision")["properties"]
     assert decision["actor"]["maxLength"] == validation.MAX_ACTOR
@@ -137,7 +142,7 @@ def required_texts() -> dict[str, dict[str, Any]]:
     """The schemas of the strings the engine trims and refuses when blank."""
     return {
         "NewWorkflow.name": schema("NewWorkflow")["properties"]["name"],
-        "NewWorkflow.steps[]": schema("NewWorkflow")["properties"]["steps"]["items"],
+        "NewWorkflow.steps[]": schema("NewWorkflow")["properties"]["steps"]["items"]["oneOf"][0],
         "NewStep.name": schema("NewStep")["properties"]["name"],
         "NewRun.title": schema("NewRun")["properties"]["title"],
         "Decision.actor": schema("Decision")["properties"]["actor"],

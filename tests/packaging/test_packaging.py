@@ -35,6 +35,7 @@ TABLE = "WorkflowTable"
 FUNCTION = "APIHandler"
 RELAY = "OnDynamodbRecord"
 SENDER = "DeliverWebhooks"
+SWEEPER = "SweepDeadlines"
 REST_API = "RestAPI"
 FUNCTION_LOG_GROUP = "FunctionLogGroup"
 ACCESS_LOG_GROUP = "ApiAccessLogGroup"
@@ -277,7 +278,7 @@ def test_function_is_told_to_use_the_packaged_table(template: dict[str, Any]) ->
         for name, resource in template["Resources"].items()
         if resource["Type"] == "AWS::Serverless::Function"
     ]
-    assert sorted(functions) == sorted([FUNCTION, RELAY, SENDER])
+    assert sorted(functions) == sorted([FUNCTION, RELAY, SENDER, SWEEPER])
     for function in (FUNCTION, SENDER):
         variables = template["Resources"][function]["Properties"]["Environment"]["Variables"]
         assert variables["WORKFLOW_STORAGE"] == "dynamodb"
@@ -761,3 +762,34 @@ def test_each_event_function_may_do_only_what_it_does(template: dict[str, Any]) 
     # Neither may write the table's records, nor the API function touch the bus.
     assert "dynamodb:PutItem" not in relay.keys() | sender.keys()
     assert not any(action.startswith(("events:", "sqs:")) for action in grants(template, FUNCTION))
+
+
+def test_the_sweeper_runs_every_minute_and_may_only_decide(template: dict[str, Any]) -> None:
+    sweeper = template["Resources"][SWEEPER]["Properties"]
+    assert sweeper["Handler"] == "app.sweep_deadlines"
+    (source,) = sweeper["Events"].values()
+    assert source == {"Type": "Schedule", "Properties": {"Schedule": "rate(1 minute)"}}
+    assert sweeper["Environment"]["Variables"]["WORKFLOW_TABLE"] == {"Ref": TABLE}
+    granted = grants(template, SWEEPER)
+    assert set(granted) == {
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+        "xray:PutTraceSegments",
+        "xray:PutTelemetryRecords",
+        "dynamodb:Query",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+    }
+    assert granted["dynamodb:PutItem"] == granted["dynamodb:UpdateItem"] == [TABLE_ARN]
+    assert granted["dynamodb:Query"] == [TABLE_ARN, {"Fn::Sub": f"${{{TABLE}.Arn}}/index/due"}]
+
+
+def test_every_event_function_names_only_real_iam_actions(template: dict[str, Any]) -> None:
+    from cfnlint.data import AdditionalSpecs
+    from cfnlint.helpers import load_resource
+
+    known = load_resource(AdditionalSpecs, "Policies.json")
+    for function in (RELAY, SENDER, SWEEPER):
+        for action in grants(template, function):
+            service, name = action.lower().split(":", 1)
+            assert name in known[service]["Actions"], action

@@ -7,7 +7,15 @@ import re
 from datetime import datetime, timedelta
 from typing import Any, Optional
 
-STEP_FIELDS = {"id", "workflow_id", "name", "step_order"}
+STEP_FIELDS = {
+    "id",
+    "workflow_id",
+    "name",
+    "step_order",
+    "deadline_seconds",
+    "on_deadline",
+    "escalate_to",
+}
 WORKFLOW_FIELDS = {"id", "name", "description", "created_at", "steps"}
 ACTION_FIELDS = {
     "id",
@@ -31,6 +39,8 @@ RUN_FIELDS = {
     "created_at",
     "updated_at",
     "head_hash",
+    "current_step_due_at",
+    "current_step_escalated_to",
     "actions",
 }
 RUN_STATUSES = {"in_progress", "completed", "rejected"}
