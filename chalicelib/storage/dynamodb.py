@@ -86,6 +86,7 @@ expiry itself.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import random
 import threading
@@ -493,16 +494,22 @@ class DynamoDBStorage:
     def due_runs(self, now: str, limit: int) -> list[int]:
         # One Query of the sparse due index: only runs whose deadline is still
         # to apply carry its key.
-        items = self._call(
-            "query",
-            TableName=self.table,
-            IndexName=DUE_INDEX,
-            KeyConditionExpression="#kind = :kind AND #at <= :now",
-            ExpressionAttributeNames={"#kind": DUE_KEY, "#at": DUE_AT},
-            ExpressionAttributeValues={":kind": _s(DEADLINE_DUE), ":now": _s(now)},
-            Limit=limit,
-        )["Items"]
+        items = itertools.islice(self._due(DEADLINE_DUE, now, limit), limit)
         return [int(item["PK"]["S"].removeprefix("RUN#")) for item in items]
+
+    def _due(self, kind: str, now: str, page: int) -> Iterator[Item]:
+        """The keys of the due index's `kind` items due by `now`, soonest first,
+        `page` per Query."""
+        return self._query_all(
+            {
+                "TableName": self.table,
+                "IndexName": DUE_INDEX,
+                "KeyConditionExpression": "#kind = :kind AND #at <= :now",
+                "ExpressionAttributeNames": {"#kind": DUE_KEY, "#at": DUE_AT},
+                "ExpressionAttributeValues": {":kind": _s(kind), ":now": _s(now)},
+                "Limit": page,
+            }
+        )
 
     def record_deadline(self, run: Run, at: str) -> Run:
         step = run.current_step
@@ -563,42 +570,30 @@ class DynamoDBStorage:
     # -- delivery (chalicelib/delivery.py) -------------------------------------
 
     def pending_subjects(self, now: str, limit: int) -> list[str]:
-        # The due index holds every event not delivered yet: one Query per page.
-        params: dict[str, Any] = {
-            "TableName": self.table,
-            "IndexName": DUE_INDEX,
-            "KeyConditionExpression": "#kind = :kind AND #at <= :now",
-            "ExpressionAttributeNames": {"#kind": DUE_KEY, "#at": DUE_AT},
-            "ExpressionAttributeValues": {":kind": _s(DELIVERY_DUE), ":now": _s(now)},
-        }
+        # The due index holds every event not delivered yet.
         subjects: dict[str, None] = {}
-        while len(subjects) < limit:
-            page = self._call("query", **params)
-            for item in page["Items"]:
-                subjects[item["PK"]["S"].removeprefix(EVENT_PREFIX)] = None
-            if "LastEvaluatedKey" not in page:
+        for item in self._due(DELIVERY_DUE, now, 1000):
+            subjects[item["PK"]["S"].removeprefix(EVENT_PREFIX)] = None
+            if len(subjects) == limit:
                 break
-            params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-        return list(subjects)[:limit]
+        return list(subjects)
 
     def first_pending(self, subject: str) -> Optional[Pending]:
-        params: dict[str, Any] = {
-            "TableName": self.table,
-            "ConsistentRead": True,
-            "KeyConditionExpression": "PK = :pk",
-            "FilterExpression": "attribute_not_exists(delivered_at)",
-            "ExpressionAttributeValues": {":pk": _s(_event_pk(subject))},
-        }
-        while True:
-            page = self._call("query", **params)
-            if page["Items"]:
-                item = page["Items"][0]
-                attempts = int(item["attempts"]["N"]) if "attempts" in item else 0
-                retry = item.get("next_attempt_at")
-                return Pending(_event(item), attempts, retry["S"] if retry else None)
-            if "LastEvaluatedKey" not in page:
-                return None
-            params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        pending = self._query_all(
+            {
+                "TableName": self.table,
+                "ConsistentRead": True,
+                "KeyConditionExpression": "PK = :pk",
+                "FilterExpression": "attribute_not_exists(delivered_at)",
+                "ExpressionAttributeValues": {":pk": _s(_event_pk(subject))},
+            }
+        )
+        item = next(pending, None)
+        if item is None:
+            return None
+        attempts = int(item["attempts"]["N"]) if "attempts" in item else 0
+        retry = item.get("next_attempt_at")
+        return Pending(_event(item), attempts, retry["S"] if retry else None)
 
     def mark_delivered(self, pending: Pending, now: str) -> None:
         self._update_pending(
@@ -904,12 +899,16 @@ class DynamoDBStorage:
         if sk_prefix:
             params["KeyConditionExpression"] += " AND begins_with(SK, :prefix)"
             params["ExpressionAttributeValues"][":prefix"] = _s(sk_prefix)
+        return self._query_all(params)
+
+    def _query_all(self, params: dict[str, Any]) -> Iterator[Item]:
+        """Every item the Query `params` finds, one page after the other, as read."""
         while True:
             page = self._call("query", **params)
             yield from page["Items"]
             if "LastEvaluatedKey" not in page:
                 return
-            params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+            params = {**params, "ExclusiveStartKey": page["LastEvaluatedKey"]}
 
     def _put_new(self, item: Item) -> dict[str, Any]:
         return {
