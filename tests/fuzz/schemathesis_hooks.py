@@ -12,7 +12,7 @@ import schemathesis
 
 from chalicelib import cursors, errors, validation
 
-LISTS = {"/workflows": "workflows", "/runs": "runs"}
+LISTS = {"/workflows": "workflows", "/runs": "runs", "/runs/{run_id}/events": "events"}
 
 
 @schemathesis.hook
@@ -26,6 +26,12 @@ def map_case(context: Any, case: Any) -> Any:
         if list_name == "runs":
             parsed = validation.run_query(query)
             filters = {"workflow_id": parsed.workflow_id, "status": parsed.status}
+        elif list_name == "events":
+            validation.event_query(query)
+            run_id = str((case.path_parameters or {}).get("run_id"))
+            if not validation.is_path_id(run_id):
+                return case  # names no run: 404 anyway
+            filters = {"run_id": int(run_id)}
         else:
             validation.workflow_query(query)
             filters = {}
