@@ -20,7 +20,7 @@ from tests.support.dynamodb_requests import RequestLog
 JSON = {"Content-Type": "application/json"}
 # Enough calls to average over (an id block is one request per 1,000 ids); more would
 # only slow moto, which copies every table on each transaction.
-CALLS = 30
+CALLS = 10
 
 
 def _post(client: Client, path: str, body: dict[str, Any], status: int) -> dict[str, Any]:
