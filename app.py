@@ -8,15 +8,19 @@ or the domain error, into the HTTP response (chalicelib/http.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Optional
+from typing import Any, Optional
 
-from chalice.app import Chalice, Response
+from chalice.app import Chalice, CloudWatchEvent, DynamoDBEvent, Rate, Response, SQSEvent
 
 from chalicelib import access_log, engine, http, identity, page, validation
 from chalicelib.models import Page, Run, RunAudit, Step, Workflow
 from chalicelib.storage import Backend, create_storage
 
 app = Chalice(app_name="approval-workflows")
+# Stand-ins that `chalice package` needs; scripts/package.py replaces both with
+# the stack's own table stream and queue.
+RELAYED_STREAM = "arn:aws:dynamodb:us-east-1:000000000000:table/approval-workflows/stream/packaged"
+WEBHOOK_QUEUE = "arn:aws:sqs:us-east-1:000000000000:approval-workflows-webhooks"
 app.api.cors = http.cors()
 access_log.install(app)
 
@@ -101,6 +105,14 @@ def audit_run(run_id: str) -> RunAudit:
     return engine.audit_run(get_storage(), validation.path_id(run_id, "Run"))
 
 
+@app.route("/runs/{run_id}/events", methods=["GET"])
+@api.answers(200)
+def run_events(run_id: str) -> Page:
+    rid = validation.path_id(run_id, "Run")
+    query = validation.event_query(api.query())
+    return engine.run_events(get_storage(), rid, query.limit, query.cursor)
+
+
 @app.route("/runs/{run_id}/approve", methods=["POST"])
 @api.answers(200)
 def approve(run_id: str) -> Run:
@@ -147,6 +159,39 @@ def inbox() -> Page:
     actor = identity.actor_of(caller, query.actor)
     groups = caller.groups if caller is not None else query.groups
     return engine.inbox(get_storage(), actor, groups, query.limit, query.cursor)
+
+
+# -- events in the cloud (chalicelib/relay.py; wired by scripts/package.py) ------
+
+
+@app.on_dynamodb_record(stream_arn=RELAYED_STREAM, batch_size=100, starting_position="TRIM_HORIZON")
+def on_dynamodb_record(event: DynamoDBEvent) -> dict[str, Any]:
+    """The table's stream (event items only) -> the stack's EventBridge bus."""
+    from chalicelib import relay
+
+    records = (record.to_dict() for record in event)
+    return relay.relay(records, relay.put_events_client(), relay.event_bus())
+
+
+@app.on_sqs_message(queue_arn=WEBHOOK_QUEUE, batch_size=10)
+def deliver_webhooks(event: SQSEvent) -> dict[str, Any]:
+    """The bus's events, through SQS -> the webhook, in order per run."""
+    import time
+
+    from chalicelib import delivery, relay, webhooks
+
+    records = (record.to_dict() for record in event)
+    sink = delivery.configured_sink()
+    hide = relay.queue_hider()
+    return relay.deliver_messages(
+        records, get_storage(), sink, time.time, hide, webhooks.retry_delay
+    )
+
+
+@app.schedule(Rate(1, unit=Rate.MINUTES))
+def sweep_deadlines(event: CloudWatchEvent) -> None:
+    """Apply the step deadlines that have passed (chalicelib/deadlines.py)."""
+    engine.sweep(get_storage())
 
 
 @app.route("/openapi.json", methods=["GET"])

@@ -57,10 +57,10 @@ def check_decider(
     reason its workflow requires; Conflict for an approval given twice."""
     step = run.current_step
     assert step is not None, "step_to_decide comes first"
-    if not step.admits(actor, groups):
-        raise errors.Forbidden(
-            f"{actor!r} may not decide step {step.name!r}: only {', '.join(step.approvers)} may"
-        )
+    escalated_to = run.current_step_escalated_to
+    if not step.admits(actor, groups, escalated_to):
+        who = ", ".join((*step.approvers, *escalated_to))
+        raise errors.Forbidden(f"{actor!r} may not decide step {step.name!r}: only {who} may")
     if not run.policy.allow_self_approval and actor == run.requested_by:
         raise errors.Forbidden(
             f"{actor!r} requested this run and may not approve or reject it: its workflow "

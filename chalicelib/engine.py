@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Optional
 
-from chalicelib import audit, decision, errors
+from chalicelib import audit, deadlines, decision, errors, events
 from chalicelib.models import (
     APPROVE,
     CANCEL,
@@ -35,6 +35,9 @@ WORKFLOWS = "workflows"
 DECISION_ATTEMPTS = 10
 RUNS = "runs"
 INBOX = "inbox"
+EVENTS = "events"
+# Runs whose deadline is due, read per page of a sweep.
+SWEEP_PAGE = 100
 NO_GROUPS: frozenset[str] = frozenset()
 
 Clock = Callable[[], str]
@@ -68,9 +71,12 @@ def get_workflow(storage: Storage, workflow_id: int) -> Workflow:
     return storage.get_workflow(workflow_id)
 
 
-def append_step(storage: Storage, workflow_id: int, step: StepRule | str) -> Step:
+def append_step(
+    storage: Storage, workflow_id: int, step: StepRule | str, clock: Clock = utc_now
+) -> Step:
     """Append a step after the workflow's last one; runs in progress reach it too."""
-    return storage.append_step(workflow_id, StepRule(step) if isinstance(step, str) else step)
+    rule = StepRule(step) if isinstance(step, str) else step
+    return storage.append_step(workflow_id, rule, clock())
 
 
 # -- runs ------------------------------------------------------------------
@@ -211,6 +217,39 @@ def inbox(
     return Page(runs, _cursor(INBOX, filters, list(resume)) if resume else None)
 
 
+# -- deadlines -----------------------------------------------------------------
+
+
+def sweep(storage: Storage, clock: Clock = utc_now, page: int = SWEEP_PAGE) -> int:
+    """Apply every step deadline that has passed by `clock()` (chalicelib/deadlines.py);
+    how many it applied. A run decided meanwhile is left to that decision."""
+    now = clock()
+    applied = 0
+    while True:
+        due = storage.due_runs(now, page)
+        done = sum(_apply_deadline(storage, run_id, now) for run_id in due)
+        applied += done
+        if len(due) < page or not done:
+            return applied
+
+
+def _apply_deadline(storage: Storage, run_id: int, now: str) -> bool:
+    """Apply the run's due deadline with the conditional write of a decision;
+    False if none is due or another write won."""
+    run = storage.get_run(run_id)
+    action = deadlines.action_due(run, now)
+    if action is None:
+        return False  # decided meanwhile, or an index that lags the table
+    try:
+        if action == REJECT:
+            storage.record_decision(run, deadlines.expiry(now))
+        else:
+            storage.record_deadline(run, now)
+    except errors.StaleRun:
+        return False  # a decision was recorded first: it stands
+    return True
+
+
 # -- lists -------------------------------------------------------------------
 
 
@@ -235,6 +274,16 @@ def list_runs(
     return _page(storage.list_runs(workflow_id, status, before, limit), RUNS, filters)
 
 
+def run_events(storage: Storage, run_id: int, limit: int, cursor: Optional[str] = None) -> Page:
+    """One page of the run's events, oldest first, as they are delivered."""
+    filters = {"run_id": run_id}
+    after = _position(cursor, EVENTS, filters)
+    found = storage.list_events(events.run_subject(run_id), after, limit)
+    if not found.items and after is None:
+        storage.get_run(run_id)  # NotFound, unless the run has no events yet
+    return _page(found, EVENTS, filters, lambda event: event.sequence)
+
+
 def inbox_filters(actor: str, groups: frozenset[str]) -> dict[str, str]:
     """What an inbox cursor is bound to: its caller and groups, as a digest (up
     to 100 groups of 200 characters would not fit in a cursor)."""
@@ -256,7 +305,15 @@ def _cursor(list_name: str, filters: Filter, position: Any) -> str:
     return cursors.issue(list_name, filters, position)
 
 
-def _page(found: Slice[Any], list_name: str, filters: Filter) -> Page:
-    """The page of `found`, with a cursor that continues after its last item."""
+def _page(
+    found: Slice[Any],
+    list_name: str,
+    filters: Filter,
+    position: Callable[[Any], int] = lambda item: int(item.id),
+) -> Page:
+    """The page of `found`, with a cursor that continues after its last item
+    (at its `position` in the list: its id, or an event's sequence)."""
     more = found.more and found.items
-    return Page(found.items, _cursor(list_name, filters, found.items[-1].id) if more else None)
+    return Page(
+        found.items, _cursor(list_name, filters, position(found.items[-1])) if more else None
+    )

@@ -21,9 +21,23 @@ APPROVE = "approve"
 REJECT = "reject"
 CANCEL = "cancel"
 
+REMIND = "remind"
+ESCALATE = "escalate"
+# on_deadline: what the sweeper does once a step's deadline has passed (REJECT too).
+DEADLINE_ACTIONS = (REMIND, ESCALATE, REJECT)
+
 # Principals that a step's approvers list: a user, or every member of a group.
 USER_PREFIX = "user:"
 GROUP_PREFIX = "group:"
+
+
+class Deadline(NamedTuple):
+    """How long a step may wait for its decision, and what happens after."""
+
+    seconds: int
+    action: str  # one of DEADLINE_ACTIONS
+    # ESCALATE: the principals ("user:<id>", "group:<name>") who may decide too.
+    escalate_to: tuple[str, ...] = ()
 
 
 class Step(NamedTuple):
@@ -35,8 +49,10 @@ class Step(NamedTuple):
     approvers: tuple[str, ...] = ()
     # Distinct approvals that complete it.
     required_approvals: int = 1
+    deadline: Optional[Deadline] = None
 
     def to_dict(self) -> dict[str, Any]:
+        deadline = self.deadline
         return {
             "id": self.id,
             "workflow_id": self.workflow_id,
@@ -44,14 +60,21 @@ class Step(NamedTuple):
             "step_order": self.step_order,
             "approvers": list(self.approvers),
             "required_approvals": self.required_approvals,
+            "deadline_seconds": deadline.seconds if deadline else None,
+            "on_deadline": deadline.action if deadline else None,
+            "escalate_to": list(deadline.escalate_to) if deadline else [],
         }
 
-    def admits(self, actor: str, groups: frozenset[str]) -> bool:
-        """Whether `actor`, a member of `groups`, may decide this step."""
+    def admits(
+        self, actor: str, groups: frozenset[str], escalated_to: tuple[str, ...] = ()
+    ) -> bool:
+        """Whether `actor`, a member of `groups`, may decide this step (its
+        approvers, and those it was escalated to once its deadline passed)."""
         if not self.approvers:
             return True
-        return USER_PREFIX + actor in self.approvers or any(
-            GROUP_PREFIX + group in self.approvers for group in groups
+        principals = (*self.approvers, *escalated_to)
+        return USER_PREFIX + actor in principals or any(
+            GROUP_PREFIX + group in principals for group in groups
         )
 
     def about(self) -> dict[str, int]:
@@ -65,6 +88,19 @@ class StepRule(NamedTuple):
     name: str
     approvers: tuple[str, ...] = ()
     required_approvals: int = 1
+    deadline: Optional[Deadline] = None
+
+    def stored(self, step_id: int, workflow_id: int, order: int) -> Step:
+        """The step this definition is, once stored with its id and order."""
+        return Step(
+            step_id,
+            workflow_id,
+            self.name,
+            order,
+            self.approvers,
+            self.required_approvals,
+            self.deadline,
+        )
 
 
 class Policy(NamedTuple):
@@ -178,6 +214,14 @@ class Run(NamedTuple):
     policy: Policy = DEFAULT_POLICY
     # Everyone who approved a step of it, once each, in order.
     approvers: tuple[str, ...] = ()
+    # The sequence of the run's last event (chalicelib/events.py), where the
+    # storage keeps it with the run (DynamoDB); 0 where it counts otherwise.
+    event_seq: int = 0
+    # When the current step's deadline passes (None: it has none, or the run
+    # ended), and whether it has passed and its action (remind, escalate) was
+    # applied: chalicelib/deadlines.py.
+    current_step_due_at: Optional[str] = None
+    deadline_passed: bool = False
 
     @classmethod
     def started(
@@ -196,11 +240,21 @@ class Run(NamedTuple):
             requested_by,
             current_step_since=now,
             policy=workflow.policy,
+            current_step_due_at=step_due_at(workflow.steps[0], now),
         )
 
     @property
     def current_step_id(self) -> Optional[int]:
         return self.current_step.id if self.current_step else None
+
+    @property
+    def current_step_escalated_to(self) -> tuple[str, ...]:
+        """Who may decide the current step besides its approvers: its escalate_to
+        principals, once its deadline passed with on_deadline escalate."""
+        deadline = self.current_step.deadline if self.current_step else None
+        if self.deadline_passed and deadline and deadline.action == ESCALATE:
+            return deadline.escalate_to
+        return ()
 
     def approved_another_step(self, actor: str) -> bool:
         """Whether `actor` approved a step of this run other than the current one
@@ -233,6 +287,12 @@ class Run(NamedTuple):
                 if decision.action == APPROVE and decision.actor not in self.approvers
                 else self.approvers
             ),
+            current_step_due_at=(
+                self.current_step_due_at
+                if decision.stays
+                else step_due_at(decision.next_step, decision.at)
+            ),
+            deadline_passed=self.deadline_passed and decision.stays,
         )
 
     def listed(self) -> dict[str, Any]:
@@ -247,10 +307,24 @@ class Run(NamedTuple):
             "current_step": self.current_step.to_dict() if self.current_step else None,
             "current_step_approved_by": list(self.current_step_approved_by),
             "current_step_since": self.current_step_since,
+            "current_step_due_at": self.current_step_due_at,
+            "current_step_escalated_to": list(self.current_step_escalated_to),
             "created_at": self.created_at,
             "updated_at": self.updated_at,
             "head_hash": self.head_hash,
         }
+
+
+def step_due_at(step: Optional[Step], since: str) -> Optional[str]:
+    """When `step`'s deadline passes if a run reaches it at `since` (ISO 8601
+    UTC); None when it has no deadline."""
+    if step is None or step.deadline is None:
+        return None
+    from datetime import datetime, timedelta  # only runs of steps with deadlines
+
+    start = datetime.fromisoformat(since.replace("Z", "+00:00"))
+    due = start + timedelta(seconds=step.deadline.seconds)
+    return due.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class RunAudit(NamedTuple):
@@ -297,7 +371,24 @@ class Decision(NamedTuple):
         return bool(self.approved_by)
 
 
-Listed = TypeVar("Listed", Workflow, Run)
+class Event(NamedTuple):
+    """One recorded event: its place in its subject's stream (`runs/<id>` or
+    `workflows/<id>`, from 1, gap-free) and its CloudEvent exactly as delivered."""
+
+    id: str
+    subject: str
+    sequence: int
+    type: str
+    body: str
+
+    def listed(self) -> dict[str, Any]:
+        import json
+
+        envelope: dict[str, Any] = json.loads(self.body)
+        return envelope
+
+
+Listed = TypeVar("Listed", Workflow, Run, Event)
 
 
 class Slice(NamedTuple, Generic[Listed]):
@@ -313,7 +404,7 @@ class Slice(NamedTuple, Generic[Listed]):
 class Page(NamedTuple):
     """One page of a list, and the cursor of the next (None after the last)."""
 
-    items: tuple[Union[Workflow, Run], ...]
+    items: tuple[Union[Workflow, Run, Event], ...]
     next_cursor: Optional[str]
 
     def to_dict(self) -> dict[str, Any]:

@@ -14,7 +14,17 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple, Optional
 
 from chalicelib import errors
-from chalicelib.models import GROUP_PREFIX, RUN_STATUSES, USER_PREFIX, Policy, StepRule
+from chalicelib.models import (
+    DEADLINE_ACTIONS,
+    ESCALATE,
+    GROUP_PREFIX,
+    REMIND,
+    RUN_STATUSES,
+    USER_PREFIX,
+    Deadline,
+    Policy,
+    StepRule,
+)
 
 MAX_NAME = 200
 MAX_TITLE = 500
@@ -25,6 +35,10 @@ MAX_APPROVERS = 50
 MAX_REQUIRED_APPROVALS = 20
 # Groups one caller may name (none mode); more than anyone's directory holds.
 MAX_GROUPS = 100
+# A step's deadline: one second to a year.
+MAX_DEADLINE_SECONDS = 31_536_000
+MAX_ESCALATE_TO = 20
+STEP_DEADLINE_FIELDS = ("deadline_seconds", "on_deadline", "escalate_to")
 # Ids are 64-bit in SQLite and exact up to 2**53 in JSON numbers everywhere.
 MAX_ID = 2**53 - 1
 DEFAULT_LIMIT = 50
@@ -164,13 +178,18 @@ def new_workflow(body: Any) -> NewWorkflow:
 
 
 def new_step(body: Any) -> StepRule:
-    """POST /workflows/{id}/steps: {"name", "approvers"?, "required_approvals"?}."""
+    """POST /workflows/{id}/steps: {"name", "approvers"?, "required_approvals"?,
+    "deadline_seconds"?, "on_deadline"?, "escalate_to"?}."""
     return _step_rule(body)
 
 
 def _step_rule(body: Any, where: str = "") -> StepRule:
-    """A step's definition: its name, who may decide it, and its quorum."""
-    fields = _fields(body, required=("name",), optional=("approvers", "required_approvals"))
+    """A step's definition: its name, who may decide it, its quorum, its deadline."""
+    fields = _fields(
+        body,
+        required=("name",),
+        optional=("approvers", "required_approvals", *STEP_DEADLINE_FIELDS),
+    )
     name = _text(fields, "name", MAX_NAME)
     approvers = _approvers(fields.get("approvers"))
     required = fields.get("required_approvals")
@@ -193,29 +212,68 @@ def _step_rule(body: Any, where: str = "") -> StepRule:
             f"Step {name!r} requires {required} approvals but lists only {len(users)} "
             "approvers, all users: it could never be approved"
         )
-    return StepRule(name, approvers, required)
+    return StepRule(name, approvers, required, step_deadline(fields))
+
+
+def step_deadline(fields: Mapping[str, Any]) -> Optional[Deadline]:
+    """A step's deadline from its fields: `deadline_seconds` (1 to a year) and
+    `on_deadline` (remind, escalate or reject; remind when left out); with
+    escalate, `escalate_to` names whom ("user:<id>" or "group:<name>")."""
+    seconds, action = fields.get("deadline_seconds"), fields.get("on_deadline")
+    escalate_to = fields.get("escalate_to")
+    if seconds is None:
+        if action is not None or escalate_to is not None:
+            raise errors.InvalidInput("'on_deadline' and 'escalate_to' need 'deadline_seconds'")
+        return None
+    if isinstance(seconds, float) and seconds.is_integer():
+        seconds = int(seconds)
+    if isinstance(seconds, bool) or not isinstance(seconds, int):
+        raise errors.InvalidInput("'deadline_seconds' must be an integer")
+    if not 1 <= seconds <= MAX_DEADLINE_SECONDS:
+        raise errors.InvalidInput(
+            f"'deadline_seconds' must be from 1 to {MAX_DEADLINE_SECONDS:,} (a year)"
+        )
+    action = REMIND if action is None else action
+    if action not in DEADLINE_ACTIONS:
+        raise errors.InvalidInput(f"'on_deadline' must be one of {', '.join(DEADLINE_ACTIONS)}")
+    if action != ESCALATE:
+        if escalate_to is not None:
+            raise errors.InvalidInput("'escalate_to' is only for on_deadline 'escalate'")
+        return Deadline(seconds, action)
+    escalated = _principals(escalate_to, "escalate_to", MAX_ESCALATE_TO)
+    if not escalated:
+        raise errors.InvalidInput(
+            f"'escalate_to' must list 1 to {MAX_ESCALATE_TO} principals for on_deadline 'escalate'"
+        )
+    return Deadline(seconds, action, escalated)
 
 
 def _approvers(value: Any) -> tuple[str, ...]:
     """A step's approvers: distinct "user:<id>" and "group:<name>" principals."""
+    return _principals(value, "approvers", MAX_APPROVERS)
+
+
+def _principals(value: Any, name: str, most: int) -> tuple[str, ...]:
+    """At most `most` distinct "user:<id>" and "group:<name>" principals (a
+    step's approvers, or those a passed deadline escalates it to)."""
     if value is None:
         return ()
     if not isinstance(value, list):
-        raise errors.InvalidInput('\'approvers\' must be a list of "user:<id>" or "group:<name>"')
-    if len(value) > MAX_APPROVERS:
-        raise errors.InvalidInput(f"'approvers' may list at most {MAX_APPROVERS} principals")
+        raise errors.InvalidInput(f'{name!r} must be a list of "user:<id>" or "group:<name>"')
+    if len(value) > most:
+        raise errors.InvalidInput(f"{name!r} may list at most {most} principals")
     principals: list[str] = []
     for entry in value:
         if not isinstance(entry, str):
-            raise errors.InvalidInput("Each of 'approvers' must be a string")
+            raise errors.InvalidInput(f"Each of {name!r} must be a string")
         prefix = next((p for p in (USER_PREFIX, GROUP_PREFIX) if entry.startswith(p)), None)
         if prefix is None:
             raise errors.InvalidInput(
-                f'Approver {_shown(entry)} must be "user:<id>" or "group:<name>"'
+                f'{_shown(entry)} in {name!r} must be "user:<id>" or "group:<name>"'
             )
-        principal = prefix + _text({"approvers[]": entry[len(prefix) :]}, "approvers[]", MAX_ACTOR)
+        principal = prefix + _text({f"{name}[]": entry[len(prefix) :]}, f"{name}[]", MAX_ACTOR)
         if principal in principals:
-            raise errors.InvalidInput(f"Approver {_shown(principal)} is listed twice")
+            raise errors.InvalidInput(f"{_shown(principal)} is listed twice in {name!r}")
         principals.append(principal)
     return tuple(principals)
 
@@ -318,6 +376,11 @@ def run_query(query: Mapping[str, Any]) -> RunQuery:
     if status is not None and status not in RUN_STATUSES:
         raise errors.InvalidInput(f"'status' must be one of {', '.join(RUN_STATUSES)}")
     return RunQuery(workflow_id, status, _limit(params), params.get("cursor"))
+
+
+def event_query(query: Mapping[str, Any]) -> WorkflowQuery:
+    """GET /runs/{id}/events: limit, cursor, as GET /workflows takes them."""
+    return workflow_query(query)
 
 
 def inbox_query(query: Mapping[str, Any], verified: bool) -> InboxQuery:

@@ -21,6 +21,13 @@ Where it differs, on purpose:
   standard error and exit status 1, not a traceback.
 - No reloading on code changes unless --autoreload is given (chalice's
   reloader watches every file in the project, the SQLite file included).
+
+And what the deployed stack does with functions of their own, it does with
+threads of the serving process: the event dispatcher sends the events each
+change recorded (chalicelib/delivery.py: WORKFLOW_EVENTS, WORKFLOW_WEBHOOK_URL,
+WORKFLOW_WEBHOOK_SECRET) within a second of their commit, and the deadline
+sweeper (engine.sweep) runs every WORKFLOW_SWEEP_SECONDS (default 10).
+WORKFLOW_STAGE is the --stage, for the events' source.
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +52,7 @@ import chalice.local  # noqa: E402
 from chalice.app import Chalice  # noqa: E402
 from chalice.config import Config  # noqa: E402
 
-from chalicelib import access_log  # noqa: E402
+from chalicelib import access_log, delivery, engine, errors, events, webhooks  # noqa: E402
 
 # What an unknown path answers: no echo of the path, which may be long.
 NO_ROUTE = "No route matches this path"
@@ -161,6 +168,89 @@ def stage_server(
     return build_server(app, config, host, port)
 
 
+# How often the dispatcher looks for events to send: well within a second.
+DISPATCH_SECONDS = 0.25
+SWEEP_VARIABLE = "WORKFLOW_SWEEP_SECONDS"
+DEFAULT_SWEEP_SECONDS = 10.0
+# A thread whose storage cannot answer tries again after this long (the
+# storage's own log line says why; requests answer 503 meanwhile).
+STORAGE_RETRY_SECONDS = 5.0
+
+
+class Repeating:
+    """A daemon thread that calls `task` every `interval` seconds until stopped."""
+
+    def __init__(self, name: str, task: Callable[[], object], interval: float) -> None:
+        self._task = task
+        self._interval = interval
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self) -> Repeating:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._thread.join(30)
+
+    def _run(self) -> None:
+        while not self._stopped.is_set():
+            wait = self._interval
+            try:
+                self._task()
+            except errors.Unavailable:
+                wait = max(wait, STORAGE_RETRY_SECONDS)
+            self._stopped.wait(wait)
+
+
+def sweep_seconds() -> float:
+    raw = os.environ.get(SWEEP_VARIABLE, "").strip()
+    try:
+        seconds = float(raw) if raw else DEFAULT_SWEEP_SECONDS
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds <= 86400:
+        raise ValueError(f"{SWEEP_VARIABLE} is {raw!r}: set it to seconds, from 0.1 to 86400")
+    return seconds
+
+
+class Background:
+    """The threads that serve beside the HTTP server, stopped with it."""
+
+    def __init__(self) -> None:
+        self.threads: list[Repeating] = []
+        self._storage: list[Any] = []
+
+    def storage(self) -> Any:
+        """Created on first use, as the app does: a storage misconfigured now
+        answers 503 to requests, and is tried again here."""
+        from chalicelib.storage import create_storage
+
+        if not self._storage:
+            self._storage.append(create_storage())
+        return self._storage[0]
+
+    def start(self) -> Background:
+        """Start them, as the environment configures them; ValueError, saying
+        what to set, if it names something that cannot work."""
+        sink = delivery.configured_sink()
+        every = sweep_seconds()
+
+        def dispatch() -> None:
+            delivery.deliver_due(self.storage(), sink, time.time, webhooks.retry_delay)
+
+        self.threads += [
+            Repeating("event-dispatcher", dispatch, DISPATCH_SECONDS).start(),
+            Repeating("deadline-sweeper", lambda: engine.sweep(self.storage()), every).start(),
+        ]
+        return self
+
+    def stop(self) -> None:
+        for thread in self.threads:
+            thread.stop()
+
+
 def cannot_listen(host: str, port: int, exc: OSError) -> str:
     if exc.errno == errno.EADDRINUSE:
         return f"Port {port} on {host} is already in use; choose another with PORT=..."
@@ -183,8 +273,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     # What the chalice CLI sets for every command, for apps that ask.
     os.environ["AWS_CHALICE_CLI_MODE"] = "true"
 
+    os.environ.setdefault(events.STAGE_VARIABLE, args.stage)
+    background = Background()
+
     def server() -> chalice.local.LocalDevServer:
-        return stage_server(args.project_dir, args.stage, args.host, args.port)
+        local = stage_server(args.project_dir, args.stage, args.host, args.port)
+        # After the stage's environment_variables are in os.environ.
+        background.start()
+        return local
 
     if args.autoreload:
         return _serve_reloading(server, args.project_dir)
@@ -193,7 +289,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         print(cannot_listen(args.host, args.port, exc), file=sys.stderr)
         return 1
-    except RuntimeError as exc:  # chalice: no or unreadable .chalice/config.json
+    except (RuntimeError, ValueError) as exc:
+        # chalice: no or unreadable .chalice/config.json; an event sink that cannot work
         print(exc, file=sys.stderr)
         return 1
     host, port = local.server.server_address[:2]
@@ -204,6 +301,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         pass
     finally:
         local.server.server_close()
+        background.stop()
     return 0
 
 

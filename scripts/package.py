@@ -9,6 +9,14 @@ indexes and Time to Live cannot drift. It
 adds the table, passes its name to the function, and grants the function's role
 the adapter's DynamoDB actions on that table (and its indexes) only.
 
+Events (chalicelib/relay.py): the table's stream, filtered to event items,
+feeds the relay function (`app.on_dynamodb_record`, partial batch failures,
+bisection, a dead-letter queue for what keeps failing), which puts every
+event on an EventBridge bus the stack creates; a rule on the bus feeds an
+SQS queue (with its own dead-letter queue) that the webhook sender reads.
+The deadline sweeper (`app.sweep_deadlines`) runs every minute on a
+schedule. Each function has a role of its own, granted only what it does.
+
 It also makes the deployment one an operator can run (docs/deploy.md): API
 Gateway's own errors in the service's shape, stage throttling and reserved
 concurrency, an access log and the function's log group with a retention,
@@ -41,6 +49,25 @@ from chalicelib.storage import dynamodb_schema  # noqa: E402
 TABLE = "WorkflowTable"
 FUNCTION = "APIHandler"
 ROLE = "ApiHandlerRole"
+# The event functions (app.py), and their event sources as chalice names them.
+RELAY = "OnDynamodbRecord"
+RELAY_ROLE = "OnDynamodbRecordRole"
+RELAY_SOURCE = "OnDynamodbRecordDynamodbEventSource"
+SENDER = "DeliverWebhooks"
+SENDER_ROLE = "DeliverWebhooksRole"
+SENDER_SOURCE = "DeliverWebhooksSqsEventSource"
+SWEEPER = "SweepDeadlines"
+SWEEPER_ROLE = "SweepDeadlinesRole"
+FUNCTIONS = {FUNCTION: ROLE, RELAY: RELAY_ROLE, SENDER: SENDER_ROLE, SWEEPER: SWEEPER_ROLE}
+EVENT_BUS = "EventBus"
+WEBHOOK_RULE = "WebhookRule"
+WEBHOOK_QUEUE = "WebhookQueue"
+WEBHOOK_DLQ = "WebhookDeadLetterQueue"
+WEBHOOK_QUEUE_POLICY = "WebhookQueuePolicy"
+RELAY_DLQ = "RelayDeadLetterQueue"
+RELAY_POLICY = "RelayAccess"
+SENDER_POLICY = "WebhookSenderAccess"
+SWEEPER_POLICY = "DeadlineSweeperAccess"
 REST_API = "RestAPI"
 TABLE_POLICY = "WorkflowTableAccess"
 SECRET_POLICY = "CursorSecretAccess"
@@ -61,6 +88,8 @@ JWT_ISSUER = "JwtIssuer"
 JWT_AUDIENCE = "JwtAudience"
 JWKS_URL = "JwksUrl"
 CORS_ORIGIN = "CorsOrigin"
+WEBHOOK_URL = "WebhookUrl"
+WEBHOOK_SECRET = "WebhookSecretParameter"
 # Stages that serve the public: they must verify callers (WORKFLOW_AUTH=jwt in
 # the stage's environment_variables in .chalice/config.json).
 PUBLIC_STAGES = ("prod",)
@@ -121,9 +150,10 @@ TABLE_ACTIONS = (
 # On an index only reads are possible, and the adapter's only read is Query.
 INDEX_ACTIONS = ("dynamodb:Query",)
 
-# CreateTable parameters that AWS::DynamoDB::Table takes unchanged. Anything
-# else in TABLE_KEYS (StreamSpecification, SSESpecification, ...) is spelled
-# differently in CloudFormation: fail rather than emit a wrong template.
+# CreateTable parameters that AWS::DynamoDB::Table takes unchanged (and
+# StreamSpecification, translated). Anything else in TABLE_KEYS
+# (SSESpecification, ...) is spelled differently in CloudFormation: fail
+# rather than emit a wrong template.
 SAME_IN_CLOUDFORMATION = (
     "KeySchema",
     "AttributeDefinitions",
@@ -131,7 +161,20 @@ SAME_IN_CLOUDFORMATION = (
     "GlobalSecondaryIndexes",
     "LocalSecondaryIndexes",
     "TableClass",
+    "StreamSpecification",
 )
+# Only event items go to the relay: inserts of items whose key starts EVT#.
+RELAY_FILTER = {"eventName": ["INSERT"], "dynamodb": {"Keys": {"PK": {"S": [{"prefix": "EVT#"}]}}}}
+# The webhook queue: a message hides while the sender works on it (at least six
+# times the function's timeout, as Lambda advises), and one that keeps failing
+# moves to the dead-letter queue after MAX_RECEIVES receives: with the sender's
+# backoff (chalicelib/webhooks.py), about four days of retries.
+QUEUE_VISIBILITY_SECONDS = 180
+MAX_RECEIVES = 100
+RETENTION_SECONDS = 14 * 24 * 3600
+# The relay retries a failing batch (halved on each failure) for up to a day,
+# the stream's retention, before its records go to the relay's dead-letter queue.
+RELAY_RETRIES = 1000
 
 PLACEHOLDER_REGION = "us-east-1"
 
@@ -153,8 +196,14 @@ def table_properties(table_keys: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(
             "The deployed table is on-demand: TABLE_KEYS must say BillingMode PAY_PER_REQUEST"
         )
+    properties = json.loads(json.dumps(table_keys))  # a deep copy
+    if "StreamSpecification" in properties:
+        # CloudFormation has no StreamEnabled: a view type turns the stream on.
+        stream = properties.pop("StreamSpecification")
+        if stream.get("StreamEnabled"):
+            properties["StreamSpecification"] = {"StreamViewType": stream["StreamViewType"]}
     return {
-        **json.loads(json.dumps(table_keys)),  # a deep copy
+        **properties,
         # UpdateTimeToLive's TimeToLiveSpecification is CloudFormation's too.
         "TimeToLiveSpecification": dynamodb_schema.time_to_live_specification(),
         "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
@@ -184,11 +233,11 @@ def table_policy(table_keys: dict[str, Any]) -> dict[str, Any]:
     return {"Version": "2012-10-17", "Statement": statements}
 
 
-def merge_template(table_keys: dict[str, Any]) -> dict[str, Any]:
+def merge_template(table_keys: dict[str, Any], stage: str = "prod") -> dict[str, Any]:
     """What `chalice package --merge-template` deep-merges into its SAM template
     (dicts merge key by key; a list or value here replaces chalice's)."""
     return {
-        "Parameters": parameters(),
+        "Parameters": {**parameters(), **event_parameters()},
         "Conditions": conditions(),
         "Resources": {
             TABLE: {
@@ -206,7 +255,7 @@ def merge_template(table_keys: dict[str, Any]) -> dict[str, Any]:
             # X-Ray has no resource-level permissions: the grant exists only
             # while tracing is on.
             TRACING_POLICY: {
-                **role_policy(TRACING_POLICY, tracing_policy()),
+                **role_policy(TRACING_POLICY, tracing_policy(), *FUNCTIONS.values()),
                 "Condition": TRACING_ON,
             },
             FUNCTION: {
@@ -215,8 +264,9 @@ def merge_template(table_keys: dict[str, Any]) -> dict[str, Any]:
                 # that a condition may leave out; a trace lost in the seconds
                 # before it exists costs nothing.)
                 "DependsOn": [TABLE_POLICY, SECRET_POLICY],
-                "Properties": function_properties(),
+                "Properties": function_properties(stage),
             },
+            **event_resources(stage),
             REST_API: {"Properties": api_properties()},
             ACCESS_LOG_GROUP: log_group(),
             FUNCTION_LOG_GROUP: log_group(),
@@ -225,7 +275,282 @@ def merge_template(table_keys: dict[str, Any]) -> dict[str, Any]:
             "WorkflowTableName": {"Value": {"Ref": TABLE}},
             "ApiAccessLogGroupName": {"Value": {"Ref": ACCESS_LOG_GROUP}},
             "FunctionLogGroupName": {"Value": {"Ref": FUNCTION_LOG_GROUP}},
+            "EventBusName": {"Value": {"Ref": EVENT_BUS}},
+            "EventBusArn": {"Value": {"Fn::GetAtt": [EVENT_BUS, "Arn"]}},
+            "WebhookDeadLetterQueueUrl": {"Value": {"Ref": WEBHOOK_DLQ}},
+            "RelayDeadLetterQueueUrl": {"Value": {"Ref": RELAY_DLQ}},
         },
+    }
+
+
+def event_parameters() -> dict[str, Any]:
+    """Where webhooks go, and the key that signs them, by reference."""
+    return {
+        WEBHOOK_URL: {
+            "Type": "String",
+            "Default": "",
+            "AllowedPattern": "^(https://[^\\s]+)?$",
+            "Description": "The URL every event is POSTed to, signed (empty: events are only "
+            "on the event bus, and the sender logs each as a JSON line)",
+        },
+        WEBHOOK_SECRET: {
+            "Type": "String",
+            "Default": "/approval-workflows/webhook-secret",
+            "AllowedPattern": "^(/[a-zA-Z0-9_.-]+)+$",
+            "Description": "SSM SecureString parameter holding the webhook signing secret "
+            "(whsec_ followed by a base64 key)",
+        },
+    }
+
+
+def event_resources(stage: str) -> dict[str, Any]:
+    """The bus, the queues, the event functions' settings and their grants."""
+    return {
+        EVENT_BUS: {
+            "Type": "AWS::Events::EventBus",
+            "Properties": {"Name": {"Fn::Sub": "${AWS::StackName}-events"}},
+        },
+        RELAY_DLQ: queue(),
+        WEBHOOK_DLQ: queue(),
+        WEBHOOK_QUEUE: queue(
+            VisibilityTimeout=QUEUE_VISIBILITY_SECONDS,
+            RedrivePolicy={
+                "deadLetterTargetArn": {"Fn::GetAtt": [WEBHOOK_DLQ, "Arn"]},
+                "maxReceiveCount": MAX_RECEIVES,
+            },
+        ),
+        WEBHOOK_RULE: {
+            "Type": "AWS::Events::Rule",
+            "Properties": {
+                "EventBusName": {"Ref": EVENT_BUS},
+                "EventPattern": {"source": [{"prefix": "/approval-workflows/"}]},
+                "State": "ENABLED",
+                "Targets": [
+                    {
+                        "Id": "webhooks",
+                        "Arn": {"Fn::GetAtt": [WEBHOOK_QUEUE, "Arn"]},
+                        "RetryPolicy": {
+                            "MaximumEventAgeInSeconds": 86400,
+                            "MaximumRetryAttempts": 185,
+                        },
+                        "DeadLetterConfig": {"Arn": {"Fn::GetAtt": [WEBHOOK_DLQ, "Arn"]}},
+                    }
+                ],
+            },
+        },
+        # The rule, and only it, may send to the queue and its dead-letter queue.
+        WEBHOOK_QUEUE_POLICY: {
+            "Type": "AWS::SQS::QueuePolicy",
+            "Properties": {
+                "Queues": [{"Ref": WEBHOOK_QUEUE}, {"Ref": WEBHOOK_DLQ}],
+                "PolicyDocument": {
+                    "Version": "2012-10-17",
+                    "Statement": [
+                        {
+                            "Sid": "FromTheWebhookRule",
+                            "Effect": "Allow",
+                            "Principal": {"Service": "events.amazonaws.com"},
+                            "Action": "sqs:SendMessage",
+                            "Resource": [
+                                {"Fn::GetAtt": [WEBHOOK_QUEUE, "Arn"]},
+                                {"Fn::GetAtt": [WEBHOOK_DLQ, "Arn"]},
+                            ],
+                            "Condition": {
+                                "ArnEquals": {
+                                    "aws:SourceArn": {"Fn::GetAtt": [WEBHOOK_RULE, "Arn"]}
+                                }
+                            },
+                        }
+                    ],
+                },
+            },
+        },
+        RELAY_POLICY: role_policy(RELAY_POLICY, relay_policy(), RELAY_ROLE),
+        SENDER_POLICY: role_policy(SENDER_POLICY, sender_policy(), SENDER_ROLE),
+        # The sweeper reads due runs (an index) and writes what a decision writes.
+        SWEEPER_POLICY: role_policy(SWEEPER_POLICY, sweeper_policy(), SWEEPER_ROLE),
+        SWEEPER: {
+            "DependsOn": [SWEEPER_POLICY],
+            "Properties": {
+                **shared_function_properties(),
+                "Environment": {"Variables": storage_variables(stage)},
+            },
+        },
+        RELAY: {
+            "DependsOn": [RELAY_POLICY],
+            "Properties": {
+                **shared_function_properties(),
+                "Environment": {
+                    "Variables": {"WORKFLOW_EVENT_BUS": {"Ref": EVENT_BUS}, "WORKFLOW_STAGE": stage}
+                },
+                "Events": {
+                    RELAY_SOURCE: {
+                        "Properties": {
+                            "Stream": {"Fn::GetAtt": [TABLE, "StreamArn"]},
+                            "FunctionResponseTypes": ["ReportBatchItemFailures"],
+                            "BisectBatchOnFunctionError": True,
+                            "MaximumRetryAttempts": RELAY_RETRIES,
+                            "MaximumRecordAgeInSeconds": 86400,
+                            "DestinationConfig": {
+                                "OnFailure": {
+                                    "Type": "SQS",
+                                    "Destination": {"Fn::GetAtt": [RELAY_DLQ, "Arn"]},
+                                }
+                            },
+                            "FilterCriteria": {
+                                "Filters": [
+                                    {"Pattern": json.dumps(RELAY_FILTER, separators=(",", ":"))}
+                                ]
+                            },
+                        }
+                    }
+                },
+            },
+        },
+        SENDER: {
+            "DependsOn": [SENDER_POLICY],
+            "Properties": {
+                **shared_function_properties(),
+                "Environment": {
+                    "Variables": {
+                        **storage_variables(stage),
+                        "WORKFLOW_WEBHOOK_URL": {"Ref": WEBHOOK_URL},
+                        "WORKFLOW_WEBHOOK_SECRET_PARAMETER": {"Ref": WEBHOOK_SECRET},
+                        "WORKFLOW_WEBHOOK_QUEUE_URL": {"Ref": WEBHOOK_QUEUE},
+                    }
+                },
+                "Events": {
+                    SENDER_SOURCE: {
+                        "Properties": {
+                            "Queue": {"Fn::GetAtt": [WEBHOOK_QUEUE, "Arn"]},
+                            "FunctionResponseTypes": ["ReportBatchItemFailures"],
+                        }
+                    }
+                },
+            },
+        },
+    }
+
+
+def queue(**properties: Any) -> dict[str, Any]:
+    """An SQS queue encrypted at rest, keeping messages as long as SQS can."""
+    return {
+        "Type": "AWS::SQS::Queue",
+        "Properties": {
+            "SqsManagedSseEnabled": True,
+            "MessageRetentionPeriod": RETENTION_SECONDS,
+            **properties,
+        },
+    }
+
+
+def storage_variables(stage: str) -> dict[str, Any]:
+    """What a function that reads or writes the table is told."""
+    return {
+        "WORKFLOW_STORAGE": "dynamodb",
+        "WORKFLOW_TABLE": {"Ref": TABLE},
+        "WORKFLOW_STAGE": stage,
+    }
+
+
+def shared_function_properties() -> dict[str, Any]:
+    """What every function of the stack has: traces, and the declared log group."""
+    return {
+        "Tracing": {"Fn::If": [TRACING_ON, "Active", "PassThrough"]},
+        "LoggingConfig": {"LogGroup": {"Ref": FUNCTION_LOG_GROUP}},
+    }
+
+
+def relay_policy() -> dict[str, Any]:
+    """Reading the table's stream, putting events on the bus, and parking what
+    keeps failing in its dead-letter queue."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "TableStream",
+                "Effect": "Allow",
+                "Action": [
+                    "dynamodb:DescribeStream",
+                    "dynamodb:GetRecords",
+                    "dynamodb:GetShardIterator",
+                    "dynamodb:ListStreams",
+                ],
+                "Resource": [{"Fn::Sub": f"${{{TABLE}.Arn}}/stream/*"}],
+            },
+            {
+                "Sid": "EventBus",
+                "Effect": "Allow",
+                "Action": ["events:PutEvents"],
+                "Resource": [{"Fn::GetAtt": [EVENT_BUS, "Arn"]}],
+            },
+            {
+                "Sid": "RelayDeadLetters",
+                "Effect": "Allow",
+                "Action": ["sqs:SendMessage"],
+                "Resource": [{"Fn::GetAtt": [RELAY_DLQ, "Arn"]}],
+            },
+        ],
+    }
+
+
+def sweeper_policy() -> dict[str, Any]:
+    """Finding due runs (the due index) and recording their deadlines: a
+    decision's writes (a transaction's Put and Update), and no delete."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "Deadlines",
+                "Effect": "Allow",
+                "Action": ["dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+                "Resource": [{"Fn::GetAtt": [TABLE, "Arn"]}],
+            },
+            {
+                "Sid": "DueRuns",
+                "Effect": "Allow",
+                "Action": ["dynamodb:Query"],
+                "Resource": [{"Fn::Sub": f"${{{TABLE}.Arn}}/index/{dynamodb_schema.DUE_INDEX}"}],
+            },
+        ],
+    }
+
+
+def sender_policy() -> dict[str, Any]:
+    """Reading the webhook queue, reading and marking events in the table,
+    and the webhook secret's parameter."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "WebhookQueue",
+                "Effect": "Allow",
+                "Action": [
+                    "sqs:ReceiveMessage",
+                    "sqs:DeleteMessage",
+                    "sqs:GetQueueAttributes",
+                    "sqs:ChangeMessageVisibility",
+                ],
+                "Resource": [{"Fn::GetAtt": [WEBHOOK_QUEUE, "Arn"]}],
+            },
+            {
+                "Sid": "EventDelivery",
+                "Effect": "Allow",
+                "Action": ["dynamodb:Query", "dynamodb:UpdateItem"],
+                "Resource": [{"Fn::GetAtt": [TABLE, "Arn"]}],
+            },
+            {
+                "Sid": "WebhookSecret",
+                "Effect": "Allow",
+                "Action": ["ssm:GetParameter"],
+                "Resource": [
+                    {
+                        "Fn::Sub": "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}"
+                        f":parameter${{{WEBHOOK_SECRET}}}"
+                    }
+                ],
+            },
+        ],
     }
 
 
@@ -315,13 +640,12 @@ def conditions() -> dict[str, Any]:
     }
 
 
-def function_properties() -> dict[str, Any]:
+def function_properties(stage: str = "prod") -> dict[str, Any]:
     """The function's settings on top of chalice's (its code, role, timeout)."""
     return {
         "Environment": {
             "Variables": {
-                "WORKFLOW_STORAGE": "dynamodb",
-                "WORKFLOW_TABLE": {"Ref": TABLE},
+                **storage_variables(stage),
                 # The parameter's name, not the key: chalicelib/secret_store.py reads it.
                 SECRET_PARAMETER_VARIABLE: {"Ref": SECRET_PARAMETER},
                 # WORKFLOW_AUTH itself comes from the stage (check_packaged holds
@@ -335,11 +659,7 @@ def function_properties() -> dict[str, Any]:
         "ReservedConcurrentExecutions": {
             "Fn::If": [RESERVES_CONCURRENCY, {"Ref": CONCURRENCY}, {"Ref": "AWS::NoValue"}]
         },
-        # Active: Lambda records each invocation; no X-Ray SDK in the bundle.
-        "Tracing": {"Fn::If": [TRACING_ON, "Active", "PassThrough"]},
-        # A declared group (with a retention) rather than the one Lambda would
-        # create; the role may write to this group only.
-        "LoggingConfig": {"LogGroup": {"Ref": FUNCTION_LOG_GROUP}},
+        **shared_function_properties(),
     }
 
 
@@ -394,11 +714,15 @@ def log_group() -> dict[str, Any]:
     }
 
 
-def role_policy(name: str, document: dict[str, Any]) -> dict[str, Any]:
-    """An IAM policy on the function's role."""
+def role_policy(name: str, document: dict[str, Any], *roles: str) -> dict[str, Any]:
+    """An IAM policy on `roles` (the API function's, unless named)."""
     return {
         "Type": "AWS::IAM::Policy",
-        "Properties": {"PolicyName": name, "Roles": [{"Ref": ROLE}], "PolicyDocument": document},
+        "Properties": {
+            "PolicyName": name,
+            "Roles": [{"Ref": role} for role in roles or (ROLE,)],
+            "PolicyDocument": document,
+        },
     }
 
 
@@ -466,10 +790,10 @@ def check_packaged(template: dict[str, Any]) -> None:
         for name, resource in resources.items()
         if resource["Type"] == "AWS::Serverless::Function"
     )
-    if functions != [FUNCTION]:
+    if functions != sorted(FUNCTIONS):
         raise RuntimeError(
-            f"Expected one function {FUNCTION!r}, chalice made {functions}: "
-            "give each the table's environment and policy in scripts/package.py"
+            f"Expected the functions {sorted(FUNCTIONS)}, chalice made {functions}: "
+            "give each its environment and policy in scripts/package.py"
         )
     api = resources.get(REST_API, {})
     if api.get("Type") != "AWS::Serverless::Api":
@@ -480,12 +804,13 @@ def check_packaged(template: dict[str, Any]) -> None:
             f"chalice's API definition is not Swagger {api['Properties']['OpenApiVersion']} "
             f"(swagger: {version!r}): update OpenApiVersion in scripts/package.py"
         )
-    role = resources[FUNCTION]["Properties"].get("Role")
-    if role != {"Fn::GetAtt": [ROLE, "Arn"]}:
-        raise RuntimeError(
-            f"{FUNCTION} does not use the role {ROLE!r} (it has {role}); "
-            "is autogen_policy false for this stage?"
-        )
+    for function, expected in FUNCTIONS.items():
+        role = resources[function]["Properties"].get("Role")
+        if role != {"Fn::GetAtt": [expected, "Arn"]}:
+            raise RuntimeError(
+                f"{function} does not use the role {expected!r} (it has {role}); "
+                "is autogen_policy false for this stage?"
+            )
 
 
 def package(out_dir: Path, stage: str) -> Path:
@@ -499,7 +824,9 @@ def package(out_dir: Path, stage: str) -> Path:
         env["AWS_DEFAULT_REGION"] = env.get("AWS_REGION") or PLACEHOLDER_REGION
     with tempfile.TemporaryDirectory() as tmp:
         merge_file = Path(tmp) / "merge-template.json"
-        merge_file.write_text(json.dumps(merge_template(dynamodb_schema.TABLE_KEYS), indent=2))
+        merge_file.write_text(
+            json.dumps(merge_template(dynamodb_schema.TABLE_KEYS, stage), indent=2)
+        )
         subprocess.run(
             [
                 sys.executable,

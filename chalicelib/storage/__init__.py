@@ -6,8 +6,19 @@ import os
 from collections.abc import Sequence
 from typing import Optional, Protocol
 
+from chalicelib.delivery import Outbox
 from chalicelib.idempotency import KeyStore
-from chalicelib.models import DEFAULT_POLICY, Decision, Policy, Run, Slice, Step, StepRule, Workflow
+from chalicelib.models import (
+    DEFAULT_POLICY,
+    Decision,
+    Event,
+    Policy,
+    Run,
+    Slice,
+    Step,
+    StepRule,
+    Workflow,
+)
 from chalicelib.storage import failures
 
 # os.path, not pathlib: pathlib is not imported by Chalice, and importing it
@@ -28,14 +39,17 @@ class Storage(Protocol):
         policy: Policy = DEFAULT_POLICY,
     ) -> Workflow:
         """Store a workflow with its first steps and its policy flags; Conflict if
-        the name is taken."""
+        the name is taken.
+
+        Every write here records the events of its change in the same atomic
+        write (chalicelib/events.py), each the next of its subject's stream."""
         ...
 
     def get_workflow(self, workflow_id: int) -> Workflow:
         """The workflow with its steps in step_order; NotFound if absent."""
         ...
 
-    def append_step(self, workflow_id: int, step: StepRule) -> Step:
+    def append_step(self, workflow_id: int, step: StepRule, now: str) -> Step:
         """Append a step at max(step_order) + 1, atomically; NotFound if absent."""
         ...
 
@@ -88,10 +102,27 @@ class Storage(Protocol):
         refuses, and may include some: the engine applies the rule."""
         ...
 
+    def due_runs(self, now: str, limit: int) -> list[int]:
+        """At most `limit` runs whose current step's deadline passed by `now` and
+        is still to apply, soonest due first."""
+        ...
 
-class Backend(Storage, KeyStore, Protocol):
-    """What each adapter is: the service's state, and the Idempotency-Key store
-    beside it (chalicelib/idempotency.py), so that both share one database."""
+    def record_deadline(self, run: Run, at: str) -> Run:
+        """Mark the current step's deadline passed (its remind or escalate applied)
+        with its event, only if the run is still as read and the deadline still
+        to apply; otherwise raise StaleRun and write nothing."""
+        ...
+
+    def list_events(self, subject: str, after_sequence: Optional[int], limit: int) -> Slice[Event]:
+        """At most `limit` events of `subject` after `after_sequence` (None: the
+        first), oldest first."""
+        ...
+
+
+class Backend(Storage, KeyStore, Outbox, Protocol):
+    """What each adapter is: the service's state, the Idempotency-Key store
+    beside it (chalicelib/idempotency.py) and the events' delivery state
+    (chalicelib/delivery.py), so that all share one database."""
 
 
 def create_storage() -> Backend:

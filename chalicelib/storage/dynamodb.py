@@ -11,6 +11,8 @@ Key schema (PK, SK are strings):
                                                           head_hash
     action       RUN#<run id>       ACT#<seq, 10 digits>  the decision, step name, hash
     id counter   COUNTER            #ID                   next id block (hi/lo)
+    event        EVT#<subject>      <sequence, 10 digits> the CloudEvent as delivered
+                 (EVT#runs/<id>, EVT#workflows/<id>)      (chalicelib/events.py)
     idempotency  IDEM#<key>         #IDEM                 request fingerprint, claim,
                                                           lease, response; expires_at (TTL)
 
@@ -64,6 +66,18 @@ The trade-off of these indexes, chosen knowingly:
 - Query size. A Query reads at most 1 MB, so a page of big workflows may hold
   fewer than `limit` items; next_cursor is still set exactly when more follow.
 
+Events (the outbox): each transition's TransactWriteItems puts its event
+items beside its own changes, each conditional on its key being free, so a
+transition and its events are written together or not at all, and two
+writers can never number two events alike. The run item (and a workflow's
+last item: its workflow item or its last step) keeps `event_seq`, the
+sequence of its stream's last event, so that the next ones are numbered
+without a read; a subject's events are one partition, so GET
+/runs/{id}/events is one Query. The table's stream carries the event items
+to the relay (app.on_dynamodb_record), filtered to EVT# inserts. Creating
+a run is a transaction now (the run and its two events): twice the write
+cost of the single put it was.
+
 An Idempotency-Key is claimed with one conditional put (see CLAIM_CONDITION);
 DynamoDB's TTL deletes it some time after expires_at, so the condition checks
 expiry itself.
@@ -72,6 +86,7 @@ expiry itself.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import random
 import threading
@@ -79,13 +94,16 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Optional, cast
 
-from chalicelib import audit, errors, idempotency
+from chalicelib import audit, errors, events, idempotency
+from chalicelib.delivery import Pending
 from chalicelib.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
 from chalicelib.models import (
     DEFAULT_POLICY,
     IN_PROGRESS,
     Action,
+    Deadline,
     Decision,
+    Event,
     Policy,
     Run,
     Slice,
@@ -98,6 +116,11 @@ from chalicelib.storage.dynamodb_schema import (
     BY_STATUS_INDEX,
     BY_WORKFLOW_INDEX,
     BY_WORKFLOW_STATUS_INDEX,
+    DEADLINE_DUE,
+    DELIVERY_DUE,
+    DUE_AT,
+    DUE_INDEX,
+    DUE_KEY,
     INDEX_KEYS,
     TTL_ATTRIBUTE,
 )
@@ -115,6 +138,7 @@ NAME_SK = "#WFNAME"
 RUN_SK = "#RUN"
 STEP_PREFIX = "STEP#"
 ACTION_PREFIX = "ACT#"
+EVENT_PREFIX = "EVT#"
 INBOX_PREFIX = "INBOX#"
 # The inbox partition of steps that name no approvers: anyone may decide them.
 ANYONE = "*"
@@ -174,6 +198,14 @@ def _step_sk(order: int) -> str:
 
 def _action_sk(seq: int) -> str:
     return f"{ACTION_PREFIX}{seq:010d}"
+
+
+def _event_pk(subject: str) -> str:
+    return f"{EVENT_PREFIX}{subject}"
+
+
+def _event_sk(sequence: int) -> str:
+    return f"{sequence:010d}"
 
 
 class _TransactionConflict(Exception):
@@ -246,18 +278,21 @@ class DynamoDBStorage:
         (workflow_id,) = self._ids["workflow"].take()
         step_ids = self._ids["step"].take(len(steps)) if steps else []
         stored = tuple(
-            Step(step_id, workflow_id, rule.name, order, rule.approvers, rule.required_approvals)
+            rule.stored(step_id, workflow_id, order)
             for order, (step_id, rule) in enumerate(zip(step_ids, steps, strict=True), start=1)
         )
         workflow = Workflow(workflow_id, name, description, now, stored, policy)
+        created = events.workflow_created(workflow)
         items: list[dict[str, Any]] = [
             self._put_new(
                 {"PK": _s(f"WFNAME#{name}"), "SK": _s(NAME_SK), "workflow_id": _n(workflow_id)}
             ),
-            self._put_new(_workflow_item(workflow)),
+            self._put_new({**_workflow_item(workflow), "event_seq": _n(len(created))}),
         ]
-        items += [self._put_new(_step_item(step)) for step in stored]
-        reasons = self._transact(items)
+        items += [
+            self._put_new({**_step_item(step), "event_seq": _n(len(created))}) for step in stored
+        ]
+        reasons = self._transact(items + self._event_puts(created, 0))
         if reasons:
             raise errors.Conflict(f"A workflow named {name!r} already exists")
         return workflow
@@ -269,9 +304,10 @@ class DynamoDBStorage:
             raise errors.workflow_not_found(workflow_id)
         return _workflow(item)
 
-    def append_step(self, workflow_id: int, rule: StepRule) -> Step:
+    def append_step(self, workflow_id: int, rule: StepRule, now: str) -> Step:
         # The partition sorts the workflow item before its steps, so the last
-        # item is the highest step (or the workflow item when it has none).
+        # item is the highest step (or the workflow item when it has none);
+        # it holds the sequence of the workflow's last event.
         last = self._call(
             "query",
             TableName=self.table,
@@ -284,17 +320,25 @@ class DynamoDBStorage:
         if not last:
             raise errors.workflow_not_found(workflow_id)
         order = int(last[0]["step_order"]["N"]) + 1 if "step_order" in last[0] else 1
+        event_seq = _event_seq(last[0])
         (step_id,) = self._ids["step"].take()
         # A lost race means `order` is taken: the next free one is right after
         # it, so orders stay consecutive without reading again. A transaction
         # that adds step n + 1 to the workflow's list runs only after the one
-        # that wrote step n, so the list stays in step order.
+        # that wrote step n, so the list stays in step order. Each append is
+        # one event of the workflow's stream: its sequence moves with the order.
         for _ in range(APPEND_ATTEMPTS):
-            step = Step(
-                step_id, workflow_id, rule.name, order, rule.approvers, rule.required_approvals
-            )
+            step = rule.stored(step_id, workflow_id, order)
+            added = events.step_added(step, now)
+            item = {**_step_item(step), "event_seq": _n(event_seq + len(added))}
             try:
-                reasons = self._transact([self._put_new(_step_item(step)), self._listed_step(step)])
+                reasons = self._transact(
+                    [
+                        self._put_new(item),
+                        self._listed_step(step),
+                        *self._event_puts(added, event_seq),
+                    ]
+                )
             except ItemTooLarge as exc:
                 raise ItemTooLarge(
                     f"Workflow {workflow_id} cannot take another step: its steps fill the "
@@ -305,6 +349,7 @@ class DynamoDBStorage:
             if reasons[1] == "ConditionalCheckFailed":
                 raise errors.workflow_not_found(workflow_id)
             order += 1
+            event_seq += len(added)
         raise errors.Unavailable("Too many steps are being appended at once; retry shortly")
 
     def _listed_step(self, step: Step) -> dict[str, Any]:
@@ -347,6 +392,7 @@ class DynamoDBStorage:
         first = workflow.steps[0]
         run = Run.started(run_id, workflow, title, now, requested_by)
         run = run._replace(head_hash=audit.genesis_hash(audit.genesis_of(run)))
+        started = events.run_started(run)
         item: Item = {
             "PK": _s(_run_key(run_id)),
             "SK": _s(RUN_SK),
@@ -359,7 +405,8 @@ class DynamoDBStorage:
             "seq": _n(0),
             "head_hash": _s(run.head_hash or ""),
             "policy": {"M": {flag: {"BOOL": on} for flag, on in workflow.policy.to_dict().items()}},
-            **_waiting_attrs(first, now, ()),
+            "event_seq": _n(len(started)),
+            **_current_step_state(run)[0],
             "approvers": {"L": []},
             "all_pk": _s(RUNS_PK),
             "workflow_pk": _s(_wf_key(workflow.id)),
@@ -367,13 +414,19 @@ class DynamoDBStorage:
         }
         if requested_by is not None:
             item["requested_by"] = _s(requested_by)
-        # The run and its first step's inbox entries, at once.
-        if self._transact([self._put_new(item), *self._inbox_puts(run_id, first, now)]):
+        # The run, its events and its first step's inbox entries, at once.
+        if self._transact(
+            [
+                self._put_new(item),
+                *self._event_puts(started, 0),
+                *self._inbox_puts(run_id, first, now),
+            ]
+        ):
             raise unavailable(
                 f"Run id {run_id} is already taken in table {self.table!r}: a counter item "
                 "was changed by hand, or the table holds runs of another service",
             )
-        return run
+        return run._replace(event_seq=len(started))
 
     def get_run(self, run_id: int) -> Run:
         items = list(self._query_partition(_run_key(run_id)))
@@ -393,25 +446,21 @@ class DynamoDBStorage:
         chained = audit.next_hash(run, decision)
         action = Action.recording(action_id, run, decision, chained)
         decided = run.decided(decision, action, chained)
+        told = events.decided(run, decision, decided)
         moved = {
             "updated_at": _s(decision.at),
             "seq": _n(seq),
             "head_hash": _s(chained),
-            "approved_by": _strings(decision.approved_by),
             "approvers": _strings(decided.approvers),
+            "event_seq": _n(run.event_seq + len(told)),
         }
-        remove = ""
-        if decision.next_step is not None:
-            if not decision.stays:
-                moved.update(_waiting_attrs(decision.next_step, decision.at, ()))
-        else:
+        if decided.status != run.status:
             moved.update(
-                {"status": _s(decision.status), **_status_keys(run.workflow_id, decision.status)}
+                {"status": _s(decided.status), **_status_keys(run.workflow_id, decided.status)}
             )
-            remove = (
-                " REMOVE step_id, step_name, step_order, step_approvers, step_required, "
-                "current_step_since"
-            )
+        current, removed = _current_step_state(decided)
+        moved.update(current)
+        remove = f" REMOVE {', '.join(removed)}" if removed else ""
         sets = ", ".join(f"#{name} = :{name}" for name in moved)
         update = {
             "Update": {
@@ -431,7 +480,13 @@ class DynamoDBStorage:
                 },
             }
         }
-        items = [update, self._put_new(_action_item(action, seq))]
+        # An event put refused means another writer numbered its events first
+        # (a deadline's reminder): the run moved on, as for a lost decision.
+        items = [
+            update,
+            self._put_new(_action_item(action, seq)),
+            *self._event_puts(told, run.event_seq),
+        ]
         # The inbox follows the run: the step it leaves loses its entries, the
         # one it reaches gets them. What does not fit in the transaction is
         # deleted right after it; an entry left behind meanwhile (or by a
@@ -458,11 +513,14 @@ class DynamoDBStorage:
             raise errors.StaleRun()
         for delete in stale:
             self._call("delete_item", **delete["Delete"])
-        return decided
+        return decided._replace(event_seq=run.event_seq + len(told))
 
-    def _inbox_puts(self, run_id: int, step: Step, since: str) -> list[dict[str, Any]]:
+    def _inbox_puts(
+        self, run_id: int, step: Step, since: str, principals: Optional[Sequence[str]] = None
+    ) -> list[dict[str, Any]]:
         """The inbox entries of a run that reaches `step` at `since`: one per
-        principal that may decide it (one in ANYONE's inbox if it names none)."""
+        principal that may decide it (one in ANYONE's inbox if it names none),
+        or per one of `principals` (those a passed deadline escalated it to)."""
         return [
             {
                 "Put": {
@@ -475,7 +533,7 @@ class DynamoDBStorage:
                     },
                 }
             }
-            for principal in step.approvers or (ANYONE,)
+            for principal in (_waiting_for(step) if principals is None else principals)
         ]
 
     def _inbox_deletes(self, run: Run) -> list[dict[str, Any]]:
@@ -492,7 +550,7 @@ class DynamoDBStorage:
                     "Key": {"PK": _s(INBOX_PREFIX + principal), "SK": sk},
                 }
             }
-            for principal in step.approvers or (ANYONE,)
+            for principal in _waiting_for(step, run.current_step_escalated_to)
         ]
 
     def inbox(
@@ -590,6 +648,155 @@ class DynamoDBStorage:
             index, pk = ALL_INDEX, RUNS_PK
         items, more = self._list_page(index, pk, before_id, limit, newest_first=True)
         return Slice(tuple(_run(item, ()) for item in items), more)
+
+    # -- deadlines ---------------------------------------------------------
+
+    def due_runs(self, now: str, limit: int) -> list[int]:
+        # One Query of the sparse due index: only runs whose deadline is still
+        # to apply carry its key.
+        items = itertools.islice(self._due(DEADLINE_DUE, now, limit), limit)
+        return [int(item["PK"]["S"].removeprefix("RUN#")) for item in items]
+
+    def _due(self, kind: str, now: str, page: int) -> Iterator[Item]:
+        """The keys of the due index's `kind` items due by `now`, soonest first,
+        `page` per Query."""
+        return self._query_all(
+            {
+                "TableName": self.table,
+                "IndexName": DUE_INDEX,
+                "KeyConditionExpression": "#kind = :kind AND #at <= :now",
+                "ExpressionAttributeNames": {"#kind": DUE_KEY, "#at": DUE_AT},
+                "ExpressionAttributeValues": {":kind": _s(kind), ":now": _s(now)},
+                "Limit": page,
+            }
+        )
+
+    def record_deadline(self, run: Run, at: str) -> Run:
+        step = run.current_step
+        assert step is not None, "only a run in progress has a deadline"
+        after = run._replace(deadline_passed=True)
+        told = events.deadline_passed(run, after, at)
+        update = {
+            "Update": {
+                "TableName": self.table,
+                "Key": {"PK": _s(_run_key(run.id)), "SK": _s(RUN_SK)},
+                "UpdateExpression": (
+                    f"SET deadline_passed = :passed, event_seq = :event_seq "
+                    f"REMOVE {DUE_KEY}, {DUE_AT}"
+                ),
+                # The condition of a decision, and that the deadline is still to apply.
+                "ConditionExpression": "#status = :in_progress AND step_id = :step AND seq = :seq "
+                "AND (attribute_not_exists(deadline_passed) OR deadline_passed = :pending)",
+                "ExpressionAttributeNames": {"#status": "status"},
+                "ExpressionAttributeValues": {
+                    ":passed": {"BOOL": True},
+                    ":pending": {"BOOL": False},
+                    ":event_seq": _n(run.event_seq + len(told)),
+                    ":in_progress": _s(IN_PROGRESS),
+                    ":step": _n(step.id),
+                    ":seq": _n(len(run.actions)),
+                },
+            }
+        }
+        # Those a passed deadline escalates the step to find it in their inboxes.
+        escalated = [
+            principal
+            for principal in after.current_step_escalated_to
+            if step.approvers and principal not in step.approvers
+        ]
+        entries = (
+            self._inbox_puts(run.id, step, run.current_step_since, escalated)
+            if escalated and run.current_step_since
+            else []
+        )
+        if self._transact([update, *self._event_puts(told, run.event_seq), *entries]):
+            raise errors.StaleRun()
+        return after._replace(event_seq=run.event_seq + len(told))
+
+    # -- events ------------------------------------------------------------
+
+    def _event_puts(self, drafts: Sequence[events.Draft], after: int) -> list[dict[str, Any]]:
+        """The puts of `drafts` as event items numbered from `after` + 1, each only
+        if its number is free, for the transaction of the transition they tell."""
+        return [
+            self._put_new(_event_item(events.recorded(draft, after + number), draft.time))
+            for number, draft in enumerate(drafts, start=1)
+        ]
+
+    def list_events(self, subject: str, after_sequence: Optional[int], limit: int) -> Slice[Event]:
+        page = self._call(
+            "query",
+            TableName=self.table,
+            ConsistentRead=True,
+            KeyConditionExpression="PK = :pk AND SK > :after",
+            ExpressionAttributeValues={
+                ":pk": _s(_event_pk(subject)),
+                ":after": _s(_event_sk(after_sequence or 0)),
+            },
+            Limit=limit + 1,
+        )
+        items: list[Item] = page["Items"]
+        return Slice(tuple(_event(item) for item in items[:limit]), len(items) > limit)
+
+    # -- delivery (chalicelib/delivery.py) -------------------------------------
+
+    def pending_subjects(self, now: str, limit: int) -> list[str]:
+        # The due index holds every event not delivered yet.
+        subjects: dict[str, None] = {}
+        for item in self._due(DELIVERY_DUE, now, 1000):
+            subjects[item["PK"]["S"].removeprefix(EVENT_PREFIX)] = None
+            if len(subjects) == limit:
+                break
+        return list(subjects)
+
+    def first_pending(self, subject: str) -> Optional[Pending]:
+        pending = self._query_all(
+            {
+                "TableName": self.table,
+                "ConsistentRead": True,
+                "KeyConditionExpression": "PK = :pk",
+                "FilterExpression": "attribute_not_exists(delivered_at)",
+                "ExpressionAttributeValues": {":pk": _s(_event_pk(subject))},
+            }
+        )
+        item = next(pending, None)
+        if item is None:
+            return None
+        attempts = int(item["attempts"]["N"]) if "attempts" in item else 0
+        retry = item.get("next_attempt_at")
+        return Pending(_event(item), attempts, retry["S"] if retry else None)
+
+    def mark_delivered(self, pending: Pending, now: str) -> None:
+        self._update_pending(
+            pending, f"SET delivered_at = :now REMOVE {DUE_KEY}, {DUE_AT}", {":now": _s(now)}
+        )
+
+    def mark_failed(self, pending: Pending, next_attempt_at: str) -> None:
+        self._update_pending(
+            pending,
+            f"SET attempts = if_not_exists(attempts, :zero) + :one, next_attempt_at = :at, "
+            f"{DUE_AT} = :at",
+            {":zero": _n(0), ":one": _n(1), ":at": _s(next_attempt_at)},
+        )
+
+    def _update_pending(self, pending: Pending, update: str, values: Item) -> None:
+        """Change an event's delivery state while it is not delivered; else nothing."""
+        from botocore.exceptions import ClientError
+
+        event = pending.event
+        try:
+            self._call(
+                "update_item",
+                TableName=self.table,
+                Key={"PK": _s(_event_pk(event.subject)), "SK": _s(_event_sk(event.sequence))},
+                UpdateExpression=update,
+                ConditionExpression="attribute_exists(PK) AND attribute_not_exists(delivered_at)",
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            # Another sender delivered it meanwhile.
 
     # -- the audit chain of history recorded before it -----------------------
 
@@ -909,12 +1116,16 @@ class DynamoDBStorage:
         if sk_prefix:
             params["KeyConditionExpression"] += " AND begins_with(SK, :prefix)"
             params["ExpressionAttributeValues"][":prefix"] = _s(sk_prefix)
+        return self._query_all(params)
+
+    def _query_all(self, params: dict[str, Any]) -> Iterator[Item]:
+        """Every item the Query `params` finds, one page after the other, as read."""
         while True:
             page = self._call("query", **params)
             yield from page["Items"]
             if "LastEvaluatedKey" not in page:
                 return
-            params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+            params = {**params, "ExclusiveStartKey": page["LastEvaluatedKey"]}
 
     def _put_new(self, item: Item) -> dict[str, Any]:
         return {
@@ -924,18 +1135,6 @@ class DynamoDBStorage:
                 "ConditionExpression": "attribute_not_exists(PK)",
             }
         }
-
-    def _put_if_new(self, item: Item) -> bool:
-        """Put an item that must not exist yet; False if it already does."""
-        from botocore.exceptions import ClientError
-
-        try:
-            self._call("put_item", **self._put_new(item)["Put"])
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                return False
-            raise
-        return True
 
     def _transact(self, items: list[dict[str, Any]]) -> list[str]:
         """Write all items or none; the codes of failed conditions, [] on success."""
@@ -1002,6 +1201,14 @@ class DynamoDBStorage:
 # -- items <-> models ----------------------------------------------------------
 
 
+def _waiting_for(step: Step, escalated_to: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The inbox partitions a run waiting at `step` is in: its approvers and
+    those it was escalated to, or ANYONE's when it names no approvers."""
+    if not step.approvers:
+        return (ANYONE,)
+    return tuple(dict.fromkeys((*step.approvers, *escalated_to)))
+
+
 def _inbox_sk(since: str, run_id: int) -> str:
     """An inbox entry's sort key: when its run reached the step, then the run's
     id, zero-padded so that text order is (since, id) order."""
@@ -1037,11 +1244,37 @@ def _step_item(step: Step) -> Item:
 
 
 def _rule_attrs(step: Step) -> Item:
-    """Who may decide a step, and its quorum, as its items keep them."""
+    """Who may decide a step, its quorum and its deadline, as its items keep them."""
     return {
         "approvers": _strings(step.approvers),
         "required_approvals": _n(step.required_approvals),
+        **_deadline_attrs(step, "deadline"),
     }
+
+
+def _deadline_attrs(step: Step, name: str) -> Item:
+    """The step's deadline as attribute `name` (none without a deadline)."""
+    deadline = step.deadline
+    if deadline is None:
+        return {}
+    escalate_to = {"L": [_s(principal) for principal in deadline.escalate_to]}
+    value = {
+        "seconds": _n(deadline.seconds),
+        "action": _s(deadline.action),
+        "escalate_to": escalate_to,
+    }
+    return {name: {"M": value}}
+
+
+def _deadline(item: Item, name: str) -> Optional[Deadline]:
+    if name not in item:
+        return None
+    value = item[name]["M"]
+    return Deadline(
+        int(value["seconds"]["N"]),
+        value["action"]["S"],
+        tuple(principal["S"] for principal in value["escalate_to"]["L"]),
+    )
 
 
 def _workflow_item(workflow: Workflow) -> Item:
@@ -1096,21 +1329,50 @@ def _step(item: Item, workflow_id: int) -> Step:
         int(item["step_order"]["N"]),
         _texts(item, "approvers"),
         int(item["required_approvals"]["N"]) if "required_approvals" in item else 1,
+        _deadline(item, "deadline"),
     )
 
 
-def _waiting_attrs(step: Step, since: str, approved_by: tuple[str, ...]) -> Item:
-    """A run's attributes while it waits at `step`: the step and its rules, when
-    it got there, and who approved it so far."""
-    return {
-        "step_id": _n(step.id),
-        "step_name": _s(step.name),
-        "step_order": _n(step.step_order),
-        "step_approvers": _strings(step.approvers),
-        "step_required": _n(step.required_approvals),
-        "current_step_since": _s(since),
-        "approved_by": _strings(approved_by),
+def _current_step_state(run: Run) -> tuple[Item, list[str]]:
+    """The run item's attributes for where it waits: its current step with that
+    step's rules and deadline (in the due index while it is still to apply),
+    since when, who approved it so far; and the attributes it must drop."""
+    sets: Item = {
+        "deadline_passed": {"BOOL": run.deadline_passed},
+        "approved_by": _strings(run.current_step_approved_by),
     }
+    removed: list[str] = []
+    step = run.current_step
+    if step is None:
+        removed += [
+            "step_id",
+            "step_name",
+            "step_order",
+            "step_approvers",
+            "step_required",
+            "current_step_since",
+        ]
+    else:
+        sets.update(
+            step_id=_n(step.id),
+            step_name=_s(step.name),
+            step_order=_n(step.step_order),
+            step_approvers=_strings(step.approvers),
+            step_required=_n(step.required_approvals),
+            current_step_since=_s(run.current_step_since or ""),
+        )
+    deadline = _deadline_attrs(step, "step_deadline") if step else {}
+    sets.update(deadline)
+    removed += [] if deadline else ["step_deadline"]
+    if run.current_step_due_at is None:
+        removed += ["current_step_due_at", DUE_KEY, DUE_AT]
+    else:
+        sets["current_step_due_at"] = _s(run.current_step_due_at)
+        if not run.deadline_passed:
+            sets.update({DUE_KEY: _s(DEADLINE_DUE), DUE_AT: _s(run.current_step_due_at)})
+        else:
+            removed += [DUE_KEY, DUE_AT]
+    return sets, removed
 
 
 def _workflow_status_pk(workflow_id: int, status: str) -> str:
@@ -1136,6 +1398,7 @@ def _run(item: Item, actions: tuple[Action, ...]) -> Run:
             int(item["step_order"]["N"]),
             _texts(item, "step_approvers"),
             int(item["step_required"]["N"]) if "step_required" in item else 1,
+            _deadline(item, "step_deadline"),
         )
     # A run from before quorums reached its step with its last decision.
     since = item.get("current_step_since", item["updated_at"])["S"] if current else None
@@ -1154,6 +1417,9 @@ def _run(item: Item, actions: tuple[Action, ...]) -> Run:
         since,
         _policy(item.get("policy", {}).get("M", {})),
         _texts(item, "approvers"),
+        _event_seq(item),
+        item["current_step_due_at"]["S"] if "current_step_due_at" in item else None,
+        item.get("deadline_passed", {}).get("BOOL", False),
     )
 
 
@@ -1185,6 +1451,36 @@ def _action(item: Item, run_id: int) -> Action:
         item["comment"]["S"],
         item["created_at"]["S"],
         item["hash"]["S"] if "hash" in item else None,
+    )
+
+
+def _event_seq(item: Item) -> int:
+    """The sequence of the last event of the stream whose counter `item` keeps
+    (0 for items written before events were)."""
+    return int(item["event_seq"]["N"]) if "event_seq" in item else 0
+
+
+def _event_item(event: Event, time: str) -> Item:
+    """An event as recorded: pending delivery, in the due index from its time on."""
+    return {
+        "PK": _s(_event_pk(event.subject)),
+        "SK": _s(_event_sk(event.sequence)),
+        "event_id": _s(event.id),
+        "sequence": _n(event.sequence),
+        "type": _s(event.type),
+        "event": _s(event.body),
+        DUE_KEY: _s(DELIVERY_DUE),
+        DUE_AT: _s(time),
+    }
+
+
+def _event(item: Item) -> Event:
+    return Event(
+        item["event_id"]["S"],
+        item["PK"]["S"].removeprefix(EVENT_PREFIX),
+        int(item["sequence"]["N"]),
+        item["type"]["S"],
+        item["event"]["S"],
     )
 
 

@@ -25,6 +25,17 @@ INDEX_KEYS = {
     BY_WORKFLOW_STATUS_INDEX: "workflow_status_pk",
 }
 
+# The sparse index of what falls due at a time (dynamodb.py): an item is in it
+# while it carries DUE_KEY (a kind: DELIVERY_DUE for events not delivered yet,
+# DEADLINE_DUE for runs whose current step has a deadline still to apply),
+# sorted by DUE_AT, an ISO 8601 UTC timestamp. Keys only: what is found is
+# then read from the table.
+DUE_INDEX = "due"
+DUE_KEY = "due_pk"
+DUE_AT = "due_at"
+DELIVERY_DUE = "DELIVERY"
+DEADLINE_DUE = "DEADLINE"
+
 TABLE_KEYS: dict[str, Any] = {
     "KeySchema": [
         {"AttributeName": "PK", "KeyType": "HASH"},
@@ -35,8 +46,12 @@ TABLE_KEYS: dict[str, Any] = {
         {"AttributeName": "SK", "AttributeType": "S"},
         {"AttributeName": "id", "AttributeType": "N"},
         *({"AttributeName": key, "AttributeType": "S"} for key in INDEX_KEYS.values()),
+        {"AttributeName": DUE_KEY, "AttributeType": "S"},
+        {"AttributeName": DUE_AT, "AttributeType": "S"},
     ],
     "BillingMode": "PAY_PER_REQUEST",
+    # Carries the event items to the relay (chalicelib/relay.py) when deployed.
+    "StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
     "GlobalSecondaryIndexes": [
         {
             "IndexName": index,
@@ -48,6 +63,16 @@ TABLE_KEYS: dict[str, Any] = {
             "Projection": {"ProjectionType": "ALL"},
         }
         for index, key in INDEX_KEYS.items()
+    ]
+    + [
+        {
+            "IndexName": DUE_INDEX,
+            "KeySchema": [
+                {"AttributeName": DUE_KEY, "KeyType": "HASH"},
+                {"AttributeName": DUE_AT, "KeyType": "RANGE"},
+            ],
+            "Projection": {"ProjectionType": "KEYS_ONLY"},
+        }
     ],
 }
 # The attribute DynamoDB's Time to Live reads (epoch seconds). Like TABLE_KEYS,
@@ -66,8 +91,32 @@ def ensure_table(client: DynamoDBClient, table: str) -> bool:
     client.get_waiter("table_exists").wait(
         TableName=table, WaiterConfig={"Delay": 1, "MaxAttempts": 60}
     )
+    ensure_indexes(client, table)
     ensure_time_to_live(client, table)
     return created
+
+
+def ensure_indexes(client: DynamoDBClient, table: str) -> None:
+    """Add the indexes of TABLE_KEYS that a table made before them lacks, one at
+    a time (DynamoDB builds one per UpdateTable); they fill in the background."""
+    described = client.describe_table(TableName=table)["Table"]
+    present = {index["IndexName"] for index in described.get("GlobalSecondaryIndexes", [])}
+    for index in TABLE_KEYS["GlobalSecondaryIndexes"]:
+        if index["IndexName"] in present:
+            continue
+        names = {key["AttributeName"] for key in index["KeySchema"]}
+        client.update_table(
+            TableName=table,
+            AttributeDefinitions=[
+                definition
+                for definition in TABLE_KEYS["AttributeDefinitions"]
+                if definition["AttributeName"] in names
+            ],
+            GlobalSecondaryIndexUpdates=[{"Create": index}],
+        )
+        client.get_waiter("table_exists").wait(
+            TableName=table, WaiterConfig={"Delay": 1, "MaxAttempts": 60}
+        )
 
 
 def time_to_live_specification() -> TimeToLiveSpecificationTypeDef:

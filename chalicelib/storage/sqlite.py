@@ -11,20 +11,24 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Optional, Union
 
-from chalicelib import audit, errors, idempotency
+from chalicelib import audit, errors, events, idempotency
+from chalicelib.delivery import Pending
 from chalicelib.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
 from chalicelib.models import (
     APPROVE,
     DEFAULT_POLICY,
     IN_PROGRESS,
     Action,
+    Deadline,
     Decision,
+    Event,
     Policy,
     Run,
     Slice,
     Step,
     StepRule,
     Workflow,
+    step_due_at,
 )
 from chalicelib.storage.failures import unavailable
 
@@ -81,7 +85,10 @@ BUSY_TIMEOUT_MS = 10_000
 # add, so the table shrinks back, and a bounded cost for every request.
 EXPIRED_KEYS_PER_CLAIM = 10
 
-_STEP_COLUMNS = "id, workflow_id, name, step_order, approvers, required_approvals"
+_STEP_COLUMNS = (
+    "id, workflow_id, name, step_order, approvers, required_approvals, "
+    "deadline_seconds, on_deadline, escalate_to"
+)
 _WORKFLOW_COLUMNS = (
     "w.id, w.name, w.description, w.created_at, "
     "w.allow_self_approval, w.distinct_approvers, w.reject_requires_comment"
@@ -89,8 +96,10 @@ _WORKFLOW_COLUMNS = (
 _RUN_COLUMNS = (
     "r.id, r.workflow_id, r.title, r.status, r.created_at, r.updated_at, "
     "s.id, s.workflow_id, s.name, s.step_order, s.approvers, s.required_approvals, "
+    "s.deadline_seconds, s.on_deadline, s.escalate_to, "
     "r.requested_by, r.head_hash, r.approved_by, r.current_step_since, "
-    "w.allow_self_approval, w.distinct_approvers, w.reject_requires_comment, r.approvers"
+    "w.allow_self_approval, w.distinct_approvers, w.reject_requires_comment, r.approvers, "
+    "r.current_step_due_at, r.deadline_passed"
 )
 # A run's row: the run, its current step and its workflow's policy, joined.
 _RUN_FROM = (
@@ -98,7 +107,7 @@ _RUN_FROM = (
     "JOIN workflows w ON w.id = r.workflow_id"
 )
 # Columns after the first _RUN_COLUMNS in a run's row with its actions.
-_ACTIONS_FROM = 20
+_ACTIONS_FROM = 25
 
 
 def _chain_recorded_history(conn: sqlite3.Connection) -> None:
@@ -177,6 +186,38 @@ def _add_approver_rules(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA writable_schema = OFF")
 
 
+def _create_outbox(conn: sqlite3.Connection) -> None:
+    """The outbox: every event, recorded in the transaction of its transition
+    (chalicelib/events.py), and its delivery (chalicelib/delivery.py). A
+    subject's events are numbered from 1 (sequence); the pending ones, indexed
+    apart, are what the dispatcher reads."""
+    conn.execute(
+        "CREATE TABLE events (id TEXT PRIMARY KEY, subject TEXT NOT NULL, "
+        "sequence INTEGER NOT NULL, type TEXT NOT NULL, body TEXT NOT NULL, "
+        "attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at TEXT, delivered_at TEXT, "
+        "UNIQUE(subject, sequence))"
+    )
+    conn.execute(
+        "CREATE INDEX events_pending ON events(subject, sequence) WHERE delivered_at IS NULL"
+    )
+
+
+def _add_deadlines(conn: sqlite3.Connection) -> None:
+    """Step deadlines, and each run's: when its current step is due, whether
+    that deadline has passed (its remind or escalate applied). The sweeper
+    reads the runs still due through a partial index."""
+    for statement in (
+        "ALTER TABLE workflow_steps ADD COLUMN deadline_seconds INTEGER",
+        "ALTER TABLE workflow_steps ADD COLUMN on_deadline TEXT",
+        "ALTER TABLE workflow_steps ADD COLUMN escalate_to TEXT",
+        "ALTER TABLE workflow_runs ADD COLUMN current_step_due_at TEXT",
+        "ALTER TABLE workflow_runs ADD COLUMN deadline_passed INTEGER NOT NULL DEFAULT 0",
+        "CREATE INDEX workflow_runs_due ON workflow_runs(current_step_due_at) "
+        "WHERE current_step_due_at IS NOT NULL AND deadline_passed = 0",
+    ):
+        conn.execute(statement)
+
+
 # A change to the schema: a statement, or a function of the connection when
 # SQL alone cannot make it.
 Migration = Union[str, Callable[[sqlite3.Connection], None]]
@@ -192,6 +233,10 @@ MIGRATIONS: tuple[Migration, ...] = (
     _chain_recorded_history,
     # 3: approver rules, quorums, policy flags, cancel.
     _add_approver_rules,
+    # 4: the events outbox.
+    _create_outbox,
+    # 5: step deadlines.
+    _add_deadlines,
 )
 
 
@@ -316,7 +361,9 @@ class SQLiteStorage:
                 self._insert_step(conn, workflow_id, step, order)
                 for order, step in enumerate(steps, start=1)
             )
-        return Workflow(workflow_id, name, description, now, stored, policy)
+            workflow = Workflow(workflow_id, name, description, now, stored, policy)
+            _record_events(conn, events.workflow_created(workflow))
+        return workflow
 
     def get_workflow(self, workflow_id: int) -> Workflow:
         conn = self._connection()
@@ -352,7 +399,7 @@ class SQLiteStorage:
         workflows = tuple(_workflow(row, tuple(steps[row[0]])) for row in page)
         return Slice(workflows, len(rows) > limit)
 
-    def append_step(self, workflow_id: int, step: StepRule) -> Step:
+    def append_step(self, workflow_id: int, step: StepRule, now: str) -> Step:
         # The write lock taken by BEGIN IMMEDIATE makes max()+1 and the insert
         # one step: no other writer can slip in between.
         with self._write() as conn:
@@ -365,19 +412,30 @@ class SQLiteStorage:
                 "SELECT COALESCE(MAX(step_order), 0) FROM workflow_steps WHERE workflow_id = ?",
                 (workflow_id,),
             ).fetchone()
-            return self._insert_step(conn, workflow_id, step, max_order + 1)
+            stored = self._insert_step(conn, workflow_id, step, max_order + 1)
+            _record_events(conn, events.step_added(stored, now))
+        return stored
 
     def _insert_step(
         self, conn: sqlite3.Connection, workflow_id: int, step: StepRule, order: int
     ) -> Step:
+        deadline = step.deadline
         cursor = conn.execute(
             "INSERT INTO workflow_steps (workflow_id, name, step_order, approvers, "
-            "required_approvals) VALUES (?, ?, ?, ?, ?)",
-            (workflow_id, step.name, order, _json(step.approvers), step.required_approvals),
+            "required_approvals, deadline_seconds, on_deadline, escalate_to) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                workflow_id,
+                step.name,
+                order,
+                _json(step.approvers),
+                step.required_approvals,
+                deadline.seconds if deadline else None,
+                deadline.action if deadline else None,
+                _json(deadline.escalate_to) if deadline else None,
+            ),
         )
-        return Step(
-            _last_id(cursor), workflow_id, step.name, order, step.approvers, step.required_approvals
-        )
+        return step.stored(_last_id(cursor), workflow_id, order)
 
     def next_step(self, workflow_id: int, after_order: int) -> Optional[Step]:
         row = (
@@ -402,9 +460,19 @@ class SQLiteStorage:
             run_id = _last_id(
                 conn.execute(
                     "INSERT INTO workflow_runs (workflow_id, title, status, current_step_id, "
-                    "created_at, updated_at, requested_by, current_step_since) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (workflow.id, title, IN_PROGRESS, first.id, now, now, requested_by, now),
+                    "created_at, updated_at, requested_by, current_step_since, "
+                    "current_step_due_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        workflow.id,
+                        title,
+                        IN_PROGRESS,
+                        first.id,
+                        now,
+                        now,
+                        requested_by,
+                        now,
+                        step_due_at(first, now),
+                    ),
                 )
             )
             run = Run.started(run_id, workflow, title, now, requested_by)
@@ -412,6 +480,7 @@ class SQLiteStorage:
             conn.execute(
                 "UPDATE workflow_runs SET head_hash = ? WHERE id = ?", (run.head_hash, run_id)
             )
+            _record_events(conn, events.run_started(run))
         return run
 
     def get_run(self, run_id: int) -> Run:
@@ -465,16 +534,18 @@ class SQLiteStorage:
         # The runs in progress, by when they reached their step (the waiting
         # index), that the caller may decide: decision.awaits, in SQL.
         principals = [f"user:{actor}", *(f"group:{group}" for group in sorted(groups))]
+        marks = ", ".join("?" * len(principals))
         where = (
             "WHERE r.status = 'in_progress' "
             "AND (s.approvers = '[]' OR EXISTS (SELECT 1 FROM json_each(s.approvers) "
-            f"WHERE value IN ({', '.join('?' * len(principals))}))) "
+            f"WHERE value IN ({marks})) OR (r.deadline_passed AND s.on_deadline = 'escalate' "
+            f"AND EXISTS (SELECT 1 FROM json_each(s.escalate_to) WHERE value IN ({marks})))) "
             "AND NOT EXISTS (SELECT 1 FROM json_each(r.approved_by) WHERE value = ?) "
             "AND (w.allow_self_approval OR r.requested_by IS NULL OR r.requested_by != ?) "
             "AND NOT (w.distinct_approvers "
             "AND EXISTS (SELECT 1 FROM json_each(r.approvers) WHERE value = ?)) "
         )
-        values: tuple[object, ...] = (*principals, actor, actor, actor)
+        values: tuple[object, ...] = (*principals, *principals, actor, actor, actor)
         if after is not None:
             where += "AND (r.current_step_since, r.id) > (?, ?) "
             values += after
@@ -505,10 +576,18 @@ class SQLiteStorage:
         if decision.stays:
             pass  # one more approval counted; the run waits at its step
         elif decision.next_step is not None and decision.status == IN_PROGRESS:
-            sets += ", current_step_id = ?, current_step_since = ?"
-            values.extend((decision.next_step.id, decision.at))
+            sets += (
+                ", current_step_id = ?, current_step_since = ?, current_step_due_at = ?, "
+                "deadline_passed = 0"
+            )
+            values.extend(
+                (decision.next_step.id, decision.at, step_due_at(decision.next_step, decision.at))
+            )
         else:
-            sets += ", status = ?, current_step_id = NULL, current_step_since = NULL"
+            sets += (
+                ", status = ?, current_step_id = NULL, current_step_since = NULL, "
+                "current_step_due_at = NULL"
+            )
             values.append(decision.status)
         with self._write() as conn:
             chained = audit.next_hash(run, decision)
@@ -535,8 +614,96 @@ class SQLiteStorage:
                     chained,
                 ),
             )
-        action = Action.recording(_last_id(cursor), run, decision, chained)
-        return run.decided(decision, action, chained)
+            action = Action.recording(_last_id(cursor), run, decision, chained)
+            decided = run.decided(decision, action, chained)
+            _record_events(conn, events.decided(run, decision, decided))
+        return decided
+
+    # -- deadlines ---------------------------------------------------------
+
+    def due_runs(self, now: str, limit: int) -> list[int]:
+        rows = (
+            self._connection()
+            .execute(
+                "SELECT id FROM workflow_runs WHERE current_step_due_at IS NOT NULL "
+                "AND deadline_passed = 0 AND current_step_due_at <= ? "
+                "ORDER BY current_step_due_at LIMIT ?",
+                (now, limit),
+            )
+            .fetchall()
+        )
+        return [run_id for (run_id,) in rows]
+
+    def record_deadline(self, run: Run, at: str) -> Run:
+        step = run.current_step
+        assert step is not None, "only a run in progress has a deadline"
+        after = run._replace(deadline_passed=True)
+        with self._write() as conn:
+            # The condition of a decision, and that the deadline is still to apply.
+            moved = conn.execute(
+                "UPDATE workflow_runs SET deadline_passed = 1 WHERE id = ? AND status = ? "
+                "AND current_step_id = ? AND head_hash IS ? AND deadline_passed = 0",
+                (run.id, IN_PROGRESS, step.id, run.head_hash),
+            ).rowcount
+            if moved != 1:
+                raise errors.StaleRun()
+            _record_events(conn, events.deadline_passed(run, after, at))
+        return after
+
+    # -- events ------------------------------------------------------------
+
+    def list_events(self, subject: str, after_sequence: Optional[int], limit: int) -> Slice[Event]:
+        rows = (
+            self._connection()
+            .execute(
+                "SELECT id, subject, sequence, type, body FROM events "
+                "WHERE subject = ? AND sequence > ? ORDER BY sequence LIMIT ?",
+                (subject, after_sequence or 0, limit + 1),
+            )
+            .fetchall()
+        )
+        return Slice(tuple(Event(*row) for row in rows[:limit]), len(rows) > limit)
+
+    # -- delivery (chalicelib/delivery.py) -----------------------------------
+
+    def pending_subjects(self, now: str, limit: int) -> list[str]:
+        rows = (
+            self._connection()
+            .execute(
+                "SELECT DISTINCT subject FROM events WHERE delivered_at IS NULL "
+                "AND (next_attempt_at IS NULL OR next_attempt_at <= ?) LIMIT ?",
+                (now, limit),
+            )
+            .fetchall()
+        )
+        return [subject for (subject,) in rows]
+
+    def first_pending(self, subject: str) -> Optional[Pending]:
+        row = (
+            self._connection()
+            .execute(
+                "SELECT id, subject, sequence, type, body, attempts, next_attempt_at FROM events "
+                "WHERE subject = ? AND delivered_at IS NULL ORDER BY sequence LIMIT 1",
+                (subject,),
+            )
+            .fetchone()
+        )
+        return Pending(Event(*row[:5]), row[5], row[6]) if row else None
+
+    def mark_delivered(self, pending: Pending, now: str) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE events SET delivered_at = ? WHERE id = ? AND delivered_at IS NULL",
+                (now, pending.event.id),
+            )
+
+    def mark_failed(self, pending: Pending, next_attempt_at: str) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE events SET attempts = attempts + 1, next_attempt_at = ? "
+                "WHERE id = ? AND delivered_at IS NULL",
+                (next_attempt_at, pending.event.id),
+            )
 
     # -- idempotency keys --------------------------------------------------
 
@@ -587,6 +754,20 @@ class SQLiteStorage:
             )
 
 
+def _record_events(conn: sqlite3.Connection, drafts: Sequence[events.Draft]) -> None:
+    """Add `drafts` to the outbox in the caller's transaction, each the next of
+    its subject: the write lock the transaction holds keeps sequences gap-free."""
+    for draft in drafts:
+        (last,) = conn.execute(
+            "SELECT COALESCE(MAX(sequence), 0) FROM events WHERE subject = ?", (draft.subject,)
+        ).fetchone()
+        event = events.recorded(draft, last + 1)
+        conn.execute(
+            "INSERT INTO events (id, subject, sequence, type, body) VALUES (?, ?, ?, ?, ?)",
+            (event.id, event.subject, event.sequence, event.type, event.body),
+        )
+
+
 def _idempotency_record(row: tuple[Any, ...]) -> IdempotencyRecord:
     fingerprint, token, lease_until, expires_at, status, body, location = row
     response = StoredResponse(status, body, location) if status is not None else None
@@ -616,7 +797,7 @@ def _use_wal(conn: sqlite3.Connection) -> None:
 
 def _listed_run(row: tuple[Any, ...]) -> Run:
     """A run from a row that starts with _RUN_COLUMNS, without its actions."""
-    current = _step(row[6:12]) if row[6] is not None else None
+    current = _step(row[6:15]) if row[6] is not None else None
     return Run(
         row[0],
         row[1],
@@ -626,19 +807,26 @@ def _listed_run(row: tuple[Any, ...]) -> Run:
         row[4],
         row[5],
         (),
-        row[12],
-        row[13],
-        tuple(json.loads(row[14])),
         row[15],
-        Policy(*map(bool, row[16:19])),
-        tuple(json.loads(row[19])),
+        row[16],
+        tuple(json.loads(row[17])),
+        row[18],
+        Policy(*map(bool, row[19:22])),
+        tuple(json.loads(row[22])),
+        current_step_due_at=row[23],
+        deadline_passed=bool(row[24]),
     )
 
 
 def _step(row: Sequence[Any]) -> Step:
     """A step from a row of _STEP_COLUMNS."""
-    step_id, workflow_id, name, order, approvers, required = row
-    return Step(step_id, workflow_id, name, order, tuple(json.loads(approvers)), required)
+    step_id, workflow_id, name, order, approvers, required, seconds, action, escalate_to = row
+    deadline = (
+        Deadline(seconds, action, tuple(json.loads(escalate_to or "[]")))
+        if seconds is not None
+        else None
+    )
+    return Step(step_id, workflow_id, name, order, tuple(json.loads(approvers)), required, deadline)
 
 
 def _workflow(row: Sequence[Any], steps: tuple[Step, ...]) -> Workflow:

@@ -150,6 +150,8 @@ def test_request_limits_are_the_engines() -> None:
     assert new_step["name"]["maxLength"] == validation.MAX_NAME
     assert new_step["approvers"]["maxItems"] == validation.MAX_APPROVERS
     assert new_step["required_approvals"]["maximum"] == validation.MAX_REQUIRED_APPROVALS
+    assert new_step["deadline_seconds"]["maximum"] == validation.MAX_DEADLINE_SECONDS
+    assert new_step["escalate_to"]["maxItems"] == validation.MAX_ESCALATE_TO
     user, group = schema("Principal")["anyOf"]
     assert user["maxLength"] == len("user:") + validation.MAX_ACTOR
     assert group["maxLength"] == len("group:") + validation.MAX_ACTOR

@@ -15,8 +15,10 @@ from chalicelib.models import (
     CANCELLED,
     COMPLETED,
     DEFAULT_POLICY,
+    ESCALATE,
     IN_PROGRESS,
     REJECTED,
+    Deadline,
     Policy,
     Run,
     StepRule,
@@ -25,6 +27,7 @@ from chalicelib.models import (
 from chalicelib.storage import Storage
 
 FINANCE = frozenset({"finance"})
+T0 = "2030-01-01T00:00:00.000Z"
 
 
 def ticking() -> Iterator[str]:
@@ -372,3 +375,69 @@ def test_runs_of_steps_open_to_anyone_wait_for_everyone(
     engine.approve(storage, run.id, "y", clock=clock)
     assert inbox_ids(storage, "x") == []
     assert APPROVE in {a.action for a in storage.get_run(run.id).actions}
+
+
+# -- with events and deadlines ------------------------------------------------------
+
+
+def run_event_types(storage: Storage, run_id: int) -> list[str]:
+    page = engine.run_events(storage, run_id, 100)
+    return [event.type for event in page.items]
+
+
+def test_a_quorum_tells_each_approval_and_activates_the_next_step_once(
+    storage: Storage, clock: engine.Clock
+) -> None:
+    run = at_finance(storage, clock)
+    engine.approve(storage, run.id, "fay", clock=clock, groups=FINANCE)
+    engine.approve(storage, run.id, "cfo", clock=clock)
+
+    assert run_event_types(storage, run.id) == [
+        "approval.run.started",
+        "approval.step.activated",
+        "approval.step.approved",  # Manager
+        "approval.step.activated",  # Finance
+        "approval.step.approved",  # fay: one of two, the run waits
+        "approval.step.approved",  # cfo: two of two
+        "approval.step.activated",  # CFO
+    ]
+    activated = engine.run_events(storage, run.id, 100).items[3].listed()
+    assert activated["data"]["step"]["approvers"] == ["group:finance", "user:cfo"]
+    assert activated["data"]["step"]["required_approvals"] == 2
+
+
+def test_a_cancellation_is_told_with_its_reason(storage: Storage, clock: engine.Clock) -> None:
+    run = at_finance(storage, clock)
+    engine.cancel(storage, run.id, "ann", "bought elsewhere", clock=clock)
+
+    last = engine.run_events(storage, run.id, 100).items[-1].listed()
+    assert last["type"] == "approval.run.cancelled"
+    assert (last["data"]["status"], last["data"]["actor"], last["data"]["comment"]) == (
+        CANCELLED,
+        "ann",
+        "bought elsewhere",
+    )
+
+
+def test_an_escalated_step_admits_and_waits_for_those_it_was_escalated_to(
+    storage: Storage, clock: engine.Clock
+) -> None:
+    board = StepRule(
+        "Board", ("group:board",), 1, Deadline(60, ESCALATE, ("user:chair", "group:audit"))
+    )
+    workflow = engine.create_workflow(storage, "Escalating", "", [board], clock=lambda: T0)
+    run = engine.start_run(storage, workflow.id, "Slow", clock=lambda: T0)
+    with pytest.raises(errors.Forbidden):
+        engine.approve(storage, run.id, "chair", clock=clock)
+    assert inbox_ids(storage, "chair") == []
+
+    assert engine.sweep(storage, lambda: "2030-01-01T00:01:00.000Z") == 1
+
+    escalated = storage.get_run(run.id)
+    assert escalated.current_step_escalated_to == ("user:chair", "group:audit")
+    assert inbox_ids(storage, "chair") == [run.id]
+    assert inbox_ids(storage, "al", frozenset({"audit"})) == [run.id]
+    assert inbox_ids(storage, "bo", frozenset({"board"})) == [run.id]
+    done = engine.approve(storage, run.id, "al", clock=clock, groups=frozenset({"audit"}))
+    assert done.status == COMPLETED
+    assert inbox_ids(storage, "chair") == inbox_ids(storage, "bo", frozenset({"board"})) == []

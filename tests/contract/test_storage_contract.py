@@ -43,7 +43,7 @@ def test_ids_and_orders_are_python_ints(storage: Storage) -> None:
 
 def test_next_step_follows_step_order_and_is_none_after_the_last(storage: Storage) -> None:
     workflow = workflow_with_steps(storage, "A", "B")
-    c = storage.append_step(workflow.id, StepRule("C"))
+    c = storage.append_step(workflow.id, StepRule("C"), NOW)
 
     assert storage.next_step(workflow.id, 0) == workflow.steps[0]
     assert storage.next_step(workflow.id, 1) == workflow.steps[1]
@@ -74,7 +74,7 @@ def test_missing_records_raise_not_found(storage: Storage) -> None:
     with pytest.raises(errors.NotFound):
         storage.get_workflow(workflow.id + 1000)
     with pytest.raises(errors.NotFound):
-        storage.append_step(workflow.id + 1000, StepRule("x"))
+        storage.append_step(workflow.id + 1000, StepRule("x"), NOW)
     with pytest.raises(errors.NotFound):
         storage.get_run(run.id + 1000)
 
@@ -135,10 +135,10 @@ def test_empty_store_lists_nothing(storage: Storage) -> None:
 
 def test_list_workflows_gives_them_by_id_as_get_workflow_reads_them(storage: Storage) -> None:
     first = storage.create_workflow("First", "one", rules("A", "B"), NOW)
-    storage.append_step(first.id, StepRule("C"))
+    storage.append_step(first.id, StepRule("C"), NOW)
     second = storage.create_workflow("Second", "", rules(), NOW)
     third = storage.create_workflow("Third", "", rules("X"), LATER)
-    storage.append_step(second.id, StepRule("Y"))
+    storage.append_step(second.id, StepRule("Y"), NOW)
 
     listed = storage.list_workflows(None, 10)
 

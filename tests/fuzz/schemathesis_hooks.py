@@ -21,7 +21,12 @@ import schemathesis
 
 from chalicelib import cursors, engine, errors, validation
 
-LISTS = {"/workflows": "workflows", "/runs": "runs", "/inbox": "inbox"}
+LISTS = {
+    "/workflows": "workflows",
+    "/runs": "runs",
+    "/inbox": "inbox",
+    "/runs/{run_id}/events": "events",
+}
 
 
 @schemathesis.hook
@@ -51,6 +56,12 @@ def map_case(context: Any, case: Any) -> Any:
             actor = validation.inbox_query(without, verified=False).actor
             assert actor is not None
             filters = engine.inbox_filters(actor, validation.groups(named) or frozenset())
+        elif list_name == "events":
+            validation.event_query(query)
+            run_id = str((case.path_parameters or {}).get("run_id"))
+            if not validation.is_path_id(run_id):
+                return case  # names no run: 404 anyway
+            filters = {"run_id": int(run_id)}
         else:
             validation.workflow_query(query)
             filters = {}

@@ -25,11 +25,13 @@ START_SECONDS = 60
 
 
 def _access_lines(out_dir: Path) -> list[dict[str, object]]:
-    return [
+    """The access lines on stdout (beside them, WORKFLOW_EVENTS=log's event lines)."""
+    lines = [
         json.loads(line)
         for line in (out_dir / "stdout").read_text().splitlines()
         if line.startswith("{")
     ]
+    return [line for line in lines if "request_id" in line]
 
 
 def _serves_like_the_deployed_api(port: int) -> list[str]:

@@ -33,6 +33,9 @@ pytestmark = pytest.mark.xdist_group("packaging")
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 TABLE = "WorkflowTable"
 FUNCTION = "APIHandler"
+RELAY = "OnDynamodbRecord"
+SENDER = "DeliverWebhooks"
+SWEEPER = "SweepDeadlines"
 REST_API = "RestAPI"
 FUNCTION_LOG_GROUP = "FunctionLogGroup"
 ACCESS_LOG_GROUP = "ApiAccessLogGroup"
@@ -249,6 +252,10 @@ def test_packaged_table_is_the_table_make_dynamodb_table_creates(
     deploy_only = {key: deployed.pop(key) for key in DEPLOY_ONLY}
     (ttl_update,) = time_to_live
     assert deployed.pop("TimeToLiveSpecification") == ttl_update["TimeToLiveSpecification"]
+    # The stream CreateTable turns on is CloudFormation's, spelt without StreamEnabled.
+    assert created["StreamSpecification"] == {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"}
+    assert deployed["StreamSpecification"] == {"StreamViewType": "NEW_IMAGE"}
+    deployed["StreamSpecification"] = created["StreamSpecification"]
     assert sorted(deployed) == sorted(created)
     for key, value in created.items():
         assert deployed[key] == value, key
@@ -273,10 +280,12 @@ def test_function_is_told_to_use_the_packaged_table(template: dict[str, Any]) ->
         for name, resource in template["Resources"].items()
         if resource["Type"] == "AWS::Serverless::Function"
     ]
-    assert functions == [FUNCTION]
-    variables = template["Resources"][FUNCTION]["Properties"]["Environment"]["Variables"]
-    assert variables["WORKFLOW_STORAGE"] == "dynamodb"
-    assert variables["WORKFLOW_TABLE"] == {"Ref": TABLE}
+    assert sorted(functions) == sorted([FUNCTION, RELAY, SENDER, SWEEPER])
+    for function in (FUNCTION, SENDER):
+        variables = template["Resources"][function]["Properties"]["Environment"]["Variables"]
+        assert variables["WORKFLOW_STORAGE"] == "dynamodb"
+        assert variables["WORKFLOW_TABLE"] == {"Ref": TABLE}
+        assert variables["WORKFLOW_STAGE"] == "prod"
 
 
 def test_cursor_secret_reaches_the_function_by_reference_only(each: dict[str, Any]) -> None:
@@ -547,9 +556,9 @@ def test_indexes_in_table_keys_reach_table_and_policy() -> None:
 
 def test_table_keys_cloudformation_spells_otherwise_are_refused() -> None:
     package = load_script("package")
-    with pytest.raises(ValueError, match="StreamSpecification"):
+    with pytest.raises(ValueError, match="SSESpecification"):
         package.merge_template(
-            {"BillingMode": "PAY_PER_REQUEST", "StreamSpecification": {"StreamEnabled": True}}
+            {"BillingMode": "PAY_PER_REQUEST", "SSESpecification": {"SSEEnabled": True}}
         )
 
 
@@ -643,3 +652,153 @@ def test_make_package_refuses_a_prod_stage_that_trusts_its_callers(tmp_path: Pat
 
     assert refused.returncode == 1
     assert "WORKFLOW_AUTH" in refused.stderr and "Traceback" not in refused.stderr
+
+
+# -- events: stream -> relay -> bus -> rule -> queue -> webhook sender ---------------
+
+
+def statements_of(template: dict[str, Any], function: str) -> list[dict[str, Any]]:
+    """Every statement that may apply to `function`'s role, with every condition true."""
+    resources = template["Resources"]
+    role_name = resources[function]["Properties"]["Role"]["Fn::GetAtt"][0]
+    documents = [
+        policy["PolicyDocument"] for policy in resources[role_name]["Properties"]["Policies"]
+    ]
+    documents += [
+        resource["Properties"]["PolicyDocument"]
+        for resource in resources.values()
+        if resource["Type"] == "AWS::IAM::Policy"
+        and {"Ref": role_name} in resource["Properties"].get("Roles", [])
+    ]
+    return [s for document in documents for entry in document["Statement"] for s in if_true(entry)]
+
+
+def grants(template: dict[str, Any], function: str) -> dict[str, list[Any]]:
+    """action -> the resources it is granted on, for `function`'s role."""
+    granted: dict[str, list[Any]] = {}
+    for statement in statements_of(template, function):
+        assert statement["Effect"] == "Allow"
+        for action in as_list(statement["Action"]):
+            granted.setdefault(action, []).extend(as_list(statement["Resource"]))
+    return granted
+
+
+def test_the_table_streams_its_event_items_to_the_relay(template: dict[str, Any]) -> None:
+    relay = template["Resources"][RELAY]["Properties"]
+    assert relay["Handler"] == "app.on_dynamodb_record"
+    (source,) = relay["Events"].values()
+    assert source["Type"] == "DynamoDB"
+    props = source["Properties"]
+    assert props["Stream"] == {"Fn::GetAtt": [TABLE, "StreamArn"]}
+    assert props["StartingPosition"] == "TRIM_HORIZON"
+    assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert props["BisectBatchOnFunctionError"] is True
+    assert props["DestinationConfig"]["OnFailure"]["Destination"] == {
+        "Fn::GetAtt": ["RelayDeadLetterQueue", "Arn"]
+    }
+    (pattern,) = props["FilterCriteria"]["Filters"]
+    assert json.loads(pattern["Pattern"]) == {
+        "eventName": ["INSERT"],
+        "dynamodb": {"Keys": {"PK": {"S": [{"prefix": "EVT#"}]}}},
+    }
+    assert relay["Environment"]["Variables"]["WORKFLOW_EVENT_BUS"] == {"Ref": "EventBus"}
+
+
+def test_the_bus_feeds_the_webhook_queue_and_only_its_rule_may(template: dict[str, Any]) -> None:
+    resources = template["Resources"]
+    assert resources["EventBus"]["Type"] == "AWS::Events::EventBus"
+    rule = resources["WebhookRule"]["Properties"]
+    assert rule["EventBusName"] == {"Ref": "EventBus"}
+    (target,) = rule["Targets"]
+    assert target["Arn"] == {"Fn::GetAtt": ["WebhookQueue", "Arn"]}
+    assert target["DeadLetterConfig"]["Arn"] == {"Fn::GetAtt": ["WebhookDeadLetterQueue", "Arn"]}
+    queue = resources["WebhookQueue"]["Properties"]
+    assert queue["RedrivePolicy"]["deadLetterTargetArn"] == {
+        "Fn::GetAtt": ["WebhookDeadLetterQueue", "Arn"]
+    }
+    for name in ("WebhookQueue", "WebhookDeadLetterQueue", "RelayDeadLetterQueue"):
+        assert resources[name]["Properties"]["SqsManagedSseEnabled"] is True
+    (statement,) = resources["WebhookQueuePolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Principal"] == {"Service": "events.amazonaws.com"}
+    assert statement["Action"] == "sqs:SendMessage"
+    assert statement["Condition"] == {
+        "ArnEquals": {"aws:SourceArn": {"Fn::GetAtt": ["WebhookRule", "Arn"]}}
+    }
+    sender = resources[SENDER]["Properties"]
+    (source,) = sender["Events"].values()
+    assert source["Type"] == "SQS"
+    assert source["Properties"]["Queue"] == {"Fn::GetAtt": ["WebhookQueue", "Arn"]}
+    assert source["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    variables = sender["Environment"]["Variables"]
+    assert variables["WORKFLOW_WEBHOOK_URL"] == {"Ref": "WebhookUrl"}
+    assert variables["WORKFLOW_WEBHOOK_SECRET_PARAMETER"] == {"Ref": "WebhookSecretParameter"}
+    assert "WORKFLOW_WEBHOOK_SECRET" not in variables
+    assert queue["VisibilityTimeout"] >= 6 * sender["Timeout"]
+
+
+def test_each_event_function_may_do_only_what_it_does(template: dict[str, Any]) -> None:
+    logs = {"logs:CreateLogStream", "logs:PutLogEvents"}
+    xray = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+    stream = [{"Fn::Sub": f"${{{TABLE}.Arn}}/stream/*"}]
+    relay = grants(template, RELAY)
+    assert set(relay) == logs | xray | {
+        "dynamodb:DescribeStream",
+        "dynamodb:GetRecords",
+        "dynamodb:GetShardIterator",
+        "dynamodb:ListStreams",
+        "events:PutEvents",
+        "sqs:SendMessage",
+    }
+    assert all(relay[action] == stream for action in relay if action.startswith("dynamodb:"))
+    assert relay["events:PutEvents"] == [{"Fn::GetAtt": ["EventBus", "Arn"]}]
+    assert relay["sqs:SendMessage"] == [{"Fn::GetAtt": ["RelayDeadLetterQueue", "Arn"]}]
+    sender = grants(template, SENDER)
+    assert set(sender) == logs | xray | {
+        "sqs:ReceiveMessage",
+        "sqs:DeleteMessage",
+        "sqs:GetQueueAttributes",
+        "sqs:ChangeMessageVisibility",
+        "dynamodb:Query",
+        "dynamodb:UpdateItem",
+        "ssm:GetParameter",
+    }
+    assert sender["dynamodb:Query"] == sender["dynamodb:UpdateItem"] == [TABLE_ARN]
+    assert all(
+        sender[action] == [{"Fn::GetAtt": ["WebhookQueue", "Arn"]}]
+        for action in sender
+        if action.startswith("sqs:")
+    )
+    # Neither may write the table's records, nor the API function touch the bus.
+    assert "dynamodb:PutItem" not in relay.keys() | sender.keys()
+    assert not any(action.startswith(("events:", "sqs:")) for action in grants(template, FUNCTION))
+
+
+def test_the_sweeper_runs_every_minute_and_may_only_decide(template: dict[str, Any]) -> None:
+    sweeper = template["Resources"][SWEEPER]["Properties"]
+    assert sweeper["Handler"] == "app.sweep_deadlines"
+    (source,) = sweeper["Events"].values()
+    assert source == {"Type": "Schedule", "Properties": {"Schedule": "rate(1 minute)"}}
+    assert sweeper["Environment"]["Variables"]["WORKFLOW_TABLE"] == {"Ref": TABLE}
+    granted = grants(template, SWEEPER)
+    assert set(granted) == {
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+        "xray:PutTraceSegments",
+        "xray:PutTelemetryRecords",
+        "dynamodb:Query",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+    }
+    assert granted["dynamodb:PutItem"] == granted["dynamodb:UpdateItem"] == [TABLE_ARN]
+    assert granted["dynamodb:Query"] == [TABLE_ARN, {"Fn::Sub": f"${{{TABLE}.Arn}}/index/due"}]
+
+
+def test_every_event_function_names_only_real_iam_actions(template: dict[str, Any]) -> None:
+    from cfnlint.data import AdditionalSpecs
+    from cfnlint.helpers import load_resource
+
+    known = load_resource(AdditionalSpecs, "Policies.json")
+    for function in (RELAY, SENDER, SWEEPER):
+        for action in grants(template, function):
+            service, name = action.lower().split(":", 1)
+            assert name in known[service]["Actions"], action

@@ -28,6 +28,7 @@ from chalicelib.models import COMPLETED, IN_PROGRESS, REJECTED, Run, Step, Workf
 from chalicelib.storage import Storage
 from chalicelib.storage.sqlite import SQLiteStorage
 from tests.support import chain
+from tests.support.event_stream import assert_run_stream_tells, stream
 from tests.support.races import (
     THREADS,
     WAIT_SECONDS,
@@ -164,6 +165,7 @@ def test_approvals_on_the_same_snapshot_let_exactly_one_through_per_round(
     final = engine.get_run(storage, run.id)
     assert_approved_once_per_step_in_order(final, workflow)
     assert_winners_match_history(final, attempts)
+    assert_run_stream_tells(storage, final, workflow)
 
 
 @SHARING
@@ -189,6 +191,7 @@ def test_free_running_approvals_record_exactly_one_approval_per_step_in_order(
         assert_winners_match_history(
             final, [(actor, o) for actor, o in attempts if f"-run{run.id}-" in actor]
         )
+        assert_run_stream_tells(storage, final, workflow)
 
 
 @SHARING
@@ -218,6 +221,7 @@ def test_approvals_and_rejections_on_the_same_snapshot_end_the_run_without_skipp
     else:
         assert kinds == ["approve"] * STEPS
     assert_winners_match_history(final, attempts)
+    assert_run_stream_tells(storage, final, workflow)
 
 
 @SHARING
@@ -426,6 +430,8 @@ def test_concurrent_appends_all_succeed_with_consecutive_step_orders(
     assert len({step.id for step in appended}) == THREADS
     assert {step.name for step in appended} == {f"Appended {i}" for i in range(THREADS)}
     assert engine.get_workflow(storage, workflow.id).steps == workflow.steps + tuple(appended)
+    added = stream(storage, f"workflows/{workflow.id}")[1:]
+    assert [body["data"]["step"]["id"] for body in added] == [step.id for step in appended]
 
 
 # -- (d) concurrent creates of one name ----------------------------------------------------

@@ -7,7 +7,17 @@ import re
 from datetime import datetime, timedelta
 from typing import Any, Optional
 
-STEP_FIELDS = {"id", "workflow_id", "name", "step_order", "approvers", "required_approvals"}
+STEP_FIELDS = {
+    "id",
+    "workflow_id",
+    "name",
+    "step_order",
+    "approvers",
+    "required_approvals",
+    "deadline_seconds",
+    "on_deadline",
+    "escalate_to",
+}
 POLICY_FIELDS = {"allow_self_approval", "distinct_approvers", "reject_requires_comment"}
 WORKFLOW_FIELDS = {"id", "name", "description", "created_at", "steps", *POLICY_FIELDS}
 ACTION_FIELDS = {
@@ -34,6 +44,8 @@ RUN_FIELDS = {
     "created_at",
     "updated_at",
     "head_hash",
+    "current_step_due_at",
+    "current_step_escalated_to",
     "actions",
 }
 RUN_STATUSES = {"in_progress", "completed", "rejected", "cancelled"}

@@ -1,0 +1,39 @@
+"""Step deadlines: which one is due, and what applying it records. Pure.
+
+A step may have a deadline (models.Deadline): `seconds` after a run reaches
+it, the sweeper (engine.sweep, on a schedule) applies its `on_deadline`:
+
+    remind     step.reminded, once; the run keeps waiting
+    escalate   step.escalated; the step's escalate_to principals may decide
+               it too (Run.current_step_escalated_to), once
+    reject     the run ends rejected by `system:deadline`: step.expired, run.rejected
+
+Each is written with the conditional write of a decision, conditional on
+the run being as the sweeper read it: a decision recorded meanwhile wins,
+and the sweeper's write is refused (and the other way round).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from chalicelib.events import DEADLINE_ACTOR
+from chalicelib.models import IN_PROGRESS, REJECT, REJECTED, Decision, Run
+
+EXPIRED_COMMENT = "The step's deadline passed"
+
+
+def action_due(run: Run, now: str) -> Optional[str]:
+    """The deadline action due on `run` at `now` (ISO 8601 UTC): remind,
+    escalate or reject; None when nothing is due."""
+    step = run.current_step
+    if run.status != IN_PROGRESS or step is None or step.deadline is None:
+        return None
+    if run.deadline_passed or run.current_step_due_at is None or run.current_step_due_at > now:
+        return None
+    return step.deadline.action
+
+
+def expiry(at: str) -> Decision:
+    """The rejection a passed `reject` deadline records."""
+    return Decision(REJECT, DEADLINE_ACTOR, EXPIRED_COMMENT, REJECTED, None, at)

@@ -1,0 +1,161 @@
+"""Delivering recorded events: at least once, in order per subject, durably.
+
+The outbox (events recorded with their transitions, chalicelib/events.py)
+holds each event's delivery state: delivered or not, failed attempts, and
+when the next attempt is due. A subject's (a run's, a workflow's) pending
+events go out one at a time in `sequence` order: the first pending one is
+sent, and only once it succeeded is the next one sent. A failure leaves it
+first, due again after a jittered backoff (chalicelib/webhooks.py), and
+every later event of that subject waits behind it; other subjects go on.
+
+Every step is a write to the storage, so a process killed at any point
+loses nothing: an event sent but not yet marked goes again (with the same
+id: receivers dedupe by it), one not yet sent is sent by the next process.
+
+Sinks: `log` prints each event as one JSON line on standard output;
+`webhook` POSTs it, signed (WORKFLOW_WEBHOOK_URL, WORKFLOW_WEBHOOK_SECRET).
+WORKFLOW_EVENTS picks one; without it, `webhook` when a URL is set, else `log`.
+The same code sends locally (the dispatcher thread of scripts/local_server.py)
+and in the cloud (app.deliver_events, fed by SQS).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import NamedTuple, Optional, Protocol
+
+from chalicelib.models import Event
+
+LOGGER = logging.getLogger("approval-workflows.events")
+_HANDLER = logging.StreamHandler()
+_HANDLER.setFormatter(logging.Formatter("%(name)s %(levelname)s: %(message)s"))
+LOGGER.addHandler(_HANDLER)
+LOGGER.setLevel(logging.INFO)
+LOGGER.propagate = False
+
+MODE_VARIABLE = "WORKFLOW_EVENTS"
+URL_VARIABLE = "WORKFLOW_WEBHOOK_URL"
+SECRET_VARIABLE = "WORKFLOW_WEBHOOK_SECRET"
+LOG, WEBHOOK = "log", "webhook"
+# Subjects read per pass of the dispatcher.
+SUBJECTS_PER_PASS = 100
+
+# Sends one event at a time (Unix seconds); True once it is delivered.
+Sink = Callable[[Event, float], bool]
+Clock = Callable[[], float]
+
+
+class Pending(NamedTuple):
+    """An event not delivered yet, and how its delivery went so far."""
+
+    event: Event
+    attempts: int
+    next_attempt_at: Optional[str]
+
+
+class Outbox(Protocol):
+    """The delivery state the storage keeps beside each recorded event."""
+
+    def pending_subjects(self, now: str, limit: int) -> list[str]:
+        """Subjects with an event not delivered yet that is due at `now` (or
+        waits behind one that is); at most `limit`, each once."""
+        ...
+
+    def first_pending(self, subject: str) -> Optional[Pending]:
+        """The subject's first event not delivered yet (lowest sequence)."""
+        ...
+
+    def mark_delivered(self, pending: Pending, now: str) -> None:
+        """Record that the event was delivered (again: harmless)."""
+        ...
+
+    def mark_failed(self, pending: Pending, next_attempt_at: str) -> None:
+        """Record one more failed attempt, and when to try again."""
+        ...
+
+
+class Blocked(NamedTuple):
+    """Where a subject's delivery stopped: the event that waits, and until when."""
+
+    event: Event
+    until: str
+
+
+def iso(at: float) -> str:
+    """Unix seconds as the ISO 8601 UTC timestamps the service writes."""
+    return datetime.fromtimestamp(at, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def seconds_until(at: str, now: float) -> float:
+    """Seconds from Unix time `now` to the ISO 8601 time `at` (negative if past)."""
+    return datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp() - now
+
+
+def deliver_subject(
+    outbox: Outbox,
+    subject: str,
+    sink: Sink,
+    now: float,
+    delay: Callable[[int], float],
+) -> Optional[Blocked]:
+    """Send the subject's pending events that are due, in order, until one
+    fails or none is left; where it stopped (None: all delivered)."""
+    while True:
+        pending = outbox.first_pending(subject)
+        if pending is None:
+            return None
+        if pending.next_attempt_at is not None and pending.next_attempt_at > iso(now):
+            return Blocked(pending.event, pending.next_attempt_at)
+        if sink(pending.event, now):
+            outbox.mark_delivered(pending, iso(now))
+            continue
+        until = iso(now + delay(pending.attempts + 1))
+        outbox.mark_failed(pending, until)
+        return Blocked(pending.event, until)
+
+
+def deliver_due(outbox: Outbox, sink: Sink, clock: Clock, delay: Callable[[int], float]) -> int:
+    """One pass over every subject with a due event; how many subjects it saw."""
+    subjects = outbox.pending_subjects(iso(clock()), SUBJECTS_PER_PASS)
+    for subject in subjects:
+        deliver_subject(outbox, subject, sink, clock(), delay)
+    return len(subjects)
+
+
+# -- sinks ---------------------------------------------------------------------
+
+
+def log_sink(event: Event, now: float) -> bool:
+    """Print the event as one JSON line on standard output."""
+    print(event.body, file=sys.stdout, flush=True)
+    return True
+
+
+def configured_sink() -> Sink:
+    """The sink the environment names; ValueError, saying what to set, if it
+    names one that cannot work."""
+    url = os.environ.get(URL_VARIABLE, "").strip()
+    mode = os.environ.get(MODE_VARIABLE, "").strip().lower() or (WEBHOOK if url else LOG)
+    if mode == LOG:
+        return log_sink
+    if mode != WEBHOOK:
+        raise ValueError(f"{MODE_VARIABLE} is {mode!r}: set it to 'log' or 'webhook'")
+    if not url:
+        raise ValueError(f"{MODE_VARIABLE}=webhook needs {URL_VARIABLE}, the receiver's URL")
+    from chalicelib import secret_store, webhooks
+
+    secret = secret_store.value(SECRET_VARIABLE)
+    if not secret:
+        raise ValueError(
+            f"{URL_VARIABLE} is set but {SECRET_VARIABLE} is not: events are always signed; "
+            "set it to 'whsec_' followed by a base64 key of at least 24 bytes"
+        )
+    try:
+        key = webhooks.secret_key(secret.strip())
+    except webhooks.InvalidSecret as exc:
+        raise ValueError(f"{SECRET_VARIABLE}: {exc}") from exc
+    return webhooks.Webhook(url, key).send

@@ -1,0 +1,262 @@
+"""What every state change tells other systems: CloudEvents 1.0, JSON structured mode.
+
+Each transition's storage write records its events in the same atomic write
+(the outbox: a table on SQLite, items in the same TransactWriteItems on
+DynamoDB); chalicelib/delivery.py sends them on. This module is pure: it
+turns a transition (the models before and after it) into drafts, and a draft
+with its place in its subject's stream into the envelope that is delivered.
+
+Streams: a run's events have the subject `runs/<id>`, a workflow's
+`workflows/<id>`; each stream numbers its events from 1, gap-free, in the
+extension attribute `sequence`, which the storage assigns inside the write.
+
+    transition                      events, in order
+    POST /workflows                 workflow.created
+    POST /workflows/{id}/steps      workflow.step_added
+    POST /runs                      run.started, step.activated (the first step)
+    approve (more steps)            step.approved, step.activated (the next step)
+    approve (the last step)         step.approved, run.completed
+    approve (below the quorum)      step.approved
+    reject                          step.rejected, run.rejected
+    cancel                          run.cancelled
+    deadline: remind                step.reminded
+    deadline: escalate              step.escalated
+    deadline: reject                step.expired, run.rejected (actor system:deadline)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from typing import Any, NamedTuple, Optional
+
+from chalicelib.models import (
+    APPROVE,
+    CANCEL,
+    COMPLETED,
+    ESCALATE,
+    IN_PROGRESS,
+    REJECT,
+    REJECTED,
+    Decision,
+    Event,
+    Run,
+    Step,
+    Workflow,
+)
+
+PREFIX = "approval."
+WORKFLOW_CREATED = "approval.workflow.created"
+STEP_ADDED = "approval.workflow.step_added"
+RUN_STARTED = "approval.run.started"
+STEP_ACTIVATED = "approval.step.activated"
+STEP_APPROVED = "approval.step.approved"
+STEP_REJECTED = "approval.step.rejected"
+RUN_COMPLETED = "approval.run.completed"
+RUN_REJECTED = "approval.run.rejected"
+RUN_CANCELLED = "approval.run.cancelled"
+STEP_REMINDED = "approval.step.reminded"
+STEP_ESCALATED = "approval.step.escalated"
+STEP_EXPIRED = "approval.step.expired"
+TYPES = (
+    WORKFLOW_CREATED,
+    STEP_ADDED,
+    RUN_STARTED,
+    STEP_ACTIVATED,
+    STEP_APPROVED,
+    STEP_REJECTED,
+    RUN_COMPLETED,
+    RUN_REJECTED,
+    RUN_CANCELLED,
+    STEP_REMINDED,
+    STEP_ESCALATED,
+    STEP_EXPIRED,
+)
+
+# Who acts when nobody does: the deadline sweeper.
+DEADLINE_ACTOR = "system:deadline"
+# The run's status after a transition -> the event that says the run ended so.
+_RUN_ENDED = {COMPLETED: RUN_COMPLETED, REJECTED: RUN_REJECTED, "cancelled": RUN_CANCELLED}
+STAGE_VARIABLE = "WORKFLOW_STAGE"
+DEFAULT_STAGE = "dev"
+
+
+class Draft(NamedTuple):
+    """An event before the storage gives it its place: type, stream, time, data."""
+
+    type: str
+    subject: str
+    time: str
+    data: dict[str, Any]
+
+
+def run_subject(run_id: int) -> str:
+    return f"runs/{run_id}"
+
+
+def workflow_subject(workflow_id: int) -> str:
+    return f"workflows/{workflow_id}"
+
+
+def source() -> str:
+    """`/approval-workflows/<stage>`: the stage WORKFLOW_STAGE names (the local
+    server and the packaged functions set it), `dev` when unset."""
+    stage = os.environ.get(STAGE_VARIABLE, "").strip() or DEFAULT_STAGE
+    return f"/approval-workflows/{stage}"
+
+
+def recorded(draft: Draft, sequence: int, new_id: Optional[Callable[[], str]] = None) -> Event:
+    """`draft` as the `sequence`th event of its subject, with a new unique id,
+    its CloudEvent serialised once: what is stored is what is delivered."""
+    event_id = new_id() if new_id else _uuid()
+    envelope = {
+        "specversion": "1.0",
+        "id": event_id,
+        "source": source(),
+        "type": draft.type,
+        "subject": draft.subject,
+        "time": draft.time,
+        "datacontenttype": "application/json",
+        "sequence": sequence,
+        "data": draft.data,
+    }
+    body = json.dumps(envelope, separators=(",", ":"), ensure_ascii=False)
+    return Event(event_id, draft.subject, sequence, draft.type, body)
+
+
+def _uuid() -> str:
+    import uuid  # only writes make events: not on every cold start's path
+
+    return str(uuid.uuid4())
+
+
+# -- workflows ---------------------------------------------------------------
+
+
+def workflow_created(workflow: Workflow) -> list[Draft]:
+    """A workflow was defined (its first steps with it: no step_added for them)."""
+    data = _workflow_data(workflow.id, None)
+    data["workflow"] = workflow.to_dict()
+    return [Draft(WORKFLOW_CREATED, workflow_subject(workflow.id), workflow.created_at, data)]
+
+
+def step_added(step: Step, at: str) -> list[Draft]:
+    """A step was appended to its workflow."""
+    data = _workflow_data(step.workflow_id, step)
+    return [Draft(STEP_ADDED, workflow_subject(step.workflow_id), at, data)]
+
+
+def _workflow_data(workflow_id: int, step: Optional[Step]) -> dict[str, Any]:
+    return {
+        "workflow_id": workflow_id,
+        "run_id": None,
+        "status": None,
+        "step": step.to_dict() if step else None,
+        "actor": None,
+    }
+
+
+# -- runs --------------------------------------------------------------------
+
+
+def run_started(run: Run) -> list[Draft]:
+    """A run began at its first step: run.started, then step.activated."""
+    subject = run_subject(run.id)
+    started = _run_data(run, run.current_step, run.requested_by, "")
+    return [
+        Draft(RUN_STARTED, subject, run.created_at, started),
+        _activated(run, run.created_at),
+    ]
+
+
+def decided(before: Run, decision: Decision, after: Run) -> list[Draft]:
+    """A decision on `before`'s current step left the run as `after`. A reject
+    by the deadline sweeper is the step's expiry, not a person's rejection."""
+    if decision.action == CANCEL:
+        return cancelled(before, after, decision.actor, decision.comment, decision.at)
+    if decision.action == APPROVE:
+        step_type = STEP_APPROVED
+    elif decision.action == REJECT:
+        step_type = STEP_EXPIRED if decision.actor == DEADLINE_ACTOR else STEP_REJECTED
+    else:
+        raise ValueError(f"unknown action {decision.action!r}")
+    return transition(before, after, step_type, decision.actor, decision.comment, decision.at)
+
+
+def cancelled(before: Run, after: Run, actor: str, reason: str, at: str) -> list[Draft]:
+    """The requester withdrew the run: run.cancelled."""
+    return transition(before, after, None, actor, reason, at)
+
+
+def deadline_passed(before: Run, after: Run, at: str) -> list[Draft]:
+    """The current step's deadline passed while the run waited: step.reminded,
+    or step.escalated (naming who may decide it now besides its approvers).
+    A deadline that rejects is a decision (see `decided`)."""
+    step = before.current_step
+    assert step is not None and step.deadline is not None, "only a step with a deadline"
+    if step.deadline.action == ESCALATE:
+        escalated = list(after.current_step_escalated_to)
+        return transition(
+            before,
+            after,
+            STEP_ESCALATED,
+            DEADLINE_ACTOR,
+            "",
+            at,
+            due_at=before.current_step_due_at,
+            escalated_to=escalated,
+        )
+    return transition(
+        before, after, STEP_REMINDED, DEADLINE_ACTOR, "", at, due_at=before.current_step_due_at
+    )
+
+
+def transition(
+    before: Run,
+    after: Run,
+    step_type: Optional[str],
+    actor: Optional[str],
+    comment: str,
+    at: str,
+    **extra: Any,
+) -> list[Draft]:
+    """The events of one transition from `before` to `after`: `step_type` about
+    the step `before` was at (if given), then what follows from where the run
+    is now: its next step activated, or its end."""
+    subject = run_subject(after.id)
+    drafts = []
+    if step_type is not None:
+        data = _run_data(after, before.current_step, actor, comment)
+        drafts.append(Draft(step_type, subject, at, {**data, **extra}))
+    if after.status == IN_PROGRESS:
+        if after.current_step_id != before.current_step_id:
+            drafts.append(_activated(after, at))
+    elif after.status != before.status:
+        drafts.append(
+            Draft(_RUN_ENDED[after.status], subject, at, _run_data(after, None, actor, comment))
+        )
+    return drafts
+
+
+def _activated(run: Run, at: str) -> Draft:
+    """The run reached its current step: who may decide it should hear of it,
+    and by when (due_at: null without a deadline)."""
+    data = {**_run_data(run, run.current_step, None, ""), "due_at": run.current_step_due_at}
+    return Draft(STEP_ACTIVATED, run_subject(run.id), at, data)
+
+
+def _run_data(run: Run, step: Optional[Step], actor: Optional[str], comment: str) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "run_id": run.id,
+        "workflow_id": run.workflow_id,
+        "title": run.title,
+        "requested_by": run.requested_by,
+        "status": run.status,
+        "step": step.to_dict() if step else None,
+        "actor": actor,
+        "head_hash": run.head_hash,
+    }
+    if comment:
+        data["comment"] = comment
+    return data

@@ -1,0 +1,217 @@
+"""The cloud half of delivery, in moto: the table's stream -> the relay ->
+EventBridge -> SQS -> the webhook sender. Lambda's stream events are built
+from moto's get_records, as chalice.test has no DynamoDB stream events."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import app as app_module
+from chalicelib import delivery, relay
+from chalicelib.models import Event
+from chalicelib.storage import dynamodb, dynamodb_schema
+from tests.support.backends import aws_env
+from tests.support.stored import NOW, decide, workflow_with_steps
+
+T = 1_900_000_000.0
+TABLE = "relayed"
+
+
+class Cloud:
+    """A table with its stream, a bus with a rule to a queue, in moto."""
+
+    def __init__(self) -> None:
+        import boto3
+
+        self.ddb = boto3.client("dynamodb")
+        dynamodb_schema.ensure_table(self.ddb, TABLE)
+        self.storage = dynamodb.DynamoDBStorage(self.ddb, TABLE)
+        self.stream_arn = self.ddb.describe_table(TableName=TABLE)["Table"]["LatestStreamArn"]
+        self.streams = boto3.client("dynamodbstreams")
+        self.events = boto3.client("events")
+        self.bus = self.events.create_event_bus(Name="workflow-events")["EventBusArn"]
+        self.sqs = boto3.client("sqs")
+        self.queue = self.sqs.create_queue(QueueName="webhooks")["QueueUrl"]
+        queue_arn = self.sqs.get_queue_attributes(QueueUrl=self.queue, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
+        self.events.put_rule(
+            Name="webhooks",
+            EventBusName="workflow-events",
+            EventPattern=json.dumps({"source": [{"prefix": "/approval-workflows/"}]}),
+        )
+        self.events.put_targets(
+            Rule="webhooks", EventBusName="workflow-events", Targets=[{"Id": "q", "Arn": queue_arn}]
+        )
+
+    def lambda_event(self) -> dict[str, Any]:
+        """Every record of the stream so far, as Lambda hands them to a function."""
+        records = []
+        for shard in self.streams.describe_stream(StreamArn=self.stream_arn)["StreamDescription"][
+            "Shards"
+        ]:
+            iterator = self.streams.get_shard_iterator(
+                StreamArn=self.stream_arn,
+                ShardId=shard["ShardId"],
+                ShardIteratorType="TRIM_HORIZON",
+            )["ShardIterator"]
+            for record in self.streams.get_records(ShardIterator=iterator)["Records"]:
+                change = dict(record["dynamodb"])
+                change["ApproximateCreationDateTime"] = change[
+                    "ApproximateCreationDateTime"
+                ].timestamp()
+                records.append({**record, "dynamodb": change, "eventSourceARN": self.stream_arn})
+        return {"Records": records}
+
+    def messages(self) -> list[dict[str, Any]]:
+        """The queue's messages, as Lambda hands them to a function."""
+        found = []
+        while True:
+            answer = self.sqs.receive_message(QueueUrl=self.queue, MaxNumberOfMessages=10)
+            if not answer.get("Messages"):
+                return found
+            for message in answer["Messages"]:
+                found.append(
+                    {
+                        "messageId": message["MessageId"],
+                        "receiptHandle": message["ReceiptHandle"],
+                        "body": message["Body"],
+                    }
+                )
+
+
+@pytest.fixture
+def cloud() -> Iterator[Cloud]:
+    from moto import mock_aws
+
+    # botocore sends DynamoDB Streams calls to an account-id endpoint moto does not know.
+    with aws_env(AWS_ACCOUNT_ID_ENDPOINT_MODE="disabled"), mock_aws():
+        yield Cloud()
+
+
+def history(cloud: Cloud) -> tuple[int, int]:
+    workflow = workflow_with_steps(cloud.storage, "A", "B")
+    run = decide(cloud.storage, decide(cloud.storage, cloud.storage.create_run(workflow, "t", NOW)))
+    return workflow.id, run.id
+
+
+def test_the_relay_puts_every_event_item_on_the_bus_and_nothing_else(cloud: Cloud) -> None:
+    workflow_id, run_id = history(cloud)
+    event = cloud.lambda_event()
+    assert len(event["Records"]) > 7  # the run, actions and counters stream too
+
+    answer = relay.relay(event["Records"], cloud.events.put_events, "workflow-events")
+
+    assert answer == {"batchItemFailures": []}
+    bodies = [json.loads(message["body"]) for message in cloud.messages()]
+    stored = [e.listed() for e in cloud.storage.list_events(f"runs/{run_id}", None, 100).items] + [
+        e.listed() for e in cloud.storage.list_events(f"workflows/{workflow_id}", None, 100).items
+    ]
+    assert sorted(body["detail"]["id"] for body in bodies) == sorted(e["id"] for e in stored)
+    for body in bodies:
+        assert body["detail-type"] == body["detail"]["type"]
+        assert body["source"] == "/approval-workflows/dev"
+
+
+def test_the_handler_relays_to_the_configured_bus(
+    cloud: Cloud, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    history(cloud)
+    monkeypatch.setenv("WORKFLOW_EVENT_BUS", "workflow-events")
+    relay.put_events_client.cache_clear()
+    try:
+        answer = app_module.on_dynamodb_record(cloud.lambda_event(), None)
+    finally:
+        relay.put_events_client.cache_clear()
+    assert answer == {"batchItemFailures": []}
+    assert len(cloud.messages()) == 7
+
+
+def test_records_the_bus_refused_are_reported_for_retry(cloud: Cloud) -> None:
+    history(cloud)
+    records = cloud.lambda_event()["Records"]
+    refused: list[str] = []
+
+    def put_events(Entries: list[dict[str, Any]]) -> dict[str, Any]:
+        answer = cloud.events.put_events(Entries=Entries[1:])
+        refused.append(json.loads(Entries[0]["Detail"])["id"])
+        return {"Entries": [{"ErrorCode": "InternalFailure"}, *answer["Entries"]]}
+
+    answer = relay.relay(records, put_events, "workflow-events")
+
+    failed = {item["itemIdentifier"] for item in answer["batchItemFailures"]}
+    by_sequence = {
+        r["dynamodb"]["SequenceNumber"]: json.loads(r["dynamodb"]["NewImage"]["event"]["S"])["id"]
+        for r in records
+        if "event" in r["dynamodb"].get("NewImage", {})
+    }
+    assert sorted(by_sequence[sequence] for sequence in failed) == sorted(refused)
+    assert len(refused) == 1  # seven events: one batch of seven
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.sent: list[Event] = []
+        self.failing = False
+
+    def __call__(self, event: Event, now: float) -> bool:
+        self.sent.append(event)
+        return not self.failing
+
+
+def test_the_sender_delivers_each_subject_in_order_whatever_order_sqs_keeps(
+    cloud: Cloud,
+) -> None:
+    _, run_id = history(cloud)
+    relay.relay(cloud.lambda_event()["Records"], cloud.events.put_events, "workflow-events")
+    messages = cloud.messages()
+    sink = Sink()
+    hidden: list[tuple[str, int]] = []
+
+    # Newest first, and each message twice: SQS promises neither order nor once.
+    backwards = sorted(messages, key=lambda m: -json.loads(m["body"])["detail"]["sequence"])
+    answer = relay.deliver_messages(
+        backwards + messages,
+        cloud.storage,
+        sink,
+        lambda: T,
+        lambda receipt, seconds: hidden.append((receipt, seconds)),
+        lambda attempts: 10.0,
+    )
+
+    assert answer == {"batchItemFailures": []} and hidden == []
+    run_events = [e.sequence for e in sink.sent if e.subject == f"runs/{run_id}"]
+    assert run_events == [1, 2, 3, 4, 5, 6]
+    assert len(sink.sent) == 7
+
+
+def test_a_failing_webhook_hides_the_message_until_its_retry(cloud: Cloud) -> None:
+    history(cloud)
+    relay.relay(cloud.lambda_event()["Records"], cloud.events.put_events, "workflow-events")
+    messages = cloud.messages()
+    sink = Sink()
+    sink.failing = True
+    hidden: list[tuple[str, int]] = []
+
+    answer = relay.deliver_messages(
+        messages,
+        cloud.storage,
+        sink,
+        lambda: T,
+        lambda receipt, seconds: hidden.append((receipt, seconds)),
+        lambda attempts: 30.0,
+    )
+
+    assert {item["itemIdentifier"] for item in answer["batchItemFailures"]} == {
+        message["messageId"] for message in messages
+    }
+    assert {seconds for _, seconds in hidden} == {30}
+    # Each subject was tried once: its first event; the rest wait behind it.
+    assert sorted(e.sequence for e in sink.sent) == [1, 1]
+    pending = cloud.storage.first_pending(sink.sent[0].subject)
+    assert pending is not None and pending.attempts == 1
+    assert pending.next_attempt_at == delivery.iso(T + 30)

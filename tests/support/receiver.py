@@ -1,0 +1,101 @@
+"""A webhook receiver on 127.0.0.1 for the delivery tests: it records every
+request, checks its Standard Webhooks signature, and answers what the test says."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import http.server
+import json
+import threading
+from typing import Any, NamedTuple
+
+SECRET = "whsec_" + base64.b64encode(b"a test key of thirty-two bytes!!").decode()
+
+
+class Received(NamedTuple):
+    headers: dict[str, str]
+    body: bytes
+    status: int
+
+    @property
+    def event(self) -> dict[str, Any]:
+        parsed: dict[str, Any] = json.loads(self.body)
+        return parsed
+
+
+def verify(secret: str, headers: dict[str, str], body: bytes) -> bool:
+    """The Standard Webhooks check, written from the specification."""
+    key = base64.b64decode(secret.removeprefix("whsec_"))
+    signed = f"{headers['webhook-id']}.{headers['webhook-timestamp']}.".encode() + body
+    expected = base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
+    return any(
+        hmac.compare_digest(part.partition(",")[2], expected)
+        for part in headers["webhook-signature"].split()
+        if part.startswith("v1,")
+    )
+
+
+class Receiver:
+    """Answers `status` (500 while `failing`), records what it got."""
+
+    def __init__(self, secret: str = SECRET) -> None:
+        self.secret = secret
+        self.received: list[Received] = []
+        self.failing = False
+        self.lock = threading.Lock()
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                headers = {name.lower(): value for name, value in self.headers.items()}
+                with receiver.lock:
+                    status = 500 if receiver.failing else 204
+                    receiver.received.append(Received(headers, body, status))
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                """Quiet."""
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> Receiver:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def deduped(self) -> list[dict[str, Any]]:
+        """The events received, each id once (the first time), in arrival order;
+        every one signed."""
+        seen: dict[str, dict[str, Any]] = {}
+        with self.lock:
+            received = list(self.received)
+        for got in received:
+            assert got.headers["content-type"] == "application/cloudevents+json"
+            assert verify(self.secret, got.headers, got.body), got.headers
+            assert got.headers["webhook-id"] == got.event["id"]
+            seen.setdefault(got.event["id"], got.event)
+        return list(seen.values())
+
+    def assert_in_order(self) -> None:
+        """No event of a subject arrived before every earlier one was accepted
+        (answered 2xx), and none was accepted twice... unless sent again after
+        a crash, which only the same id may be."""
+        accepted: dict[str, int] = {}
+        with self.lock:
+            received = list(self.received)
+        for got in received:
+            event = got.event
+            done = accepted.get(event["subject"], 0)
+            assert event["sequence"] <= done + 1, (event["subject"], event["sequence"], done)
+            if got.status < 300:
+                accepted[event["subject"]] = max(done, event["sequence"])

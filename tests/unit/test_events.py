@@ -1,0 +1,145 @@
+"""The events of each transition (chalicelib/events.py): pure, no storage."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from chalicelib import events
+from chalicelib.models import (
+    APPROVE,
+    COMPLETED,
+    IN_PROGRESS,
+    REJECT,
+    REJECTED,
+    Decision,
+    Run,
+    Step,
+    Workflow,
+)
+
+T0 = "2030-01-02T03:04:05.000Z"
+T1 = "2030-01-02T03:04:06.000Z"
+FIRST = Step(11, 3, "Manager", 1)
+SECOND = Step(12, 3, "Finance", 2)
+RUN = Run(7, 3, "PO-1", IN_PROGRESS, FIRST, T0, T0, (), "rita", "a" * 64)
+
+
+def _types(drafts: list[events.Draft]) -> list[str]:
+    return [draft.type for draft in drafts]
+
+
+def test_starting_a_run_is_run_started_then_the_first_step_activated() -> None:
+    started, activated = events.run_started(RUN)
+    assert (started.type, activated.type) == (events.RUN_STARTED, events.STEP_ACTIVATED)
+    assert started.subject == activated.subject == "runs/7"
+    assert started.time == activated.time == T0
+    assert started.data == {
+        "run_id": 7,
+        "workflow_id": 3,
+        "title": "PO-1",
+        "requested_by": "rita",
+        "status": IN_PROGRESS,
+        "step": FIRST.to_dict(),
+        "actor": "rita",
+        "head_hash": "a" * 64,
+    }
+    assert activated.data["step"] == FIRST.to_dict() and activated.data["actor"] is None
+
+
+def test_an_approval_that_moves_on_activates_the_next_step() -> None:
+    decision = Decision(APPROVE, "maria", "fine", IN_PROGRESS, SECOND, T1)
+    after = RUN._replace(current_step=SECOND, head_hash="b" * 64)
+    approved, activated = events.decided(RUN, decision, after)
+    assert (approved.type, activated.type) == (events.STEP_APPROVED, events.STEP_ACTIVATED)
+    assert approved.data["step"] == FIRST.to_dict()
+    assert (approved.data["actor"], approved.data["comment"]) == ("maria", "fine")
+    assert approved.data["head_hash"] == "b" * 64
+    assert activated.data["step"] == SECOND.to_dict()
+    assert "comment" not in activated.data
+
+
+def test_the_last_approval_completes_the_run() -> None:
+    decision = Decision(APPROVE, "maria", "", COMPLETED, None, T1)
+    after = RUN._replace(status=COMPLETED, current_step=None)
+    drafts = events.decided(RUN, decision, after)
+    assert _types(drafts) == [events.STEP_APPROVED, events.RUN_COMPLETED]
+    assert drafts[1].data["status"] == COMPLETED and drafts[1].data["step"] is None
+    assert "comment" not in drafts[0].data  # none was given
+
+
+def test_an_approval_below_the_quorum_is_one_event() -> None:
+    decision = Decision(APPROVE, "maria", "", IN_PROGRESS, FIRST, T1)
+    assert _types(events.decided(RUN, decision, RUN)) == [events.STEP_APPROVED]
+
+
+def test_a_rejection_rejects_the_step_then_the_run() -> None:
+    decision = Decision(REJECT, "bob", "too dear", REJECTED, None, T1)
+    after = RUN._replace(status=REJECTED, current_step=None)
+    drafts = events.decided(RUN, decision, after)
+    assert _types(drafts) == [events.STEP_REJECTED, events.RUN_REJECTED]
+    assert [draft.data["actor"] for draft in drafts] == ["bob", "bob"]
+
+
+def test_a_rejection_by_the_deadline_is_the_steps_expiry() -> None:
+    decision = Decision(REJECT, events.DEADLINE_ACTOR, "", REJECTED, None, T1)
+    after = RUN._replace(status=REJECTED, current_step=None)
+    drafts = events.decided(RUN, decision, after)
+    assert _types(drafts) == [events.STEP_EXPIRED, events.RUN_REJECTED]
+    assert drafts[1].data["actor"] == "system:deadline"
+
+
+def test_cancelling_is_run_cancelled() -> None:
+    after = RUN._replace(status="cancelled", current_step=None)
+    drafts = events.cancelled(RUN, after, "rita", "not needed", T1)
+    assert _types(drafts) == [events.RUN_CANCELLED]
+    assert (drafts[0].data["status"], drafts[0].data["comment"]) == ("cancelled", "not needed")
+
+
+def test_a_workflow_is_created_with_its_steps_and_a_step_is_added() -> None:
+    workflow = Workflow(3, "Purchase", "", T0, (FIRST,))
+    (created,) = events.workflow_created(workflow)
+    assert (created.type, created.subject) == (events.WORKFLOW_CREATED, "workflows/3")
+    assert created.data["workflow"] == workflow.to_dict()
+    assert created.data["run_id"] is None and created.data["step"] is None
+    (added,) = events.step_added(SECOND, T1)
+    assert (added.type, added.time, added.data["step"]) == (
+        events.STEP_ADDED,
+        T1,
+        SECOND.to_dict(),
+    )
+
+
+def test_a_recorded_event_is_a_cloudevent_with_its_sequence(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("WORKFLOW_STAGE", "prod")
+    draft = events.run_started(RUN)[0]
+    event = events.recorded(draft, 4, new_id=lambda: "evt-1")
+    assert (event.id, event.subject, event.sequence, event.type) == (
+        "evt-1",
+        "runs/7",
+        4,
+        events.RUN_STARTED,
+    )
+    assert json.loads(event.body) == {
+        "specversion": "1.0",
+        "id": "evt-1",
+        "source": "/approval-workflows/prod",
+        "type": events.RUN_STARTED,
+        "subject": "runs/7",
+        "time": T0,
+        "datacontenttype": "application/json",
+        "sequence": 4,
+        "data": draft.data,
+    }
+    assert event.listed() == json.loads(event.body)
+
+
+def test_ids_are_unique_and_the_stage_defaults_to_dev(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("WORKFLOW_STAGE", raising=False)
+    draft = events.run_started(RUN)[0]
+    recorded = [events.recorded(draft, 1) for _ in range(50)]
+    assert len({event.id for event in recorded}) == 50
+    assert json.loads(recorded[0].body)["source"] == "/approval-workflows/dev"
