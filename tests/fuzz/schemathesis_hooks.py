@@ -78,8 +78,10 @@ def _meetable(step: Any) -> None:
     if not isinstance(step, dict):
         return
     approvers, required = step.get("approvers"), step.get("required_approvals")
-    if not isinstance(approvers, list) or not approvers or not isinstance(required, int):
+    if not isinstance(approvers, list) or not approvers:
         return
+    if isinstance(required, bool) or not isinstance(required, (int, float)):
+        return  # an integral number such as 3.0 counts as the integer it is
     users = all(isinstance(a, str) and a.startswith("user:") for a in approvers)
     if users and required > len(approvers):
         step["required_approvals"] = len(approvers)
