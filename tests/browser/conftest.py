@@ -19,12 +19,17 @@ from tests.support.serving import served
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
 
+WAIT_MS = 20_000
+
 
 @pytest.fixture(scope="session")
 def chromium() -> Iterator[Browser]:
     """Debian's chromium-headless-shell (scripts/browser.py), once per test process."""
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    # Generous waits, never asserted on: a decision answers in milliseconds, but
+    # on a loaded 2-core machine in-process moto's transactions can take seconds.
+    expect.set_options(timeout=WAIT_MS)
     with sync_playwright() as playwright:
         try:
             launched = browser.launch(playwright)
