@@ -23,7 +23,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import unicodedata
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, Optional
 
@@ -205,6 +204,8 @@ def _groups(value: Any) -> frozenset[str]:
     if not isinstance(value, list):
         return frozenset()
     # NFC, as the groups that steps name are stored: one name typed two ways is one group.
+    import unicodedata  # only where a token is verified: not on the import path of app.py
+
     return frozenset(
         unicodedata.normalize("NFC", group.strip())
         for group in value

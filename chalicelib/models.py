@@ -230,7 +230,7 @@ class Run(NamedTuple):
     @classmethod
     def started(
         cls, run_id: int, workflow: Workflow, title: str, now: str, requested_by: Optional[str]
-    ) -> Run:
+    ) -> "Run":
         """A new run of `workflow`, at its first step since `now`, under its policy."""
         return cls(
             run_id,

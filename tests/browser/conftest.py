@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 import pytest
 from chalice.test import Client
 
-from chalicelib import access_log
 from chalicelib.storage import Backend
 from scripts import browser
+from tests.support.access import silenced
 from tests.support.browser import PageUnderTest
 from tests.support.serving import served
 
@@ -48,8 +48,7 @@ def width() -> int:
 @pytest.fixture
 def base_url(storage: Backend, client: Client, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The app as `make run` serves it, on the test's storage (which `api` sees too)."""
-    monkeypatch.setattr(access_log.LOGGER, "disabled", True)
-    with served(storage) as port:
+    with silenced(), served(storage) as port:
         yield f"http://127.0.0.1:{port}"
 
 

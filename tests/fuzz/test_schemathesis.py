@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from chalicelib import access_log
 from chalicelib.storage import Backend
+from tests.support.access import silenced
 from tests.support.serving import served
 
 FUZZ_SECONDS = int(os.environ.get("FUZZ_SECONDS", "55"))  # per backend
@@ -47,8 +47,7 @@ def served_app(
     race_storage_factory: Callable[[], Backend], serve: None, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[str]:
     """The base URL of the app on the local server `make run` uses, on fresh storage."""
-    monkeypatch.setattr(access_log.LOGGER, "disabled", True)
-    with served(race_storage_factory()) as port:
+    with silenced(), served(race_storage_factory()) as port:
         yield f"http://127.0.0.1:{port}"
 
 

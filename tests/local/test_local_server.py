@@ -55,15 +55,15 @@ def test_an_unknown_path_answers_404_in_the_error_shape_with_a_request_id(
 
 
 def test_the_approvers_page_is_served_as_text_with_its_access_line(
-    port: int, caplog: pytest.LogCaptureFixture
+    port: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    caplog.clear()
+    capsys.readouterr()
     for path, content_type in (("/", "text/html"), ("/ui/app.js", "text/javascript")):
         answer = request(port, "GET", path)
         assert answer.status == 200
         assert answer.headers["Content-Type"] == f"{content_type}; charset=utf-8"
         assert answer.headers["Content-Security-Policy"].startswith("default-src 'none'")
-    routes = [(line["route"], line["status"]) for line in _access_lines(caplog)]
+    routes = [(line["route"], line["status"]) for line in access_lines(capsys.readouterr().out)]
     assert routes == [("/", 200), ("/ui/app.js", 200)]
 
 

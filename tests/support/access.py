@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
+
+from chalicelib import access_log
 
 
 def access_lines(out: str) -> list[dict[str, Any]]:
@@ -15,3 +20,14 @@ def access_lines(out: str) -> list[dict[str, Any]]:
             if "request_id" in line:
                 lines.append(line)
     return lines
+
+
+@contextmanager
+def silenced() -> Iterator[None]:
+    """No access lines while the block runs (a fuzzer's thousands of requests)."""
+    with open(os.devnull, "w") as devnull:
+        access_log.set_stream(devnull)
+        try:
+            yield
+        finally:
+            access_log.set_stream(None)
