@@ -18,4 +18,4 @@ def served(storage: Backend) -> Iterator[int]:
     """The port of the app serving from `storage`, for as long as the block runs."""
     app_module.use_storage(storage)
     with local_server.serving(app_module.app, Config.create()) as base_url:
-        yield int(base_url.rpartition(":")[2])
+        yield int(base_url.rsplit(":", 1)[1])
