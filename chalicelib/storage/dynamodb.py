@@ -370,17 +370,7 @@ class DynamoDBStorage:
         return Slice(tuple(_workflow(item) for item in items), more)
 
     def next_step(self, workflow_id: int, after_order: int) -> Optional[Step]:
-        items = self._call(
-            "query",
-            TableName=self.table,
-            ConsistentRead=True,
-            KeyConditionExpression="PK = :pk AND SK > :sk",
-            ExpressionAttributeValues={
-                ":pk": _s(_wf_key(workflow_id)),
-                ":sk": _s(_step_sk(after_order)),
-            },
-            Limit=1,
-        )["Items"]
+        items, _ = self._query_after(_wf_key(workflow_id), _step_sk(after_order), 1)
         return _step(items[0], workflow_id) if items else None
 
     # -- runs ------------------------------------------------------------
@@ -590,24 +580,13 @@ class DynamoDBStorage:
     ) -> tuple[list[tuple[str, int, int]], bool]:
         """Up to `limit` + 1 (sort key, run id, step id) of `principal`'s inbox
         after `after`, in order, and whether more follow them."""
-        condition = "PK = :pk"
-        values: Item = {":pk": _s(INBOX_PREFIX + principal)}
-        if after is not None:
-            condition += " AND SK > :after"
-            values[":after"] = _s(_inbox_sk(*after))
-        page = self._call(
-            "query",
-            TableName=self.table,
-            ConsistentRead=True,
-            KeyConditionExpression=condition,
-            ExpressionAttributeValues=values,
-            Limit=limit + 1,
+        items, more = self._query_after(
+            INBOX_PREFIX + principal, _inbox_sk(*after) if after else None, limit + 1
         )
         found = [
-            (item["SK"]["S"], int(item["run_id"]["N"]), int(item["step_id"]["N"]))
-            for item in page["Items"]
+            (item["SK"]["S"], int(item["run_id"]["N"]), int(item["step_id"]["N"])) for item in items
         ]
-        return found, "LastEvaluatedKey" in page and bool(found)
+        return found, more and bool(found)
 
     def _runs_by_id(self, run_ids: set[int]) -> dict[int, Run]:
         """The runs (without actions) with these ids, read consistently; one
@@ -724,18 +703,7 @@ class DynamoDBStorage:
         ]
 
     def list_events(self, subject: str, after_sequence: Optional[int], limit: int) -> Slice[Event]:
-        page = self._call(
-            "query",
-            TableName=self.table,
-            ConsistentRead=True,
-            KeyConditionExpression="PK = :pk AND SK > :after",
-            ExpressionAttributeValues={
-                ":pk": _s(_event_pk(subject)),
-                ":after": _s(_event_sk(after_sequence or 0)),
-            },
-            Limit=limit + 1,
-        )
-        items: list[Item] = page["Items"]
+        items, _ = self._query_after(_event_pk(subject), _event_sk(after_sequence or 0), limit + 1)
         return Slice(tuple(_event(item) for item in items[:limit]), len(items) > limit)
 
     # -- delivery (chalicelib/delivery.py) -------------------------------------
@@ -1117,6 +1085,25 @@ class DynamoDBStorage:
             params["KeyConditionExpression"] += " AND begins_with(SK, :prefix)"
             params["ExpressionAttributeValues"][":prefix"] = _s(sk_prefix)
         return self._query_all(params)
+
+    def _query_after(self, pk: str, after_sk: Optional[str], limit: int) -> tuple[list[Item], bool]:
+        """One consistent Query: up to `limit` items of partition `pk` whose sort
+        key follows `after_sk` (None: from the first), and whether it stopped
+        before the partition's end."""
+        condition = "PK = :pk"
+        values: Item = {":pk": _s(pk)}
+        if after_sk is not None:
+            condition += " AND SK > :after"
+            values[":after"] = _s(after_sk)
+        page = self._call(
+            "query",
+            TableName=self.table,
+            ConsistentRead=True,
+            KeyConditionExpression=condition,
+            ExpressionAttributeValues=values,
+            Limit=limit,
+        )
+        return page["Items"], "LastEvaluatedKey" in page
 
     def _query_all(self, params: dict[str, Any]) -> Iterator[Item]:
         """Every item the Query `params` finds, one page after the other, as read."""
