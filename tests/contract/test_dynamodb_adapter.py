@@ -418,3 +418,29 @@ def test_a_table_from_the_one_counter_days_hands_out_ids_above_it(
     run = storage.create_run(workflow, "t", "2030-01-01T00:00:00.000Z")
 
     assert min(workflow.id, workflow.steps[0].id, run.id) > 2000
+
+
+def test_a_decision_whose_transaction_is_sent_twice_is_recorded_once(
+    ddb: dynamodb.DynamoDBStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A retry of a transaction that was applied (botocore after a read timeout)
+    is refused by its own writes on endpoints that ignore ClientRequestToken:
+    the decision stands as recorded, and is not decided again on the next step."""
+    from chalicelib import engine
+
+    workflow = engine.create_workflow(ddb, "Twice", steps=["A", "B", "C"])
+    run = engine.start_run(ddb, workflow.id, "t")
+    send = ddb.client.transact_write_items
+
+    def sent_twice(**params: Any) -> Any:
+        send(**params)
+        return send(**params)  # refused: its conditions see the first one's writes
+
+    monkeypatch.setattr(ddb.client, "transact_write_items", sent_twice)
+    decided = engine.approve(ddb, run.id, "ann")
+    monkeypatch.undo()
+
+    stored = ddb.get_run(run.id)
+    assert stored == decided
+    assert [(a.step_name, a.actor) for a in stored.actions] == [("A", "ann")]
+    assert stored.current_step == workflow.steps[1]
