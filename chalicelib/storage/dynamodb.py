@@ -499,21 +499,21 @@ class DynamoDBStorage:
             ]
             room = MAX_TRANSACTION_ITEMS - len(items)
             items, stale = items + deletes[:room], deletes[room:]
-        if self._transact(items) and not self._recorded(run.id, seq, chained):
+        if self._transact(items) and not self._recorded(action, seq):
             raise errors.StaleRun()
         for delete in stale:
             self._call("delete_item", **delete["Delete"])
         return decided._replace(event_seq=run.event_seq + len(told))
 
-    def _recorded(self, run_id: int, seq: int, chained: str) -> bool:
-        """Whether the action at `seq` of the run is the one whose hash is
-        `chained`: a transaction refused because it had already been applied
-        (botocore retried it after a timeout, and the retry's conditions saw
-        its own writes) was recorded, and must not be decided again. DynamoDB
-        answers such a retry from its ClientRequestToken; not every endpoint
-        does (moto)."""
-        item = self._read_item(_s(_run_key(run_id)), _s(_action_sk(seq)))
-        return item is not None and item.get("hash", {}).get("S") == chained
+    def _recorded(self, action: Action, seq: int) -> bool:
+        """Whether the action at `seq` of its run is `action` itself (its id, unique
+        to this attempt): a transaction refused because it had already been
+        applied (botocore retried it after a timeout, and the retry's conditions
+        saw its own writes) was recorded, and must not be decided again. DynamoDB
+        answers such a retry from its ClientRequestToken; not every endpoint does
+        (moto). An equal decision of another attempt has another id: stale."""
+        item = self._read_item(_s(_run_key(action.run_id)), _s(_action_sk(seq)))
+        return item is not None and int(item["id"]["N"]) == action.id
 
     def _inbox_puts(
         self, run_id: int, step: Step, since: str, principals: Optional[Sequence[str]] = None
