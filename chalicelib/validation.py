@@ -194,7 +194,7 @@ def _step_rule(body: Any, where: str = "") -> StepRule:
         optional=("approvers", "required_approvals", *STEP_DEADLINE_FIELDS),
     )
     name = _text(fields, "name", MAX_NAME)
-    approvers = _approvers(fields.get("approvers"))
+    approvers = _principals(fields.get("approvers"), "approvers", MAX_APPROVERS)
     required = fields.get("required_approvals")
     if required is None:
         required = 1
@@ -249,11 +249,6 @@ def step_deadline(fields: Mapping[str, Any]) -> Optional[Deadline]:
             f"'escalate_to' must list 1 to {MAX_ESCALATE_TO} principals for on_deadline 'escalate'"
         )
     return Deadline(seconds, action, escalated)
-
-
-def _approvers(value: Any) -> tuple[str, ...]:
-    """A step's approvers: distinct "user:<id>" and "group:<name>" principals."""
-    return _principals(value, "approvers", MAX_APPROVERS)
 
 
 def _principals(value: Any, name: str, most: int) -> tuple[str, ...]:
