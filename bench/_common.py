@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import atexit
 import json
-import logging
 import os
 import shutil
 import statistics
@@ -180,11 +179,8 @@ def quiet_access_log(service: Any) -> None:
     The lines are still formatted and written, as they would be to Lambda's
     stdout, but not into the benchmark's own output.
     """
-    log = getattr(getattr(service, "access_log", None), "LOGGER", None)
-    for handler in getattr(log, "handlers", []):
-        if isinstance(handler, logging.StreamHandler):
-            # Open for as long as the handler writes to it: the process's life.
-            handler.setStream(open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
+    # Open for as long as the lines are written to it: the process's life.
+    service.access_log.set_stream(open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
 
 
 AWS_TEST_ENV = {

@@ -31,7 +31,6 @@ import json
 import os
 import sys
 import time
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -84,7 +83,7 @@ class RequestHandler(chalice.local.ChaliceRequestHandler):
         started = time.perf_counter()
         # Read the body even so: the connection may carry further requests.
         self._parse_payload()
-        request_id = uuid.uuid4().hex
+        request_id = access_log.new_request_id()
         line = {
             "request_id": request_id,
             "method": self.command,
@@ -93,7 +92,7 @@ class RequestHandler(chalice.local.ChaliceRequestHandler):
             "duration_ms": round((time.perf_counter() - started) * 1000, 2),
         }
         # Written before the answer, as the app's middleware does.
-        access_log.LOGGER.info(json.dumps(line))
+        access_log.write(line)
         headers = {"Content-Type": "application/json", "X-Request-Id": request_id}
         body = (
             None

@@ -4,11 +4,9 @@ the route accepted."""
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import pytest
 
+from tests.support.access import access_lines
 from tests.support.api import JSON_HEADERS, Api
 from tests.support.shapes import assert_error
 
@@ -22,14 +20,6 @@ ROUTES_WITH_IDS = [
 ]
 
 
-def access_lines(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
-    return [
-        json.loads(record.getMessage())
-        for record in caplog.records
-        if record.name == "approval-workflows.access"
-    ]
-
-
 @pytest.mark.parametrize("method, route", ROUTES_WITH_IDS)
 @pytest.mark.parametrize(
     "raw_id",
@@ -37,17 +27,17 @@ def access_lines(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
     ids=["4301-digits", "superscript-two", "arabic-one", "fullwidth-one"],
 )
 def test_a_path_id_that_is_no_id_answers_404_and_is_not_logged_as_one(
-    api: Api, caplog: pytest.LogCaptureFixture, method: str, route: str, raw_id: str
+    api: Api, capsys: pytest.CaptureFixture[str], method: str, route: str, raw_id: str
 ) -> None:
     api.started_run()  # workflow 1 and run 1 exist
-    caplog.clear()
+    capsys.readouterr()
 
     response = api.request(method, route.format(id=raw_id), {"name": "x", "actor": "a"})
 
     assert_error(response, 404)
     assert response.headers["X-Request-Id"]
     assert len(response.json_body["error"]) < 200, "the id is echoed back in full"
-    [line] = access_lines(caplog)
+    [line] = access_lines(capsys.readouterr().out)
     assert line["status"] == 404
     assert "run_id" not in line and "workflow_id" not in line, line
 

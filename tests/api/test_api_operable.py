@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.access import access_lines
 from tests.support.api import Api
 
 
@@ -33,19 +34,16 @@ def test_every_response_carries_a_distinct_request_id(api: Api) -> None:
 
 
 def test_each_request_writes_one_json_log_line_without_bodies(
-    api: Api, caplog: pytest.LogCaptureFixture
+    api: Api, capsys: pytest.CaptureFixture[str]
 ) -> None:
     workflow, run = api.started_run(steps=["Manager"])
-    caplog.clear()
+    capsys.readouterr()
     response = api.post(
         f"/runs/{run['id']}/approve", {"actor": "alice", "comment": "secret-comment"}
     )
-    lines = [
-        json.loads(record.getMessage())
-        for record in caplog.records
-        if record.name == "approval-workflows.access"
-    ]
-    assert len(lines) == 1
+    out = capsys.readouterr().out
+    lines = access_lines(out)
+    assert len(lines) == 1 and out.count("\n") == 1
     line: dict[str, Any] = lines[0]
     assert line["request_id"] == response.headers["X-Request-Id"]
     assert (line["method"], line["route"], line["status"]) == (

@@ -6,21 +6,18 @@ the app does."""
 from __future__ import annotations
 
 import http.client
-import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from chalice.config import Config
 
 import app as app_module
 from scripts import local_server
+from tests.support.access import access_lines
 from tests.support.backends import sqlite_backend
 from tests.support.http import TIMEOUT, request, send
-
-ACCESS_LOGGER = "approval-workflows.access"
 
 
 @pytest.fixture
@@ -42,12 +39,6 @@ def port(tmp_path: Path, serve: None) -> Iterator[int]:
             app_module.app.__class__ = app_class
 
 
-def _access_lines(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
-    return [
-        json.loads(record.getMessage()) for record in caplog.records if record.name == ACCESS_LOGGER
-    ]
-
-
 @pytest.mark.parametrize(
     "method, path",
     [
@@ -61,16 +52,16 @@ def _access_lines(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
     ],
 )
 def test_an_unknown_path_answers_404_in_the_error_shape_with_a_request_id(
-    port: int, caplog: pytest.LogCaptureFixture, method: str, path: str
+    port: int, capsys: pytest.CaptureFixture[str], method: str, path: str
 ) -> None:
-    caplog.clear()
+    capsys.readouterr()
     answer = request(port, method, path, body={"name": "x"} if method == "POST" else None)
     assert answer.status == 404
     assert answer.headers["Content-Type"] == "application/json"
     assert answer.json() == {"error": local_server.NO_ROUTE}
     request_id = answer.headers["X-Request-Id"]
     assert request_id
-    lines = _access_lines(caplog)
+    lines = access_lines(capsys.readouterr().out)
     assert len(lines) == 1
     assert lines[0]["request_id"] == request_id
     assert (lines[0]["method"], lines[0]["route"], lines[0]["status"]) == (method, None, 404)
@@ -95,10 +86,9 @@ def test_a_connection_carries_on_after_an_unknown_path(port: int) -> None:
 
 
 def test_each_request_writes_one_access_line_and_http_server_none(
-    port: int, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+    port: int, capfd: pytest.CaptureFixture[str]
 ) -> None:
     capfd.readouterr()
-    caplog.clear()
     answers = [
         request(port, "POST", "/workflows", {"name": "Logged", "steps": ["a"]}),
         request(port, "GET", "/workflows/1"),
@@ -107,11 +97,11 @@ def test_each_request_writes_one_access_line_and_http_server_none(
         request(port, "GET", "/workflows/999"),
     ]
     assert [answer.status for answer in answers] == [201, 200, 404, 405, 404]
-    lines = _access_lines(caplog)
+    written = capfd.readouterr()
+    lines = access_lines(written.out)
     assert [line["request_id"] for line in lines] == [
         answer.headers["X-Request-Id"] for answer in answers
     ]
-    written = capfd.readouterr()
     # http.server's own line: 127.0.0.1 - - [01/Dec/2026 10:00:00] "GET /nope HTTP/1.1" 404 -
     assert "HTTP/1.1" not in written.err + written.out
 
