@@ -43,9 +43,12 @@ ENTRY_FIELDS = (
 AUDIT_FIELDS = ("run_id", "genesis", "head_hash", "valid", "first_invalid_seq", "entries")
 
 
+_canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+
+
 def canonical(value: Any) -> str:
     """The one JSON text of `value` that every verifier hashes."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _canonical(value)
 
 
 def sha256_hex(text: str) -> str:
