@@ -23,8 +23,7 @@ partition key, SQLite would need a persistence layer of our own anyway, and the
 Lambda would have to bundle it, where it bundles nothing today.
 """
 
-from __future__ import annotations
-
+# Annotations evaluated, not postponed: see chalicelib/models.py.
 import json
 import logging
 import math

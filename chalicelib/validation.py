@@ -6,10 +6,8 @@ InvalidInput (NotFound for a path id that can name nothing). No storage here:
 a request refused here has changed nothing.
 """
 
-from __future__ import annotations
-
+# Annotations evaluated, not postponed: see chalicelib/models.py.
 import json
-import unicodedata
 from collections.abc import Mapping
 from typing import Any, NamedTuple, Optional
 
@@ -326,6 +324,8 @@ def _text(fields: Mapping[str, Any], name: str, limit: int, required: bool = Tru
         raise errors.InvalidInput(
             f"{name!r} must not contain control characters (tab and newline are allowed)"
         )
+    import unicodedata  # only names beyond printable ASCII get here
+
     value = unicodedata.normalize("NFC", value.strip())
     if is_blank(value):
         raise errors.InvalidInput(f"{name!r} must not be blank")
@@ -338,6 +338,8 @@ def is_blank(value: str) -> bool:
 
 
 def has_control_characters(value: str) -> bool:
+    import unicodedata
+
     return any(
         unicodedata.category(char) == "Cc" and char not in ALLOWED_CONTROLS for char in value
     )

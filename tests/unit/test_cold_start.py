@@ -14,6 +14,7 @@ KEPT_OUT = (
     "boto3",
     "botocore",
     "uuid",
+    "unicodedata",
     "hashlib",
     "pathlib",
     "dataclasses",
