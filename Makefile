@@ -1,7 +1,8 @@
 # The two commands: `make run` serves the API locally, `make test` runs the suite.
 # `make test-fast` is the inner loop; `make lint` is ruff and mypy.
 # DynamoDB: `make dynamodb-table`, `make run-dynamodb`, `make package`, `make scan` (docs/deploy.md),
-# `make audit-chain` once on a table with history from before the audit chain (README).
+# `make audit-chain` once on a table with history from before the audit chain (README);
+# `make list-indexes` on a table from before the sharded run lists (docs/deploy.md).
 # `make bench` runs the benchmarks (bench/) and writes their figures into BENCHMARKS.md.
 PYTHON ?= python3
 VENV := .venv
@@ -25,7 +26,7 @@ PYTEST_WORKERS ?= auto
 XDIST := -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 .PHONY: run test test-fast lint format bench profile venv clean clean-data token \
-	dynamodb-table run-dynamodb package scan audit-chain
+	dynamodb-table run-dynamodb package scan audit-chain list-indexes
 
 # Serving needs only Chalice and boto3; the test and benchmark tools come on top.
 $(VENV)/.created:
@@ -84,6 +85,12 @@ dynamodb-table: $(VENV)/.serve
 # once (README, "The audit trail"); safe to repeat, and beside live traffic.
 audit-chain: $(VENV)/.serve
 	WORKFLOW_TABLE=$(WORKFLOW_TABLE) $(BIN)/python scripts/backfill_audit_chain.py
+
+# Moves WORKFLOW_TABLE onto the sharded run lists (docs/deploy.md); safe to repeat.
+# LIST_INDEX_FLAGS=--drop-legacy deletes the old run indexes once nothing reads them.
+LIST_INDEX_FLAGS ?=
+list-indexes: $(VENV)/.serve
+	WORKFLOW_TABLE=$(WORKFLOW_TABLE) $(BIN)/python scripts/migrate_list_indexes.py $(LIST_INDEX_FLAGS)
 
 # The API on a throwaway moto DynamoDB (port MOTO_PORT); no AWS account needed.
 # Both ports are checked before moto starts.

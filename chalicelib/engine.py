@@ -122,11 +122,12 @@ def _decide(
     """Record the decision on the step the run is at when it is written.
 
     A decision that loses the conditional write to another one re-reads the run
-    and, unless the caller named the step it saw (expected_step_id), decides
-    the step the run is at now, rechecking everything: losing an optimistic
-    write is the service's business, not the caller's. Every lost write means
-    another decision won, so DECISION_ATTEMPTS bounds a run's waiting deciders
-    by its remaining steps; past it the answer is 503, and nothing is written.
+    and, unless the caller named the step it saw (expected_step_id) and the run
+    has left it, decides the step the run is at now, rechecking everything:
+    losing an optimistic write is the service's business, not the caller's.
+    Every lost write means another decision (or an append to the workflow) won,
+    so DECISION_ATTEMPTS bounds a run's waiting deciders by its remaining steps;
+    past it the answer is 503, and nothing is written.
     """
     for _ in range(DECISION_ATTEMPTS):
         run = storage.get_run(run_id)
@@ -140,9 +141,10 @@ def _decide(
             )
         except errors.StaleRun:
             if expected_step_id is not None:
-                # The caller decided on what it saw; say where the run is now.
+                # The caller decided on what it saw; say where the run is now,
+                # unless it is still there (what changed was not the run's step:
+                # a step appended after it, say), and decide again.
                 decision.step_to_decide(storage.get_run(run_id), current.id)
-                raise
     raise errors.Unavailable("Too many decisions on this run at once; retry shortly")
 
 
@@ -183,7 +185,9 @@ def _page(found: Slice[Any], list_name: str, filters: Filter) -> Page:
     """The page of `found`, with a cursor that continues after its last item."""
     from chalicelib import cursors
 
-    more = found.more and found.items
-    return Page(
-        found.items, cursors.issue(list_name, filters, found.items[-1].id) if more else None
-    )
+    position: Optional[int] = found.position
+    if position is None and found.items:
+        position = found.items[-1].id
+    if not found.more or position is None:
+        return Page(found.items, None)
+    return Page(found.items, cursors.issue(list_name, filters, position))

@@ -202,10 +202,13 @@ Listed = TypeVar("Listed", Workflow, Run)
 
 
 class Slice(NamedTuple, Generic[Listed]):
-    """What the storage read for one page: its items, and whether any follow."""
+    """What the storage read for one page: its items, and whether any follow
+    (after `position`, where that is not the last item's id: a storage may read
+    entries it does not show)."""
 
     items: tuple[Listed, ...]
     more: bool
+    position: Optional[int] = None
 
 
 class Page(NamedTuple):

@@ -106,10 +106,17 @@ RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731,
 
 # The DynamoDB calls the adapter makes at run time, as IAM actions. There is no
 # IAM action for TransactWriteItems: DynamoDB authorises each Put/Update inside
-# a transaction as PutItem/UpdateItem (and a ConditionCheck as
-# dynamodb:ConditionCheckItem, which the adapter does not use). DeleteItem
-# releases an Idempotency-Key after a failed request.
-TABLE_ACTIONS = ("dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
+# a transaction as PutItem/UpdateItem, and a ConditionCheck (the one a decision
+# that completes a run makes) as ConditionCheckItem. DeleteItem releases an
+# Idempotency-Key after a failed request; BatchGetItem reads a run list's page.
+TABLE_ACTIONS = (
+    "dynamodb:Query",
+    "dynamodb:BatchGetItem",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:ConditionCheckItem",
+    "dynamodb:DeleteItem",
+)
 # On an index only reads are possible, and the adapter's only read is Query.
 INDEX_ACTIONS = ("dynamodb:Query",)
 

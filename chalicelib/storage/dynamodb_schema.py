@@ -14,41 +14,66 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import TimeToLiveSpecificationTypeDef
 
 # The list indexes: name -> partition key attribute. Every one sorts by `id`.
+# `all` lists workflows (whole items: a page is one Query); the run lists hold
+# keys only, each sharded over WORKFLOW_LIST_SHARDS partitions (see
+# dynamodb_lists.py: a page is one Query per shard and one BatchGetItem).
 ALL_INDEX = "all"
-BY_WORKFLOW_INDEX = "by_workflow"
-BY_STATUS_INDEX = "by_status"
-BY_WORKFLOW_STATUS_INDEX = "by_workflow_status"
+RUNS_INDEX = "runs"
+RUNS_BY_WORKFLOW_INDEX = "runs_by_workflow"
+RUNS_BY_STATUS_INDEX = "runs_by_status"
+RUNS_BY_WORKFLOW_STATUS_INDEX = "runs_by_workflow_status"
 INDEX_KEYS = {
     ALL_INDEX: "all_pk",
-    BY_WORKFLOW_INDEX: "workflow_pk",
-    BY_STATUS_INDEX: "status_pk",
-    BY_WORKFLOW_STATUS_INDEX: "workflow_status_pk",
+    RUNS_INDEX: "runs_pk",
+    RUNS_BY_WORKFLOW_INDEX: "workflow_runs_pk",
+    RUNS_BY_STATUS_INDEX: "status_runs_pk",
+    RUNS_BY_WORKFLOW_STATUS_INDEX: "workflow_status_runs_pk",
 }
+# What each index copies of an item: workflows whole; runs their keys only, so
+# that a decision that leaves a run's list keys as they were writes no index.
+PROJECTIONS: dict[str, Any] = {
+    index: {"ProjectionType": "ALL" if index == ALL_INDEX else "KEYS_ONLY"} for index in INDEX_KEYS
+}
+# The run lists of tables made before the sharded ones (whole items, one
+# partition per list), and the attributes that put runs into them (runs also
+# carried all_pk = RUNS). scripts/migrate_list_indexes.py moves a table off them.
+LEGACY_INDEX_KEYS = {
+    "by_workflow": "workflow_pk",
+    "by_status": "status_pk",
+    "by_workflow_status": "workflow_status_pk",
+}
+
+
+def index_definition(index: str) -> dict[str, Any]:
+    """An index of INDEX_KEYS as CreateTable, UpdateTable and CloudFormation spell it."""
+    return {
+        "IndexName": index,
+        "KeySchema": [
+            {"AttributeName": INDEX_KEYS[index], "KeyType": "HASH"},
+            {"AttributeName": "id", "KeyType": "RANGE"},
+        ],
+        "Projection": PROJECTIONS[index],
+    }
+
+
+def attribute_definitions(indexes: Any = INDEX_KEYS) -> list[dict[str, str]]:
+    """The key attributes of the table and of `indexes` (names of INDEX_KEYS)."""
+    return [
+        {"AttributeName": "PK", "AttributeType": "S"},
+        {"AttributeName": "SK", "AttributeType": "S"},
+        {"AttributeName": "id", "AttributeType": "N"},
+        *({"AttributeName": INDEX_KEYS[index], "AttributeType": "S"} for index in indexes),
+    ]
+
 
 TABLE_KEYS: dict[str, Any] = {
     "KeySchema": [
         {"AttributeName": "PK", "KeyType": "HASH"},
         {"AttributeName": "SK", "KeyType": "RANGE"},
     ],
-    "AttributeDefinitions": [
-        {"AttributeName": "PK", "AttributeType": "S"},
-        {"AttributeName": "SK", "AttributeType": "S"},
-        {"AttributeName": "id", "AttributeType": "N"},
-        *({"AttributeName": key, "AttributeType": "S"} for key in INDEX_KEYS.values()),
-    ],
+    "AttributeDefinitions": attribute_definitions(),
     "BillingMode": "PAY_PER_REQUEST",
-    "GlobalSecondaryIndexes": [
-        {
-            "IndexName": index,
-            "KeySchema": [
-                {"AttributeName": key, "KeyType": "HASH"},
-                {"AttributeName": "id", "KeyType": "RANGE"},
-            ],
-            # A page is read whole from the index: no follow-up read per item.
-            "Projection": {"ProjectionType": "ALL"},
-        }
-        for index, key in INDEX_KEYS.items()
-    ],
+    "GlobalSecondaryIndexes": [index_definition(index) for index in INDEX_KEYS],
 }
 # The attribute DynamoDB's Time to Live reads (epoch seconds). Like TABLE_KEYS,
 # ensure_table and scripts/package.py both take it from here.
@@ -57,7 +82,8 @@ TTL_ATTRIBUTE = "expires_at"
 
 def ensure_table(client: DynamoDBClient, table: str) -> bool:
     """Create the table, wait until it is active and turn its Time to Live on;
-    False if it already existed (its TTL is turned on all the same)."""
+    False if it already existed (its TTL is turned on all the same, and the
+    indexes of INDEX_KEYS it lacks are added: see ensure_indexes)."""
     try:
         client.create_table(TableName=table, **TABLE_KEYS)
         created = True
@@ -66,8 +92,71 @@ def ensure_table(client: DynamoDBClient, table: str) -> bool:
     client.get_waiter("table_exists").wait(
         TableName=table, WaiterConfig={"Delay": 1, "MaxAttempts": 60}
     )
+    if not created:
+        ensure_indexes(client, table)
     ensure_time_to_live(client, table)
     return created
+
+
+def ensure_indexes(client: DynamoDBClient, table: str) -> list[str]:
+    """Add the indexes of INDEX_KEYS that `table` lacks, one at a time (DynamoDB
+    builds one new index per UpdateTable), each waited for until it is active
+    and holds the items that were there before it; the names added."""
+    added = []
+    for index in INDEX_KEYS:
+        if index in _index_status(client, table):
+            continue
+        creation: Any = {
+            "TableName": table,
+            "AttributeDefinitions": attribute_definitions([index]),
+            "GlobalSecondaryIndexUpdates": [{"Create": index_definition(index)}],
+        }
+        client.update_table(**creation)
+        _wait_for_indexes(client, table)
+        added.append(index)
+    return added
+
+
+def drop_legacy_indexes(client: DynamoDBClient, table: str) -> list[str]:
+    """Delete the run lists of LEGACY_INDEX_KEYS that `table` still has, one at a
+    time; the names deleted. Only once no running code reads them."""
+    dropped = []
+    for index in LEGACY_INDEX_KEYS:
+        if index not in _index_status(client, table):
+            continue
+        client.update_table(
+            TableName=table, GlobalSecondaryIndexUpdates=[{"Delete": {"IndexName": index}}]
+        )
+        _wait_for_indexes(client, table)
+        dropped.append(index)
+    return dropped
+
+
+def _index_status(client: DynamoDBClient, table: str) -> dict[str, str]:
+    described = client.describe_table(TableName=table)["Table"]
+    return {
+        index["IndexName"]: index.get("IndexStatus", "ACTIVE")
+        for index in described.get("GlobalSecondaryIndexes", [])
+    }
+
+
+def _wait_for_indexes(client: DynamoDBClient, table: str, seconds: float = 3600) -> None:
+    """Until the table and every index of it are active (an index is built from
+    the table's items before it turns active; on a big table that takes a while)."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while True:
+        described = client.describe_table(TableName=table)["Table"]
+        busy = described.get("TableStatus") != "ACTIVE" or any(
+            index.get("IndexStatus", "ACTIVE") != "ACTIVE" or index.get("Backfilling")
+            for index in described.get("GlobalSecondaryIndexes", [])
+        )
+        if not busy:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the indexes of DynamoDB table {table!r} are still being built")
+        time.sleep(1)
 
 
 def time_to_live_specification() -> TimeToLiveSpecificationTypeDef:

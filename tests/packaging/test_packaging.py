@@ -38,13 +38,16 @@ FUNCTION_LOG_GROUP = "FunctionLogGroup"
 ACCESS_LOG_GROUP = "ApiAccessLogGroup"
 ERROR_TEMPLATE = {"application/json": '{"error": $context.error.messageString}'}
 
-# What the adapter calls (Query, PutItem, UpdateItem, DeleteItem, TransactWriteItems)
-# as IAM actions: a transaction's Put and Update are authorised as PutItem and
-# UpdateItem, and there is no IAM action named TransactWriteItems.
+# What the adapter calls (Query, BatchGetItem, PutItem, UpdateItem, DeleteItem,
+# TransactWriteItems) as IAM actions: a transaction's Put, Update and
+# ConditionCheck are authorised as PutItem, UpdateItem and ConditionCheckItem,
+# and there is no IAM action named TransactWriteItems.
 ADAPTER_ACTIONS = {
     "dynamodb:Query",
+    "dynamodb:BatchGetItem",
     "dynamodb:PutItem",
     "dynamodb:UpdateItem",
+    "dynamodb:ConditionCheckItem",
     "dynamodb:DeleteItem",
 }
 TABLE_ARN = {"Fn::GetAtt": [TABLE, "Arn"]}
