@@ -5,6 +5,8 @@
   GET run history     a 1,000-action history versus 10 actions (goal: the same
                       number of SQL statements; time grows with the response
                       size only, so its ratio stays at or below the size ratio)
+  approve history     an approve on a run with 1,000 actions versus 10 (goal:
+                      at most 1.5x; the answer holds the whole history)
 
 Both databases are built with bulk SQL in the service's schema (the spec's,
 plus its indexes): a 3-step workflow whose runs are a third completed (three
@@ -31,6 +33,8 @@ OPS_PER_ROUND = scaled(100, 8)
 ROUNDS = scaled(31, 3)
 HISTORY_SMALL, HISTORY_BIG = 10, 1000
 SCALE_GOAL = 1.2
+# An approve on a run with 1,000 actions against one with 10 (issue 15).
+HISTORY_GOAL = 1.5
 JSON = {"Content-Type": "application/json"}
 NOW = "2026-01-01T00:00:00.000Z"
 
@@ -131,6 +135,31 @@ class Target:
         self.undo.execute("COMMIT")
         return elapsed
 
+    def approve_history(self, run_id: int) -> float:
+        """Approve a long-history run, then put it back as it was (untimed)."""
+        self.use()
+        before = self.undo.execute(
+            "SELECT current_step_id, updated_at, head_hash FROM workflow_runs WHERE id = ?",
+            (run_id,),
+        ).fetchone()
+        start = time.perf_counter()
+        response = self.http.post(
+            f"/runs/{run_id}/approve", headers=JSON, body='{"actor": "bench"}'
+        )
+        elapsed = time.perf_counter() - start
+        assert response.status_code == 200, response.body
+        self.undo.execute("BEGIN IMMEDIATE")
+        self.undo.execute(
+            "DELETE FROM workflow_actions WHERE run_id = ? AND actor = 'bench'", (run_id,)
+        )
+        self.undo.execute(
+            "UPDATE workflow_runs SET status = 'in_progress', current_step_id = ?, "
+            "updated_at = ?, head_hash = ? WHERE id = ?",
+            (*before, run_id),
+        )
+        self.undo.execute("COMMIT")
+        return elapsed
+
     def get_once(self, run_id: int | None = None) -> float:
         run_id = run_id or self.random.randint(1, self.built["runs"])
         self.use()
@@ -199,6 +228,12 @@ def main() -> None:
             "history_big": mean_of(
                 lambda: small.get_once(history[HISTORY_BIG]), OPS_PER_ROUND // 4
             ),
+            "decide_small": mean_of(
+                lambda: small.approve_history(history[HISTORY_SMALL]), OPS_PER_ROUND // 4
+            ),
+            "decide_big": mean_of(
+                lambda: small.approve_history(history[HISTORY_BIG]), OPS_PER_ROUND // 4
+            ),
         },
         ROUNDS,
         progress="scale",
@@ -208,6 +243,7 @@ def main() -> None:
     approve_sql = traced(big, big.approve_once)
     get_sql = traced(big, big.get_once)
     history_sql = {n: traced(small, lambda n=n: small.get_once(history[n])) for n in history}
+    decide_sql = {n: traced(small, lambda n=n: small.approve_history(history[n])) for n in history}
     scans = full_scans(paths[BIG], approve_sql + get_sql)
     sizes = {n: len(small.http.get(f"/runs/{history[n]}").body) for n in history}
 
@@ -262,6 +298,26 @@ def main() -> None:
             goal="same for both",
             met=same,
             note=f"{len(history_sql[HISTORY_SMALL])} and {len(history_sql[HISTORY_BIG])}",
+        )
+    )
+    for n in (HISTORY_SMALL, HISTORY_BIG):
+        report.add(
+            Figure(
+                f"approve, {n:,} actions",
+                rounds.median(f"decide_{'small' if n == HISTORY_SMALL else 'big'}"),
+                "s",
+            )
+        )
+    decide_ratio = rounds.ratio("decide_big", "decide_small")
+    report.add(
+        Figure(
+            f"approve: {HISTORY_BIG:,} / {HISTORY_SMALL} actions",
+            decide_ratio,
+            "x",
+            goal=f"<= {HISTORY_GOAL}",
+            met=decide_ratio <= HISTORY_GOAL,
+            note=f"SQL statements {len(decide_sql[HISTORY_SMALL])} and "
+            f"{len(decide_sql[HISTORY_BIG])}; the answer holds the whole history",
         )
     )
     report.add(

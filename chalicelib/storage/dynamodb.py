@@ -6,7 +6,7 @@ Key schema (PK, SK are strings):
     workflow     WF#<id>            #WORKFLOW             name, description, created_at,
                                                           steps (a copy of its step items)
     step         WF#<workflow id>   STEP#<order, 10 digits>  id, name, step_order
-    step count   WF#<id>#STEPS#<n>  #STEPS                step_count (n = 0..7, 8 copies)
+    step count   WF#<id>#STEPS#<n>  #STEPS                step_count (n = 0..15, 16 copies)
     name guard   WFNAME#<name>      #WFNAME               workflow_id (makes names unique)
     run          RUN#<id>           #RUN                  status, current step, seq,
                                                           head_hash, list keys
@@ -29,8 +29,8 @@ memory, right forever because steps are only appended. Only "no step after
 this one" can go stale, so a decision that completes a run also checks, in
 its transaction, that a step count copy still says so (a ConditionCheck); if
 a step was appended since, nothing is written, the steps are read again and
-the decision goes to the new step. The copies are eight so that a busy
-workflow's completions spread over eight partitions; workflows from before
+the decision goes to the new step. The copies are 16 so that a busy
+workflow's completions spread over 16 partitions; workflows from before
 them get each copy at their next append, or when a completion finds it
 missing (`_steps_grew`).
 
@@ -57,16 +57,17 @@ before the sharded lists move to them with scripts/migrate_list_indexes.py.
 
 The trade-offs, chosen knowingly:
 
-- List reads for write headroom. With 8 shards no list partition takes more
-  than 1/8 of its list's writes, so run writes can go to 8,000 per second per
-  list before any partition reaches DynamoDB's 1,000 (bench/partition_load.py
-  replays 10,000 decisions per second); more shards lift it further. A page
-  costs one Query per shard (keys only, half a read unit each) and a read unit
-  per run shown, where one Query of whole items did.
+- List reads for write headroom. With 16 shards no list partition takes more
+  than 1/16 of its list's writes, so a list takes 16,000 writes per second
+  before any partition of it reaches DynamoDB's 1,000: 10,000 decisions per
+  second of runs of two or more steps (bench/partition_load.py replays it);
+  more shards lift it further. A page costs one Query per shard (sent at once,
+  keys only, half a read unit each) and a read unit per run shown, where one
+  Query of whole items did.
 - Write cost. Starting a run writes four index entries of its keys; a
   decision in the middle of a run none; one that ends it four (two moves).
   Appending a step rewrites the whole workflow item, in the table and in `all`,
-  and the eight copies of its step count.
+  and the 16 copies of its step count.
 - Item size. A workflow item, its steps included, must stay under 400 KB:
   about 1,700 steps with 200-character ASCII names (460 with 4-byte
   characters, thousands with short names). Past that, appending answers 409;
@@ -86,8 +87,8 @@ import os
 import random
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Optional, cast
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Optional, TypeVar, cast
 
 import chalicelib.storage.dynamodb_lists as dynamodb_lists
 from chalicelib import audit, errors, idempotency
@@ -106,11 +107,14 @@ from chalicelib.storage.dynamodb_schema import ALL_INDEX, INDEX_KEYS, TTL_ATTRIB
 from chalicelib.storage.failures import unavailable
 
 if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError
     from mypy_boto3_dynamodb import DynamoDBClient
 
 Item = dict[str, dict[str, Any]]
+Read = TypeVar("Read")
 
 WORKFLOW_SK = "#WORKFLOW"
 NAME_SK = "#WFNAME"
@@ -125,15 +129,17 @@ LEGACY_COUNTER_KEY = {"PK": {"S": "COUNTER"}, "SK": {"S": "#ID"}}
 # The partition of the `all` index that lists workflows.
 WORKFLOWS_PK = "WORKFLOWS"
 # Each workflow's step count, kept in this many items of their own
-# (STEP_COUNT_PREFIX: WF#<id>#STEPS#<n>), which every append updates: a decision
+# (WF#<id>#STEPS#<n>), which every append updates: a decision
 # that completes a run checks the one its run id picks (see record_decision).
-STEP_COUNT_COPIES = 8
+STEP_COUNT_COPIES = 16
 STEP_COUNT_SK = "#STEPS"
 # Workflows whose steps a storage keeps in memory (steps are only appended, so
 # what it knows stays true); past this many it forgets the oldest.
 KNOWN_WORKFLOWS = 1024
 # A page's BatchGetItem, retried while DynamoDB leaves keys unprocessed.
 BATCH_GET_ATTEMPTS = 6
+# Threads that Query the shards of a list page at once.
+MAX_PARALLEL_QUERIES = 16
 IDEMPOTENCY_SK = "#IDEM"
 PART_PREFIX = "#IDEM#PART#"
 # Kept response bodies longer than this are stored zlib-compressed (binary): a
@@ -250,6 +256,9 @@ class DynamoDBStorage:
         self._legacy_top: Optional[int] = None
         # Shards of each run list (dynamodb_lists.py).
         self.shards = shards if shards is not None else dynamodb_lists.configured_shards()
+        # The threads that Query a list's shards at once (made at the first page).
+        self._pool: Optional[ThreadPoolExecutor] = None
+        self._pool_lock = threading.Lock()
         # workflow id -> its steps, as last read: only ever appended to, so
         # every step known is right, and a step after the last known one is
         # checked for by the write that completes a run.
@@ -540,9 +549,13 @@ class DynamoDBStorage:
         limit: int,
     ) -> Slice[Run]:
         index, shard_pks = dynamodb_lists.partitions(workflow_id, status, self.shards)
-        entries, more = dynamodb_lists.newest_first(
-            functools.partial(self._query_shard, index), shard_pks, before_id, limit
+        read = self._in_parallel(
+            functools.partial(
+                self._query_shard, index, before=before_id, limit=dynamodb_lists.shard_limit(limit)
+            ),
+            shard_pks,
         )
+        entries, more = dynamodb_lists.newest_first(read, limit)
         runs = [_run(item, ()) for item in self._get_items(entries)]
         # An entry whose run has changed status since is left out: its run shows
         # in the list of its status now, as DynamoDB moves the entry there.
@@ -550,6 +563,22 @@ class DynamoDBStorage:
         last = int(entries[-1]["id"]["N"]) if entries else None
         # The next page starts below the last entry read, shown or not.
         return Slice(shown, more, None if shown and shown[-1].id == last else last)
+
+    def _in_parallel(self, call: Callable[[str], Read], args: Sequence[str]) -> list[Read]:
+        """call(arg) for each of `args`, at once on a pool of threads (a page's
+        Queries, one per shard: their latencies overlap instead of adding up)."""
+        if len(args) < 2:
+            return [call(arg) for arg in args]
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with self._pool_lock:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(
+                        max_workers=min(len(args), MAX_PARALLEL_QUERIES),
+                        thread_name_prefix="list-shards",
+                    )
+        return list(self._pool.map(call, args))
 
     def _query_shard(
         self, index: str, pk: str, before: Optional[int], limit: int

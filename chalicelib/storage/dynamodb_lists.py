@@ -20,7 +20,7 @@ shows, read consistently: rows are as GET /runs/{id} shows them at that
 moment, and a run whose status no longer matches the list's (its entry has not
 moved yet) is left out.
 
-`shards` comes from WORKFLOW_LIST_SHARDS (default 8), the same for every
+`shards` comes from WORKFLOW_LIST_SHARDS (default 16), the same for every
 container of a service. It may be raised at any time: a run keeps the shard it
 was written to, and a list reads every shard below the setting. Lowering it
 would hide the runs in the shards above it.
@@ -32,7 +32,7 @@ merge what they return.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple, Optional
 
 from chalicelib.storage.dynamodb_schema import (
@@ -46,13 +46,13 @@ from chalicelib.storage.failures import unavailable
 Item = dict[str, dict[str, Any]]
 
 SHARDS_VARIABLE = "WORKFLOW_LIST_SHARDS"
-DEFAULT_SHARDS = 8
+DEFAULT_SHARDS = 16
 # BatchGetItem reads at most 100 keys; pages hold at most 100 runs.
 MAX_SHARDS = 100
 
 
 def configured_shards() -> int:
-    """WORKFLOW_LIST_SHARDS (default 8); Unavailable, logged, if it is no count."""
+    """WORKFLOW_LIST_SHARDS (default 16); Unavailable, logged, if it is no count."""
     raw = os.environ.get(SHARDS_VARIABLE, "").strip()
     if not raw:
         return DEFAULT_SHARDS
@@ -111,22 +111,20 @@ class ShardPage(NamedTuple):
     more: bool
 
 
-# Reads up to `limit` entries of one partition below id `before` (None: from
-# the newest): the adapter's Query.
-ShardQuery = Callable[[str, Optional[int], int], ShardPage]
+def shard_limit(limit: int) -> int:
+    """The entries to ask each shard for, for a page of `limit`: one shard may
+    hold the whole page, and one more entry tells whether any follow."""
+    return limit + 1
 
 
-def newest_first(
-    query: ShardQuery, shard_pks: Sequence[str], before: Optional[int], limit: int
-) -> tuple[list[Item], bool]:
-    """Up to `limit` entries below id `before` across the shards, newest first,
-    and whether any follow: one Query per shard.
+def newest_first(read: Sequence[ShardPage], limit: int) -> tuple[list[Item], bool]:
+    """The page of up to `limit` entries merged from the shards' Queries (each
+    asked for shard_limit(limit) entries below the same id), newest first, and
+    whether any follow.
 
-    Each shard is asked for limit + 1 entries, so one Query per shard is always
-    enough for a whole page. Should a shard stop short (DynamoDB's 1 MB per
-    Query), its last entry bounds the page: entries below it may still be
-    unread in that shard, so the page ends there and the next continues."""
-    read = [query(pk, before, limit + 1) for pk in shard_pks]
+    Should a shard stop short (DynamoDB's 1 MB per Query), its last entry bounds
+    the page: entries below it may still be unread in that shard, so the page
+    ends there and the next continues below its last entry."""
     entries = [entry for page in read for entry in page.entries]
     unread_below = [_id(page.entries[-1]) for page in read if page.more and page.entries]
     if unread_below:

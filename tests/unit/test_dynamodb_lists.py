@@ -38,9 +38,9 @@ def _walk(
     pages: list[list[int]] = []
     before = None
     while True:
-        entries, more = dynamodb_lists.newest_first(
-            _query(stored, cut_at), list(stored), before, limit
-        )
+        query = _query(stored, cut_at)
+        read = [query(pk, before, dynamodb_lists.shard_limit(limit)) for pk in stored]
+        entries, more = dynamodb_lists.newest_first(read, limit)
         pages.append([int(entry["id"]["N"]) for entry in entries])
         if not more:
             return pages
