@@ -99,8 +99,10 @@ run-dynamodb: $(VENV)/.dev
 		BIN=$(BIN) CHALICE_LOCAL_FLAGS="$(CHALICE_LOCAL_FLAGS)" bash scripts/run_dynamodb.sh
 
 # dist/sam.json and dist/deployment.zip for CloudFormation, table included; offline.
+# INDEX_STEP=1..7: a stack from before the sharded run lists, one step of its move (docs/deploy.md).
+INDEX_STEP ?=
 package: $(VENV)/.serve
-	$(BIN)/python scripts/package.py --stage prod --out dist
+	$(BIN)/python scripts/package.py --stage prod --out dist $(if $(INDEX_STEP),--index-step $(INDEX_STEP))
 
 $(SCAN_VENV)/.created: requirements-scan.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed"'

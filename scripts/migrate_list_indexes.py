@@ -16,17 +16,16 @@ order, each step safe to repeat and safe beside live traffic:
 3. with --drop-legacy, deletes the legacy indexes, one at a time: only once no
    running version of the service reads them.
 
-Run 1 and 2 before deploying the version that reads the sharded lists (the
-one before keeps working: it ignores the new keys), run 2 again right after
-(runs started or ended in between get their keys), and 3 when the deploy is
-done. Until the second run, a run the older version wrote in between may be
-missing from a sharded list. `make dynamodb-table` does step 1 alone. A second
-run of the script finds nothing to do.
+On a table CloudFormation manages, the stack adds and deletes the indexes
+(`make package INDEX_STEP=1..7`) and this script runs with --keys-only, for
+step 2 alone, between the deploys that add indexes and those that delete the
+legacy ones (docs/deploy.md). `make dynamodb-table` does step 1 alone. A
+second run of the script finds nothing to do.
 
-The credentials need dynamodb:DescribeTable, UpdateTable, Scan and UpdateItem
-on the table, which the function's role does not have. Exit 0 when done; 1 when
-DynamoDB refused a step (said in one line); 2 when WORKFLOW_TABLE or
-WORKFLOW_LIST_SHARDS is not usable.
+The credentials need dynamodb:DescribeTable, UpdateTable, Scan, GetItem and
+UpdateItem on the table, which the function's role does not have. Exit 0 when
+done; 1 when DynamoDB refused a step (said in one line); 2 when WORKFLOW_TABLE
+or WORKFLOW_LIST_SHARDS is not usable.
 """
 
 from __future__ import annotations
@@ -161,6 +160,11 @@ def _move_run(storage: dynamodb.DynamoDBStorage, item: Item) -> bool:
 def main(argv: Optional[Sequence[str]] = None, client: Optional[DynamoDBClient] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
+        "--keys-only",
+        action="store_true",
+        help="give runs and workflows their keys, add no index (a table CloudFormation manages)",
+    )
+    parser.add_argument(
         "--drop-legacy",
         action="store_true",
         help="also delete the legacy run indexes (once no running version reads them)",
@@ -175,7 +179,7 @@ def main(argv: Optional[Sequence[str]] = None, client: Optional[DynamoDBClient] 
         print(exc.message, file=sys.stderr)
         return 2
     try:
-        done = migrate(storage, drop_legacy=args.drop_legacy)
+        done = migrate(storage, drop_legacy=args.drop_legacy, add_indexes=not args.keys_only)
     except (ClientError, BotoCoreError, errors.Unavailable, TimeoutError) as exc:
         print(f"Table {table!r} was not fully migrated: {exc}", file=sys.stderr)
         return 1

@@ -29,7 +29,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT_DIR))
@@ -487,8 +487,10 @@ def check_packaged(template: dict[str, Any]) -> None:
         )
 
 
-def package(out_dir: Path, stage: str) -> Path:
-    """Run `chalice package` with the generated merge template; the SAM template's path."""
+def package(out_dir: Path, stage: str, index_step: Optional[int] = None) -> Path:
+    """Run `chalice package` with the generated merge template; the SAM template's path.
+    With `index_step`, the table's indexes are those of that step of the move
+    to the sharded run lists (docs/deploy.md)."""
     import botocore.session
 
     env = dict(os.environ)
@@ -498,7 +500,12 @@ def package(out_dir: Path, stage: str) -> Path:
         env["AWS_DEFAULT_REGION"] = env.get("AWS_REGION") or PLACEHOLDER_REGION
     with tempfile.TemporaryDirectory() as tmp:
         merge_file = Path(tmp) / "merge-template.json"
-        merge_file.write_text(json.dumps(merge_template(dynamodb_schema.TABLE_KEYS), indent=2))
+        table_keys = (
+            dynamodb_schema.TABLE_KEYS
+            if index_step is None
+            else dynamodb_schema.migration_table_keys(index_step)
+        )
+        merge_file.write_text(json.dumps(merge_template(table_keys), indent=2))
         subprocess.run(
             [
                 sys.executable,
@@ -540,9 +547,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stage", default="prod")
     parser.add_argument("--out", type=Path, default=PROJECT_DIR / "dist")
+    parser.add_argument(
+        "--index-step",
+        type=int,
+        choices=range(1, dynamodb_schema.MIGRATION_STEPS + 1),
+        help="a stack from before the sharded run lists: the table's indexes of this "
+        "step of the move (docs/deploy.md)",
+    )
     args = parser.parse_args(argv)
     try:
-        sam = package(args.out.resolve(), args.stage)
+        sam = package(args.out.resolve(), args.stage, args.index_step)
     except subprocess.CalledProcessError as exc:
         return exc.returncode  # chalice has said why
     except RuntimeError as exc:

@@ -66,15 +66,60 @@ def attribute_definitions(indexes: Any = INDEX_KEYS) -> list[dict[str, str]]:
     ]
 
 
+def _table_keys(indexes: list[dict[str, Any]]) -> dict[str, Any]:
+    keys = {index["KeySchema"][0]["AttributeName"] for index in indexes}
+    return {
+        "KeySchema": [
+            {"AttributeName": "PK", "KeyType": "HASH"},
+            {"AttributeName": "SK", "KeyType": "RANGE"},
+        ],
+        "AttributeDefinitions": [
+            {"AttributeName": "PK", "AttributeType": "S"},
+            {"AttributeName": "SK", "AttributeType": "S"},
+            {"AttributeName": "id", "AttributeType": "N"},
+            *({"AttributeName": key, "AttributeType": "S"} for key in sorted(keys)),
+        ],
+        "BillingMode": "PAY_PER_REQUEST",
+        "GlobalSecondaryIndexes": indexes,
+    }
+
+
 TABLE_KEYS: dict[str, Any] = {
-    "KeySchema": [
-        {"AttributeName": "PK", "KeyType": "HASH"},
-        {"AttributeName": "SK", "KeyType": "RANGE"},
-    ],
+    **_table_keys([index_definition(index) for index in INDEX_KEYS]),
     "AttributeDefinitions": attribute_definitions(),
-    "BillingMode": "PAY_PER_REQUEST",
-    "GlobalSecondaryIndexes": [index_definition(index) for index in INDEX_KEYS],
 }
+
+# The table's indexes on the way from the legacy run lists to these, one index
+# added or deleted per step (DynamoDB and CloudFormation take one per update):
+# step 0 is the legacy table, step MIGRATION_STEPS is TABLE_KEYS.
+_NEW_RUN_INDEXES = [index for index in INDEX_KEYS if index != ALL_INDEX]
+MIGRATION_STEPS = len(_NEW_RUN_INDEXES) + len(LEGACY_INDEX_KEYS)
+
+
+def migration_table_keys(step: int) -> dict[str, Any]:
+    """The table definition after `step` of MIGRATION_STEPS index changes."""
+    if not 0 <= step <= MIGRATION_STEPS:
+        raise ValueError(f"the index steps are 0 to {MIGRATION_STEPS}, not {step}")
+    if step == MIGRATION_STEPS:
+        return TABLE_KEYS
+    added = _NEW_RUN_INDEXES[:step]
+    kept = list(LEGACY_INDEX_KEYS)[max(0, step - len(_NEW_RUN_INDEXES)) :]
+    legacy = [
+        {
+            "IndexName": index,
+            "KeySchema": [
+                {"AttributeName": LEGACY_INDEX_KEYS[index], "KeyType": "HASH"},
+                {"AttributeName": "id", "KeyType": "RANGE"},
+            ],
+            "Projection": {"ProjectionType": "ALL"},
+        }
+        for index in kept
+    ]
+    return _table_keys(
+        [index_definition(ALL_INDEX), *legacy, *(index_definition(index) for index in added)]
+    )
+
+
 # The attribute DynamoDB's Time to Live reads (epoch seconds). Like TABLE_KEYS,
 # ensure_table and scripts/package.py both take it from here.
 TTL_ATTRIBUTE = "expires_at"

@@ -102,7 +102,7 @@ def copy_of_the_project(project: Path) -> Path:
     return project
 
 
-def run_package(project: Path) -> subprocess.CompletedProcess[str]:
+def run_package(project: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [
             sys.executable,
@@ -111,6 +111,7 @@ def run_package(project: Path) -> subprocess.CompletedProcess[str]:
             "prod",
             "--out",
             str(project / "dist"),
+            *extra,
         ],
         cwd=project,
         env=offline_env(project),
@@ -637,3 +638,16 @@ def test_make_package_refuses_a_prod_stage_that_trusts_its_callers(tmp_path: Pat
 
     assert refused.returncode == 1
     assert "WORKFLOW_AUTH" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_an_index_step_packages_the_table_with_that_step_s_indexes(tmp_path: Path) -> None:
+    from chalicelib.storage import dynamodb_schema
+
+    project = copy_of_the_project(tmp_path)
+    packaged = run_package(project, "--index-step", "2")
+    assert packaged.returncode == 0, packaged.stderr
+    table = json.loads((project / "dist" / "sam.json").read_text())["Resources"][TABLE]
+    step = dynamodb_schema.migration_table_keys(2)
+    assert table["Properties"]["GlobalSecondaryIndexes"] == step["GlobalSecondaryIndexes"]
+    assert table["Properties"]["AttributeDefinitions"] == step["AttributeDefinitions"]
+    assert run_package(project, "--index-step", "8").returncode != 0
