@@ -117,31 +117,20 @@ class Target:
 
     def approve_once(self) -> float:
         run_id = self.random.choice(self.built["at_first_step"])
-        self.use()
-        start = time.perf_counter()
-        response = self.http.post(
-            f"/runs/{run_id}/approve", headers=JSON, body='{"actor": "bench"}'
-        )
-        elapsed = time.perf_counter() - start
-        assert response.status_code == 200, response.body
-        self.undo.execute("BEGIN IMMEDIATE")
-        self.undo.execute(
-            "DELETE FROM workflow_actions WHERE run_id = ? AND actor = 'bench'", (run_id,)
-        )
-        self.undo.execute(
-            "UPDATE workflow_runs SET status = 'in_progress', current_step_id = 1 WHERE id = ?",
-            (run_id,),
-        )
-        self.undo.execute("COMMIT")
-        return elapsed
+        return self._approve_undone(run_id, (1, None, None))
 
     def approve_history(self, run_id: int) -> float:
-        """Approve a long-history run, then put it back as it was (untimed)."""
-        self.use()
+        """Approve a long-history run (as it was built, again each time)."""
         before = self.undo.execute(
             "SELECT current_step_id, updated_at, head_hash FROM workflow_runs WHERE id = ?",
             (run_id,),
         ).fetchone()
+        return self._approve_undone(run_id, before)
+
+    def _approve_undone(self, run_id: int, before: tuple[Any, ...]) -> float:
+        """The time of one approval of `run_id`, which is then undone (untimed):
+        the run back at step, update time and head `before` (None: as they are)."""
+        self.use()
         start = time.perf_counter()
         response = self.http.post(
             f"/runs/{run_id}/approve", headers=JSON, body='{"actor": "bench"}'
@@ -154,7 +143,8 @@ class Target:
         )
         self.undo.execute(
             "UPDATE workflow_runs SET status = 'in_progress', current_step_id = ?, "
-            "updated_at = ?, head_hash = ? WHERE id = ?",
+            "updated_at = coalesce(?, updated_at), head_hash = coalesce(?, head_hash) "
+            "WHERE id = ?",
             (*before, run_id),
         )
         self.undo.execute("COMMIT")

@@ -584,23 +584,7 @@ class DynamoDBStorage:
         self, index: str, pk: str, before: Optional[int], limit: int
     ) -> dynamodb_lists.ShardPage:
         """Up to `limit` entries of one shard of a run list, newest first."""
-        condition = "#pk = :pk"
-        names = {"#pk": INDEX_KEYS[index]}
-        values: Item = {":pk": _s(pk)}
-        if before is not None:
-            condition += " AND #id < :before"
-            names["#id"] = "id"
-            values[":before"] = _n(before)
-        page = self._call(
-            "query",
-            TableName=self.table,
-            IndexName=index,
-            KeyConditionExpression=condition,
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues=values,
-            ScanIndexForward=False,
-            Limit=limit,
-        )
+        page = self._query_index(index, pk, before, limit, newest_first=True)
         return dynamodb_lists.ShardPage(page["Items"], "LastEvaluatedKey" in page)
 
     def _get_items(self, entries: Sequence[Item]) -> list[Item]:
@@ -830,22 +814,7 @@ class DynamoDBStorage:
     ) -> tuple[list[Item], bool]:
         """One Query of `index`: up to `limit` items of partition `pk` past id
         `after`, by id, and whether any follow."""
-        condition = "#pk = :pk"
-        names = {"#pk": INDEX_KEYS[index]}
-        values: Item = {":pk": _s(pk)}
-        if after is not None:
-            condition += " AND #id > :after"
-            names["#id"] = "id"
-            values[":after"] = _n(after)
-        page = self._call(
-            "query",
-            TableName=self.table,
-            IndexName=index,
-            KeyConditionExpression=condition,
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues=values,
-            Limit=limit + 1,
-        )
+        page = self._query_index(index, pk, after, limit + 1, newest_first=False)
         items: list[Item] = page["Items"]
         if len(items) > limit:
             return items[:limit], True
@@ -854,6 +823,29 @@ class DynamoDBStorage:
             # item read proves that one follows, so return the ones before it.
             return items[:-1], True
         return items, "LastEvaluatedKey" in page and bool(items)
+
+    def _query_index(
+        self, index: str, pk: str, past: Optional[int], limit: int, newest_first: bool
+    ) -> Any:
+        """One Query of partition `pk` of `index`: up to `limit` entries by id,
+        past id `past` (below it newest first, above it otherwise)."""
+        condition = "#pk = :pk"
+        names = {"#pk": INDEX_KEYS[index]}
+        values: Item = {":pk": _s(pk)}
+        if past is not None:
+            condition += f" AND #id {'<' if newest_first else '>'} :past"
+            names["#id"] = "id"
+            values[":past"] = _n(past)
+        return self._call(
+            "query",
+            TableName=self.table,
+            IndexName=index,
+            KeyConditionExpression=condition,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+            ScanIndexForward=not newest_first,
+            Limit=limit,
+        )
 
     def _call(self, operation: str, **params: Any) -> Any:
         """The client's `operation`; a single-item write that collides with a
