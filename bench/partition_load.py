@@ -27,8 +27,9 @@ Three workloads:
   single step  every workflow one step: each decision ends a run and a run
                starts for it, the most list writes per decision there is
 
-Two of moto's slow paths are shortcut (speed_up_moto): its copy of the table
-per transaction item and its sort of the whole table per Query.
+Two of moto's slow paths are shortcut (bench/moto_process.py, speed_up_moto):
+its copy of the table per transaction item and its sort of the whole table
+per Query.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import random
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
+from bench import moto_process
 from bench._common import Figure, Report, offline_aws_env, scaled
 from bench.dynamodb_cost import item_size, projected, write_units
 
@@ -165,44 +167,6 @@ def replay(workload: Workload, storage: Any, load: Load, rng: random.Random) -> 
             in_progress[at] = (run_id, rejected_at - 1)
 
 
-def speed_up_moto() -> None:
-    """Two shortcuts in moto that leave its answers as they are: it deep-copies
-    a table per transaction item, to roll back a failed transaction (none of
-    this replay fails), and it sorts the whole table for every Query of the
-    table itself, to pick one partition's items (picked here directly)."""
-    import copy
-    import inspect
-
-    import moto.dynamodb.models as moto_models
-    from moto.dynamodb.models.table import Table
-
-    class NoTableCopy:
-        @staticmethod
-        def deepcopy(value: Any, memo: Any = None) -> Any:
-            if isinstance(value, moto_models.Table):
-                return value
-            return copy.deepcopy(value, memo)
-
-    moto_models.copy = NoTableCopy  # type: ignore[assignment]
-    query, all_items = Table.query, Table.all_items
-    signature = inspect.signature(query)
-
-    def partition_query(self: Any, *args: Any, **kwargs: Any) -> Any:
-        bound = signature.bind(self, *args, **kwargs).arguments
-        hash_key = bound.get("hash_key")
-        if bound.get("index_name") or hash_key is None:
-            return query(self, *args, **kwargs)
-        partition = self.items.get(hash_key, {})
-        self.all_items = lambda: sorted(partition.values(), key=lambda item: item.range_key)
-        try:
-            return query(self, *args, **kwargs)
-        finally:
-            del self.all_items
-
-    Table.query = partition_query  # type: ignore[method-assign]
-    assert all_items is Table.all_items
-
-
 def shared(name: str) -> bool:
     """Whether partition `name` takes writes from all traffic (see the docstring)."""
     where, _, pk = name.partition(" ")
@@ -226,7 +190,7 @@ def main() -> None:
 
     from chalicelib.storage import dynamodb, dynamodb_lists, dynamodb_schema
 
-    speed_up_moto()
+    moto_process.speed_up_moto()
     report = Report("partition_load", "5. Partition load at 10,000 decisions per second (DynamoDB)")
     tables: list[str] = []
     shards = dynamodb_lists.configured_shards()
