@@ -492,7 +492,7 @@ class DynamoDBStorage:
         if reasons:
             if completes and reasons[0] != "ConditionalCheckFailed":
                 # The run was as read, but its workflow has a step after this one now.
-                self._steps_grew(run, step)
+                self._steps_grew(run)
             raise errors.StaleRun()
         return run.decided(decision, action, chained)
 
@@ -509,7 +509,7 @@ class DynamoDBStorage:
             }
         }
 
-    def _steps_grew(self, run: Run, step: Step) -> None:
+    def _steps_grew(self, run: Run) -> None:
         """After _no_step_after failed: read the steps again, for the retry. The
         copy checked is raised to the count just read where it is lower, or made
         where it is missing: a workflow from before the copies (or appended to
