@@ -149,6 +149,9 @@ class Request:
     index_wcu: float = 0.0
 
 
+LEDGER_KEY = "bench.ledger.request"
+
+
 class Ledger:
     """Records the service client's requests and prices each in capacity units."""
 
@@ -186,13 +189,17 @@ class Ledger:
     def _fetch(self, key: dict[str, Any]) -> Any:
         return self.admin.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item")
 
-    def _before(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+    def _before(self, params: dict[str, Any], model: Any, context: Any, **_: Any) -> None:
         request = Request(model.name, copy.deepcopy(params))
         request.before = [self._fetch(k) for k in self._written_keys(model.name, params)]
         self.requests.append(request)
+        # The request's own context: a list page's Queries run at once, on threads.
+        context[LEDGER_KEY] = request
 
-    def _after(self, http_response: Any, parsed: dict[str, Any], model: Any, **_: Any) -> None:
-        request = self.requests[-1]
+    def _after(
+        self, http_response: Any, parsed: dict[str, Any], model: Any, context: Any, **_: Any
+    ) -> None:
+        request = context[LEDGER_KEY]
         params = request.params
         if model.name in ("Query", "Scan"):
             total = sum(item_size(item) for item in parsed.get("Items", []))

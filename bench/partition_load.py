@@ -47,6 +47,7 @@ from bench.dynamodb_cost import item_size, projected, write_units
 RATE = 10_000  # decisions per second, service-wide
 PARTITION_LIMIT = 1_000  # write units per second per partition key
 DECISIONS = scaled(1_500, 200)
+PENDING = "bench.partition_load.pending"
 
 
 class Workload(NamedTuple):
@@ -71,7 +72,6 @@ class Load:
         self.writes: collections.Counter[str] = collections.Counter()
         self.units: collections.Counter[str] = collections.Counter()
         self.decisions = 0
-        self._pending: list[tuple[dict[str, Any], Any, float]] = []
         self.recording = False
         client.meta.events.register("before-parameter-build.dynamodb", self._before)
         client.meta.events.register("after-call.dynamodb", self._after)
@@ -91,17 +91,18 @@ class Load:
                 key = body.get("Key") or {"PK": body["Item"]["PK"], "SK": body["Item"]["SK"]}
                 yield key, 2
 
-    def _before(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+    def _before(self, params: dict[str, Any], model: Any, context: Any, **_: Any) -> None:
         if not self.recording:
             return
-        self._pending = [
+        # Kept in the request's own context: a list page's Queries run on threads.
+        context[PENDING] = [
             (key, self._fetch(key), factor) for key, factor in self._written(model.name, params)
         ]
 
-    def _after(self, http_response: Any, model: Any, **_: Any) -> None:
+    def _after(self, http_response: Any, model: Any, context: Any, **_: Any) -> None:
         from chalicelib.storage import dynamodb_schema
 
-        pending, self._pending = self._pending, []
+        pending = context.get(PENDING, [])
         if http_response.status_code != 200:
             return
         for key, before, factor in pending:

@@ -17,7 +17,7 @@ Key schema (PK, SK are strings):
 
 A workflow item carries its steps, so GET /workflows/{id} is one Query and a
 page of workflows needs no read per workflow; the step items make (workflow,
-step_order) unique. Appending a step writes both, and raises the step count
+step_order) unique. Appending a step writes both, and sets the step count
 copies, in one transaction. A run and its history share a partition, so GET
 /runs/{id} is one Query; an action's key makes one action per position in a
 run's history.
@@ -29,10 +29,11 @@ memory, right forever because steps are only appended. Only "no step after
 this one" can go stale, so a decision that completes a run also checks, in
 its transaction, that a step count copy still says so (a ConditionCheck); if
 a step was appended since, nothing is written, the steps are read again and
-the decision goes to the new step. The copies are 16 so that a busy
-workflow's completions spread over 16 partitions; workflows from before
-them get each copy at their next append, or when a completion finds it
-missing (`_steps_grew`).
+the decision goes to the new step. Appends keep the copies: a workflow never
+appended to has none, and its steps are those it was created with. The
+copies are 16 so that a busy workflow's completions spread over 16
+partitions. Workflows appended to before the copies existed get them from
+scripts/migrate_list_indexes.py.
 
 The audit chain (chalicelib/audit.py): a decision's transaction puts the
 action with its hash and sets the run's head_hash to it, computed from the run
@@ -128,9 +129,9 @@ ID_KINDS = ("workflow", "step", "run", "action")
 LEGACY_COUNTER_KEY = {"PK": {"S": "COUNTER"}, "SK": {"S": "#ID"}}
 # The partition of the `all` index that lists workflows.
 WORKFLOWS_PK = "WORKFLOWS"
-# Each workflow's step count, kept in this many items of their own
-# (WF#<id>#STEPS#<n>), which every append updates: a decision
-# that completes a run checks the one its run id picks (see record_decision).
+# A workflow's step count once it has been appended to, kept in this many items
+# of their own (WF#<id>#STEPS#<n>), which every append sets: a decision that
+# completes a run checks the one its run id picks (see record_decision).
 STEP_COUNT_COPIES = 16
 STEP_COUNT_SK = "#STEPS"
 # Workflows whose steps a storage keeps in memory (steps are only appended, so
@@ -285,10 +286,6 @@ class DynamoDBStorage:
             self._put_new(_workflow_item(workflow)),
         ]
         items += [self._put_new(_step_item(step)) for step in steps]
-        items += [
-            self._put_new({**_step_count_key(workflow_id, copy), "step_count": _n(len(steps))})
-            for copy in range(STEP_COUNT_COPIES)
-        ]
         reasons = self._transact(items)
         if reasons:
             raise errors.Conflict(f"A workflow named {name!r} already exists")
@@ -367,7 +364,7 @@ class DynamoDBStorage:
                     "TableName": self.table,
                     "Key": _step_count_key(step.workflow_id, copy),
                     "UpdateExpression": "SET step_count = :order",
-                    # Tables from before the copies get them with their first append.
+                    # A workflow's first append makes them.
                     "ConditionExpression": (
                         "attribute_not_exists(step_count) OR step_count < :order"
                     ),
@@ -504,23 +501,22 @@ class DynamoDBStorage:
             "ConditionCheck": {
                 "TableName": self.table,
                 "Key": _step_count_key(run.workflow_id, run.id % STEP_COUNT_COPIES),
-                "ConditionExpression": "step_count = :order",
+                # No copy: no step was ever appended, so the steps known are all.
+                "ConditionExpression": "attribute_not_exists(step_count) OR step_count = :order",
                 "ExpressionAttributeValues": {":order": _n(step.step_order)},
             }
         }
 
     def _steps_grew(self, run: Run) -> None:
-        """After _no_step_after failed: read the steps again, for the retry. The
-        copy checked is raised to the count just read where it is lower, or made
-        where it is missing: a workflow from before the copies (or appended to
-        by a version that did not keep them) gets it right here."""
-        steps = self._read_steps(run.workflow_id)
-        self.raise_step_count(run.workflow_id, len(steps), [run.id % STEP_COUNT_COPIES])
+        """After _no_step_after failed: the workflow has a step after the one
+        decided; read its steps again, for the retry."""
+        self._read_steps(run.workflow_id)
 
     def raise_step_count(self, workflow_id: int, count: int, copies: Sequence[int]) -> int:
         """Set the workflow's step count copies `copies` to `count` where they are
         lower or missing (never lower one: an append may have raised it since
-        `count` was read); how many it set."""
+        `count` was read); how many it set. For workflows appended to before the
+        copies existed (scripts/migrate_list_indexes.py)."""
         from botocore.exceptions import ClientError
 
         raised = 0

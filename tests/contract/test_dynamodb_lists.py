@@ -13,7 +13,7 @@ from chalice.test import Client
 
 import app as app_module
 from chalicelib import engine, validation
-from chalicelib.models import COMPLETED, IN_PROGRESS
+from chalicelib.models import COMPLETED, IN_PROGRESS, Step
 from chalicelib.storage import dynamodb, dynamodb_lists
 from tests.support.dynamodb_requests import QueryLog
 from tests.support.stored import NOW, decide, workflow_with_steps
@@ -271,19 +271,39 @@ def test_a_step_appended_after_a_container_read_the_steps_is_not_skipped(
     assert [action["step_id"] for action in response.json_body["actions"]] == [workflow.steps[0].id]
 
 
-def test_a_workflow_from_before_the_step_count_copies_still_completes_runs(
+def test_a_workflow_never_appended_to_completes_without_step_count_copies(
     ddb: dynamodb.DynamoDBStorage,
 ) -> None:
     workflow = workflow_with_steps(ddb, "Manager")
-    for copy in range(dynamodb.STEP_COUNT_COPIES):
-        ddb.client.delete_item(TableName=ddb.table, Key=dynamodb._step_count_key(workflow.id, copy))
     runs = [ddb.create_run(workflow, f"t{i}", NOW) for i in range(3)]
+    log = QueryLog(ddb)
 
-    # The first completion finds no copy, makes it and decides again.
     completed = [engine.approve(ddb, run.id, "ann").status for run in runs]
 
     assert completed == [COMPLETED] * 3
-    other = dynamodb.DynamoDBStorage(ddb.client, ddb.table)
-    other.append_step(workflow.id, "Finance")
-    late = ddb.create_run(workflow, "late", NOW)
-    assert engine.approve(ddb, late.id, "ann").current_step is not None
+    # A Query and a transaction each (and the first block of action ids).
+    assert (log.counts["Query"], log.counts["TransactWriteItems"]) == (3, 3)
+    copies = ddb.client.scan(
+        TableName=ddb.table,
+        FilterExpression="SK = :steps",
+        ExpressionAttributeValues={":steps": {"S": dynamodb.STEP_COUNT_SK}},
+    )["Items"]
+    assert copies == []
+
+
+def test_step_count_copies_raised_for_an_append_from_before_them_stop_a_skip(
+    ddb: dynamodb.DynamoDBStorage,
+) -> None:
+    workflow = workflow_with_steps(ddb, "Manager")
+    run = ddb.create_run(workflow, "t", NOW)  # this container knows one step
+    # A step appended by a version that kept no step count copies.
+    step = Step(999, workflow.id, "Finance", 2)
+    ddb.client.put_item(TableName=ddb.table, Item=dynamodb._step_item(step))
+    ddb.client.update_item(**ddb._listed_step(step)["Update"])
+
+    # What scripts/migrate_list_indexes.py does for every workflow.
+    assert ddb.raise_step_count(workflow.id, 2, range(dynamodb.STEP_COUNT_COPIES)) == 16
+
+    decided = engine.approve(ddb, run.id, "ann")
+    assert (decided.status, decided.current_step) == (IN_PROGRESS, step)
+    assert ddb.raise_step_count(workflow.id, 1, range(dynamodb.STEP_COUNT_COPIES)) == 0

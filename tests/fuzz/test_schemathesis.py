@@ -11,6 +11,7 @@ response that breaks its schema, content type or headers fails the test.
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -46,12 +47,10 @@ PROJECT_DIR = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def served_app(
-    race_storage_factory: Callable[[], Backend], serve: None, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[str]:
+def served_app(race_storage_factory: Callable[[], Backend], serve: None) -> Iterator[str]:
     """The base URL of the app on the local server `make run` uses, on fresh storage."""
     app_module.use_storage(race_storage_factory())
-    monkeypatch.setattr(access_log.LOGGER, "disabled", True)
+    access_log.set_stream(io.StringIO())  # thousands of lines nobody reads
     app_class = app_module.app.__class__
     # build_server gives the app a per-thread current_request, as `make run` does;
     # the class goes back afterwards for the tests that use chalice.test.Client.
@@ -65,6 +64,7 @@ def served_app(
         server.server.server_close()
         thread.join()
         app_module.app.__class__ = app_class
+        access_log.set_stream(None)
 
 
 def test_schemathesis_finds_no_server_error_undocumented_status_or_schema_violation(
