@@ -2,7 +2,8 @@
 # `make test-fast` is the inner loop; `make lint` is ruff and mypy.
 # DynamoDB: `make dynamodb-table`, `make run-dynamodb`, `make package`, `make scan` (docs/deploy.md),
 # `make audit-chain` once on a table with history from before the audit chain, and
-# `make inbox-backfill` once on one with runs in progress from before the inbox (README).
+# `make inbox-backfill` once on one with runs in progress from before the inbox (README);
+# `make list-indexes` on a table from before the sharded run lists (docs/deploy.md).
 # `make bench` runs the benchmarks (bench/) and writes their figures into BENCHMARKS.md.
 # `make screenshots` writes the approvers' page's screenshots into docs/screenshots/.
 PYTHON ?= python3
@@ -27,7 +28,7 @@ PYTEST_WORKERS ?= auto
 XDIST := -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 .PHONY: run test test-fast lint format bench profile venv clean clean-data token \
-	dynamodb-table run-dynamodb package scan audit-chain inbox-backfill browser screenshots
+	dynamodb-table run-dynamodb package scan audit-chain inbox-backfill list-indexes browser screenshots
 
 # Serving needs only Chalice and boto3; the test and benchmark tools come on top.
 $(VENV)/.created:
@@ -107,6 +108,12 @@ audit-chain: $(VENV)/.serve
 inbox-backfill: $(VENV)/.serve
 	WORKFLOW_TABLE=$(WORKFLOW_TABLE) $(BIN)/python scripts/backfill_inbox.py
 
+# Moves WORKFLOW_TABLE onto the sharded run lists (docs/deploy.md); safe to repeat.
+# LIST_INDEX_FLAGS=--drop-legacy deletes the old run indexes once nothing reads them.
+LIST_INDEX_FLAGS ?=
+list-indexes: $(VENV)/.serve
+	WORKFLOW_TABLE=$(WORKFLOW_TABLE) $(BIN)/python scripts/migrate_list_indexes.py $(LIST_INDEX_FLAGS)
+
 # The API on a throwaway moto DynamoDB (port MOTO_PORT); no AWS account needed.
 # Both ports are checked before moto starts.
 run-dynamodb: $(VENV)/.dev
@@ -114,8 +121,10 @@ run-dynamodb: $(VENV)/.dev
 		BIN=$(BIN) CHALICE_LOCAL_FLAGS="$(CHALICE_LOCAL_FLAGS)" bash scripts/run_dynamodb.sh
 
 # dist/sam.json and dist/deployment.zip for CloudFormation, table included; offline.
+# INDEX_STEP=1..7: a stack from before the sharded run lists, one step of its move (docs/deploy.md).
+INDEX_STEP ?=
 package: $(VENV)/.serve
-	$(BIN)/python scripts/package.py --stage prod --out dist
+	$(BIN)/python scripts/package.py --stage prod --out dist $(if $(INDEX_STEP),--index-step $(INDEX_STEP))
 
 $(SCAN_VENV)/.created: requirements-scan.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed"'

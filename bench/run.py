@@ -21,7 +21,7 @@ from importlib import metadata
 
 from bench._common import PROJECT_DIR, QUICK, fmt
 
-BENCHMARKS = ("throughput", "scale", "cold_start", "dynamodb_cost")
+BENCHMARKS = ("throughput", "scale", "cold_start", "dynamodb_cost", "partition_load")
 DOC = os.path.join(PROJECT_DIR, "BENCHMARKS.md")
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 # Each benchmark runs with this environment only: chalice.test copies the

@@ -166,10 +166,11 @@ def _decide(
     and decides again, rechecking everything: losing an optimistic write is the
     service's business, not the caller's. A caller that named the step it saw
     (expected_step_id) is answered 409 once the run has left it; while the run
-    waits at it (another approval of a quorum won), the decision still stands.
-    Every lost write means another decision won, so DECISION_ATTEMPTS bounds a
-    run's waiting deciders by its remaining approvals; past it the answer is
-    503, and nothing is written.
+    waits at it (another approval of a quorum won, or a step was appended to
+    the workflow), the decision still stands. Every lost write means another
+    decision (or an append) won, so DECISION_ATTEMPTS bounds a run's waiting
+    deciders by its remaining approvals; past it the answer is 503, and nothing
+    is written.
     """
     for _ in range(DECISION_ATTEMPTS):
         run = storage.get_run(run_id)
@@ -312,8 +313,11 @@ def _page(
     position: Callable[[Any], int] = lambda item: int(item.id),
 ) -> Page:
     """The page of `found`, with a cursor that continues after its last item
-    (at its `position` in the list: its id, or an event's sequence)."""
-    more = found.more and found.items
-    return Page(
-        found.items, _cursor(list_name, filters, position(found.items[-1])) if more else None
-    )
+    (at its `position` in the list: its id, or an event's sequence), or where
+    the storage says the next page resumes (it may read entries it leaves out)."""
+    resume = found.resume
+    if resume is None and found.items:
+        resume = position(found.items[-1])
+    if not found.more or resume is None:
+        return Page(found.items, None)
+    return Page(found.items, _cursor(list_name, filters, resume))

@@ -396,7 +396,9 @@ Listed = TypeVar("Listed", Workflow, Run, Event)
 
 
 class Slice(NamedTuple, Generic[Listed]):
-    """What the storage read for one page: its items, and whether any follow."""
+    """What the storage read for one page: its items, and whether any follow
+    (after `position`, where that is not the last item's id: a storage may read
+    entries it does not show)."""
 
     items: tuple[Listed, ...]
     more: bool

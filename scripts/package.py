@@ -37,7 +37,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT_DIR))
@@ -135,16 +135,17 @@ RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731,
 
 # The DynamoDB calls the adapter makes at run time, as IAM actions. There is no
 # IAM action for TransactWriteItems: DynamoDB authorises each Put/Update inside
-# a transaction as PutItem/UpdateItem (and a ConditionCheck as
-# dynamodb:ConditionCheckItem, which the adapter does not use). DeleteItem
-# releases an Idempotency-Key after a failed request (and an inbox entry that
-# did not fit in a decision's transaction); a transaction's Delete is
-# DeleteItem too. BatchGetItem reads the runs of an inbox page at once.
+# a transaction as PutItem/UpdateItem, and a ConditionCheck (the one a decision
+# that completes a run makes) as ConditionCheckItem. DeleteItem releases an
+# Idempotency-Key after a failed request (and an inbox entry that did not fit in
+# a decision's transaction); a transaction's Delete is DeleteItem too.
+# BatchGetItem reads the runs of an inbox page or of a run list's page at once.
 TABLE_ACTIONS = (
     "dynamodb:Query",
     "dynamodb:BatchGetItem",
     "dynamodb:PutItem",
     "dynamodb:UpdateItem",
+    "dynamodb:ConditionCheckItem",
     "dynamodb:DeleteItem",
 )
 # On an index only reads are possible, and the adapter's only read is Query.
@@ -496,14 +497,20 @@ def relay_policy() -> dict[str, Any]:
 
 def sweeper_policy() -> dict[str, Any]:
     """Finding due runs (the due index) and recording their deadlines: a
-    decision's writes (a transaction's Put and Update), and no delete."""
+    decision's writes (a transaction's Put and Update, and the Delete of the
+    inbox entries of the step a deadline rejects)."""
     return {
         "Version": "2012-10-17",
         "Statement": [
             {
                 "Sid": "Deadlines",
                 "Effect": "Allow",
-                "Action": ["dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+                "Action": [
+                    "dynamodb:Query",
+                    "dynamodb:PutItem",
+                    "dynamodb:UpdateItem",
+                    "dynamodb:DeleteItem",
+                ],
                 "Resource": [{"Fn::GetAtt": [TABLE, "Arn"]}],
             },
             {
@@ -813,8 +820,10 @@ def check_packaged(template: dict[str, Any]) -> None:
             )
 
 
-def package(out_dir: Path, stage: str) -> Path:
-    """Run `chalice package` with the generated merge template; the SAM template's path."""
+def package(out_dir: Path, stage: str, index_step: Optional[int] = None) -> Path:
+    """Run `chalice package` with the generated merge template; the SAM template's path.
+    With `index_step`, the table's indexes are those of that step of the move
+    to the sharded run lists (docs/deploy.md)."""
     import botocore.session
 
     env = dict(os.environ)
@@ -824,9 +833,12 @@ def package(out_dir: Path, stage: str) -> Path:
         env["AWS_DEFAULT_REGION"] = env.get("AWS_REGION") or PLACEHOLDER_REGION
     with tempfile.TemporaryDirectory() as tmp:
         merge_file = Path(tmp) / "merge-template.json"
-        merge_file.write_text(
-            json.dumps(merge_template(dynamodb_schema.TABLE_KEYS, stage), indent=2)
+        table_keys = (
+            dynamodb_schema.TABLE_KEYS
+            if index_step is None
+            else dynamodb_schema.migration_table_keys(index_step)
         )
+        merge_file.write_text(json.dumps(merge_template(table_keys, stage), indent=2))
         subprocess.run(
             [
                 sys.executable,
@@ -868,9 +880,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stage", default="prod")
     parser.add_argument("--out", type=Path, default=PROJECT_DIR / "dist")
+    parser.add_argument(
+        "--index-step",
+        type=int,
+        choices=range(1, dynamodb_schema.MIGRATION_STEPS + 1),
+        help="a stack from before the sharded run lists: the table's indexes of this "
+        "step of the move (docs/deploy.md)",
+    )
     args = parser.parse_args(argv)
     try:
-        sam = package(args.out.resolve(), args.stage)
+        sam = package(args.out.resolve(), args.stage, args.index_step)
     except subprocess.CalledProcessError as exc:
         return exc.returncode  # chalice has said why
     except RuntimeError as exc:

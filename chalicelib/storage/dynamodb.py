@@ -6,11 +6,12 @@ Key schema (PK, SK are strings):
     workflow     WF#<id>            #WORKFLOW             name, description, created_at,
                                                           steps (a copy of its step items)
     step         WF#<workflow id>   STEP#<order, 10 digits>  id, name, step_order
+    step count   WF#<id>#STEPS#<n>  #STEPS                step_count (n = 0..15, 16 copies)
     name guard   WFNAME#<name>      #WFNAME               workflow_id (makes names unique)
     run          RUN#<id>           #RUN                  status, current step, seq,
-                                                          head_hash
+                                                          head_hash, list keys
     action       RUN#<run id>       ACT#<seq, 10 digits>  the decision, step name, hash
-    id counter   COUNTER            #ID                   next id block (hi/lo)
+    id counter   COUNTER#<kind>     #ID                   next id block of that kind
     event        EVT#<subject>      <sequence, 10 digits> the CloudEvent as delivered
                  (EVT#runs/<id>, EVT#workflows/<id>)      (chalicelib/events.py)
     idempotency  IDEM#<key>         #IDEM                 request fingerprint, claim,
@@ -18,9 +19,23 @@ Key schema (PK, SK are strings):
 
 A workflow item carries its steps, so GET /workflows/{id} is one Query and a
 page of workflows needs no read per workflow; the step items make (workflow,
-step_order) unique and answer next_step. Appending a step writes both in one
-transaction. A run and its history share a partition, so GET /runs/{id} is one
-Query; an action's key makes one action per position in a run's history.
+step_order) unique. Appending a step writes both, and sets the step count
+copies, in one transaction. A run and its history share a partition, so GET
+/runs/{id} is one Query; an action's key makes one action per position in a
+run's history.
+
+A decision is one Query (the run and its history, which the answer shows) and
+one transaction. The step it moves to comes from the steps the storage knows
+of the workflow: read with the workflow (starting a run reads it), kept in
+memory, right forever because steps are only appended. Only "no step after
+this one" can go stale, so a decision that completes a run also checks, in
+its transaction, that a step count copy still says so (a ConditionCheck); if
+a step was appended since, nothing is written, the steps are read again and
+the decision goes to the new step. Appends keep the copies: a workflow never
+appended to has none, and its steps are those it was created with. The
+copies are 16 so that a busy workflow's completions spread over 16
+partitions. Workflows appended to before the copies existed get them from
+scripts/migrate_list_indexes.py.
 
 The audit chain (chalicelib/audit.py): a decision's transaction puts the
 action with its hash and sets the run's head_hash to it, computed from the run
@@ -31,34 +46,31 @@ recorded before the chain gets its hashes from scripts/backfill_audit_chain.py,
 once (see `unchained_run_ids`), not on read: were a missing hash computed on
 read, removing one would launder any edit.
 
-Lists: four global secondary indexes, each sorted by `id` (a number) and
-projecting whole items, so every page is one Query with no follow-up read. An
-index holds only the items that carry its partition key attribute:
+Lists: global secondary indexes sorted by `id` (a number). Workflows are in
+`all` (partition WORKFLOWS, whole items: a page is one Query; workflows are
+written rarely). Runs are in four key-only indexes, each list sharded over
+WORKFLOW_LIST_SHARDS partitions (dynamodb_lists.py has the keys and the
+merge): a page is one Query per shard and one BatchGetItem of its runs, read
+consistently. A decision that leaves a run's status as it was writes no index;
+one that ends a run moves its two status entries. Index reads are eventually
+consistent: a run just started may show up in a list a moment later, and one
+whose status changed leaves its old status's list at once (its row is read
+current and left out) but enters the new one's a moment later. Tables from
+before the sharded lists move to them with scripts/migrate_list_indexes.py.
 
-    index               partition key         value                  items
-    all                 all_pk                WORKFLOWS | RUNS       workflows, runs
-    by_workflow         workflow_pk           WF#<workflow id>       runs
-    by_status           status_pk             <status>               runs
-    by_workflow_status  workflow_status_pk    WF#<id>#<status>       runs
+The trade-offs, chosen knowingly:
 
-A run updates its status keys with its status, in the same conditional write.
-Reads of an index are eventually consistent: a run just written may show up in
-a list (or leave a status's list) a moment later.
-
-The trade-off of these indexes, chosen knowingly:
-
-- Hot partitions. `all`/RUNS takes a write for every run created or decided,
-  and `by_status` funnels them into four values. DynamoDB serves about 1,000
-  writes per second per partition, and a throttled index throttles the table's
-  writes too (they retry, then answer 503). So run writes, service-wide, are
-  capped near 1,000 per second: the ceiling that the id blocks avoided for
-  the counter comes back here. Spreading a list over N shards (RUNS#0..N-1)
-  would lift it N-fold, but a newest-first page would then cost N Queries
-  merged; one Query per page was asked for, and approval traffic is far below
-  the cap. Workflows (WORKFLOWS) are written rarely.
-- Write cost. Every run write also writes four index entries (six when the
-  status changes: an entry moves between partitions); appending a step
-  rewrites the whole workflow item, in the table and in `all`.
+- List reads for write headroom. With 16 shards no list partition takes more
+  than 1/16 of its list's writes, so a list takes 16,000 writes per second
+  before any partition of it reaches DynamoDB's 1,000: 10,000 decisions per
+  second of runs of two or more steps (bench/partition_load.py replays it);
+  more shards lift it further. A page costs one Query per shard (sent at once,
+  keys only, half a read unit each) and a read unit per run shown, where one
+  Query of whole items did.
+- Write cost. Starting a run writes four index entries of its keys; a
+  decision in the middle of a run none; one that ends it four (two moves).
+  Appending a step rewrites the whole workflow item, in the table and in `all`,
+  and the 16 copies of its step count.
 - Item size. A workflow item, its steps included, must stay under 400 KB:
   about 1,700 steps with 200-character ASCII names (460 with 4-byte
   characters, thousands with short names). Past that, appending answers 409;
@@ -91,13 +103,15 @@ import os
 import random
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Optional, cast
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Optional, TypeVar, cast
 
+import chalicelib.storage.dynamodb_lists as dynamodb_lists
 from chalicelib import audit, errors, events, idempotency
 from chalicelib.delivery import Pending
 from chalicelib.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
 from chalicelib.models import (
+    COMPLETED,
     DEFAULT_POLICY,
     IN_PROGRESS,
     Action,
@@ -113,9 +127,6 @@ from chalicelib.models import (
 )
 from chalicelib.storage.dynamodb_schema import (
     ALL_INDEX,
-    BY_STATUS_INDEX,
-    BY_WORKFLOW_INDEX,
-    BY_WORKFLOW_STATUS_INDEX,
     DEADLINE_DUE,
     DELIVERY_DUE,
     DUE_AT,
@@ -127,11 +138,14 @@ from chalicelib.storage.dynamodb_schema import (
 from chalicelib.storage.failures import unavailable
 
 if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError
     from mypy_boto3_dynamodb import DynamoDBClient
 
 Item = dict[str, dict[str, Any]]
+Read = TypeVar("Read")
 
 WORKFLOW_SK = "#WORKFLOW"
 NAME_SK = "#WFNAME"
@@ -149,9 +163,20 @@ MAX_TRANSACTION_ITEMS = 100
 # the kinds' counters above it (LEGACY_COUNTER_KEY), so no id comes twice.
 ID_KINDS = ("workflow", "step", "run", "action")
 LEGACY_COUNTER_KEY = {"PK": {"S": "COUNTER"}, "SK": {"S": "#ID"}}
-# Partitions of the `all` index.
+# The partition of the `all` index that lists workflows.
 WORKFLOWS_PK = "WORKFLOWS"
-RUNS_PK = "RUNS"
+# A workflow's step count once it has been appended to, kept in this many items
+# of their own (WF#<id>#STEPS#<n>), which every append sets: a decision that
+# completes a run checks the one its run id picks (see record_decision).
+STEP_COUNT_COPIES = 16
+STEP_COUNT_SK = "#STEPS"
+# Workflows whose steps a storage keeps in memory (steps are only appended, so
+# what it knows stays true); past this many it forgets the oldest.
+KNOWN_WORKFLOWS = 1024
+# A page's BatchGetItem, retried while DynamoDB leaves keys unprocessed.
+BATCH_GET_ATTEMPTS = 6
+# Threads that Query the shards of a list page at once.
+MAX_PARALLEL_QUERIES = 16
 IDEMPOTENCY_SK = "#IDEM"
 PART_PREFIX = "#IDEM#PART#"
 # Kept response bodies longer than this are stored zlib-compressed (binary): a
@@ -208,6 +233,10 @@ def _event_sk(sequence: int) -> str:
     return f"{sequence:010d}"
 
 
+def _step_count_key(workflow_id: int, copy: int) -> Item:
+    return {"PK": _s(f"{_wf_key(workflow_id)}#STEPS#{copy}"), "SK": _s(STEP_COUNT_SK)}
+
+
 class _TransactionConflict(Exception):
     """A write met another transaction on the same item; DynamoDB wrote nothing."""
 
@@ -256,7 +285,13 @@ class IdBlocks:
 class DynamoDBStorage:
     """Storage in one DynamoDB table (see the module docstring for its keys)."""
 
-    def __init__(self, client: DynamoDBClient, table: str, id_block: int = ID_BLOCK) -> None:
+    def __init__(
+        self,
+        client: DynamoDBClient,
+        table: str,
+        id_block: int = ID_BLOCK,
+        shards: Optional[int] = None,
+    ) -> None:
         self.client = client
         self.table = table
         self._ids = {
@@ -264,6 +299,15 @@ class DynamoDBStorage:
             for kind in ID_KINDS
         }
         self._legacy_top: Optional[int] = None
+        # Shards of each run list (dynamodb_lists.py).
+        self.shards = shards if shards is not None else dynamodb_lists.configured_shards()
+        # The threads that Query a list's shards at once (made at the first page).
+        self._pool: Optional[ThreadPoolExecutor] = None
+        self._pool_lock = threading.Lock()
+        # workflow id -> its steps, as last read: only ever appended to, so
+        # every step known is right, and a step after the last known one is
+        # checked for by the write that completes a run.
+        self._known_steps: dict[int, tuple[Step, ...]] = {}
 
     # -- workflows -------------------------------------------------------
 
@@ -295,14 +339,14 @@ class DynamoDBStorage:
         reasons = self._transact(items + self._event_puts(created, 0))
         if reasons:
             raise errors.Conflict(f"A workflow named {name!r} already exists")
-        return workflow
+        return self._remember(workflow)
 
     def get_workflow(self, workflow_id: int) -> Workflow:
         # The workflow item carries its steps: the step items need not be read.
         item = self._read_item(_s(_wf_key(workflow_id)), _s(WORKFLOW_SK))
         if item is None:
             raise errors.workflow_not_found(workflow_id)
-        return _workflow(item)
+        return self._remember(_workflow(item))
 
     def append_step(self, workflow_id: int, rule: StepRule, now: str) -> Step:
         # The partition sorts the workflow item before its steps, so the last
@@ -336,6 +380,7 @@ class DynamoDBStorage:
                     [
                         self._put_new(item),
                         self._listed_step(step),
+                        *self._counted_step(step),
                         *self._event_puts(added, event_seq),
                     ]
                 )
@@ -345,6 +390,9 @@ class DynamoDBStorage:
                     "400 KB that DynamoDB stores per workflow"
                 ) from exc
             if not reasons:
+                known = self._known_steps.get(workflow_id)
+                if known is not None and len(known) == order - 1:
+                    self._known_steps[workflow_id] = (*known, step)
                 return step
             if reasons[1] == "ConditionalCheckFailed":
                 raise errors.workflow_not_found(workflow_id)
@@ -365,13 +413,49 @@ class DynamoDBStorage:
             }
         }
 
+    def _counted_step(self, step: Step) -> list[dict[str, Any]]:
+        """The updates that raise the workflow's step count copies to `step`'s order."""
+        return [
+            {
+                "Update": {
+                    "TableName": self.table,
+                    "Key": _step_count_key(step.workflow_id, copy),
+                    "UpdateExpression": "SET step_count = :order",
+                    # A workflow's first append makes them.
+                    "ConditionExpression": (
+                        "attribute_not_exists(step_count) OR step_count < :order"
+                    ),
+                    "ExpressionAttributeValues": {":order": _n(step.step_order)},
+                }
+            }
+            for copy in range(STEP_COUNT_COPIES)
+        ]
+
     def list_workflows(self, after_id: Optional[int], limit: int) -> Slice[Workflow]:
-        items, more = self._list_page(ALL_INDEX, WORKFLOWS_PK, after_id, limit, newest_first=False)
+        items, more = self._list_page(ALL_INDEX, WORKFLOWS_PK, after_id, limit)
         return Slice(tuple(_workflow(item) for item in items), more)
 
     def next_step(self, workflow_id: int, after_order: int) -> Optional[Step]:
-        items, _ = self._query_after(_wf_key(workflow_id), _step_sk(after_order), 1)
-        return _step(items[0], workflow_id) if items else None
+        """From the steps this storage knows of the workflow (read once): None
+        after the last one known, which the decision's write then checks (a
+        step appended since makes it fail, and the steps are read again)."""
+        steps = self._known_steps.get(workflow_id)
+        if steps is None:
+            steps = self._read_steps(workflow_id)
+        return next((step for step in steps if step.step_order > after_order), None)
+
+    def _read_steps(self, workflow_id: int) -> tuple[Step, ...]:
+        """The workflow's steps, read now and kept for next_step."""
+        item = self._read_item(_s(_wf_key(workflow_id)), _s(WORKFLOW_SK))
+        return self._remember(_workflow(item)).steps if item is not None else ()
+
+    def _remember(self, workflow: Workflow) -> Workflow:
+        """Keep the steps of `workflow`, as just read or written, for next_step."""
+        known = self._known_steps
+        if workflow.id not in known and len(known) >= KNOWN_WORKFLOWS:
+            known.pop(next(iter(known)), None)
+        known[workflow.id] = workflow.steps
+        return workflow
 
     # -- runs ------------------------------------------------------------
 
@@ -398,9 +482,7 @@ class DynamoDBStorage:
             "event_seq": _n(len(started)),
             **_current_step_state(run)[0],
             "approvers": {"L": []},
-            "all_pk": _s(RUNS_PK),
-            "workflow_pk": _s(_wf_key(workflow.id)),
-            **_status_keys(workflow.id, IN_PROGRESS),
+            **dynamodb_lists.run_keys(run_id, workflow.id, IN_PROGRESS, self.shards),
         }
         if requested_by is not None:
             item["requested_by"] = _s(requested_by)
@@ -445,8 +527,14 @@ class DynamoDBStorage:
             "event_seq": _n(run.event_seq + len(told)),
         }
         if decided.status != run.status:
+            # Only then: a run's list entries stay put while its status does.
             moved.update(
-                {"status": _s(decided.status), **_status_keys(run.workflow_id, decided.status)}
+                {
+                    "status": _s(decided.status),
+                    **dynamodb_lists.status_keys(
+                        run.id, run.workflow_id, decided.status, self.shards
+                    ),
+                }
             )
         current, removed = _current_step_state(decided)
         moved.update(current)
@@ -477,6 +565,12 @@ class DynamoDBStorage:
             self._put_new(_action_item(action, seq)),
             *self._event_puts(told, run.event_seq),
         ]
+        # A run completes only if the step decided is still its workflow's last
+        # (next_step answered from the steps this storage knows).
+        completes = decided.status == COMPLETED
+        if completes:
+            items.append(self._no_step_after(run, step))
+        checked = len(items) - 1
         # The inbox follows the run: the step it leaves loses its entries, the
         # one it reaches gets them. What does not fit in the transaction is
         # deleted right after it; an entry left behind meanwhile (or by a
@@ -499,7 +593,11 @@ class DynamoDBStorage:
             ]
             room = MAX_TRANSACTION_ITEMS - len(items)
             items, stale = items + deletes[:room], deletes[room:]
-        if self._transact(items) and not self._recorded(action, seq):
+        reasons = self._transact(items)
+        if reasons and not self._recorded(action, seq):
+            if completes and reasons[checked] == "ConditionalCheckFailed":
+                # The workflow has a step after this one now: know it for the retry.
+                self._steps_grew(run)
             raise errors.StaleRun()
         for delete in stale:
             self._call("delete_item", **delete["Delete"])
@@ -620,6 +718,50 @@ class DynamoDBStorage:
                 attempt += 1
         return runs
 
+    def _no_step_after(self, run: Run, step: Step) -> dict[str, Any]:
+        """The check that `step` is still its workflow's last: on one of the
+        workflow's step count copies, picked by the run's id so that a busy
+        workflow's completions spread over all of them."""
+        return {
+            "ConditionCheck": {
+                "TableName": self.table,
+                "Key": _step_count_key(run.workflow_id, run.id % STEP_COUNT_COPIES),
+                # No copy: no step was ever appended, so the steps known are all.
+                "ConditionExpression": "attribute_not_exists(step_count) OR step_count = :order",
+                "ExpressionAttributeValues": {":order": _n(step.step_order)},
+            }
+        }
+
+    def _steps_grew(self, run: Run) -> None:
+        """After _no_step_after failed: the workflow has a step after the one
+        decided; read its steps again, for the retry."""
+        self._read_steps(run.workflow_id)
+
+    def raise_step_count(self, workflow_id: int, count: int, copies: Sequence[int]) -> int:
+        """Set the workflow's step count copies `copies` to `count` where they are
+        lower or missing (never lower one: an append may have raised it since
+        `count` was read); how many it set. For workflows appended to before the
+        copies existed (scripts/migrate_list_indexes.py)."""
+        from botocore.exceptions import ClientError
+
+        raised = 0
+        for copy in copies:
+            try:
+                self._call(
+                    "update_item",
+                    TableName=self.table,
+                    Key=_step_count_key(workflow_id, copy),
+                    UpdateExpression="SET step_count = :count",
+                    ConditionExpression="attribute_not_exists(step_count) OR step_count < :count",
+                    ExpressionAttributeValues={":count": _n(count)},
+                )
+            except ClientError as exc:
+                if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                    raise
+                continue
+            raised += 1
+        return raised
+
     def list_runs(
         self,
         workflow_id: Optional[int],
@@ -627,16 +769,70 @@ class DynamoDBStorage:
         before_id: Optional[int],
         limit: int,
     ) -> Slice[Run]:
-        if workflow_id is not None and status is not None:
-            index, pk = BY_WORKFLOW_STATUS_INDEX, _workflow_status_pk(workflow_id, status)
-        elif workflow_id is not None:
-            index, pk = BY_WORKFLOW_INDEX, _wf_key(workflow_id)
-        elif status is not None:
-            index, pk = BY_STATUS_INDEX, status
-        else:
-            index, pk = ALL_INDEX, RUNS_PK
-        items, more = self._list_page(index, pk, before_id, limit, newest_first=True)
-        return Slice(tuple(_run(item, ()) for item in items), more)
+        index, shard_pks = dynamodb_lists.partitions(workflow_id, status, self.shards)
+        read = self._in_parallel(
+            functools.partial(
+                self._query_shard, index, before=before_id, limit=dynamodb_lists.shard_limit(limit)
+            ),
+            shard_pks,
+        )
+        entries, more = dynamodb_lists.newest_first(read, limit)
+        runs = [_run(item, ()) for item in self._get_items(entries)]
+        # An entry whose run has changed status since is left out: its run shows
+        # in the list of its status now, as DynamoDB moves the entry there.
+        shown = tuple(run for run in runs if status is None or run.status == status)
+        last = int(entries[-1]["id"]["N"]) if entries else None
+        # The next page starts below the last entry read, shown or not.
+        return Slice(shown, more, None if shown and shown[-1].id == last else last)
+
+    def _in_parallel(self, call: Callable[[str], Read], args: Sequence[str]) -> list[Read]:
+        """call(arg) for each of `args`, at once on a pool of threads (a page's
+        Queries, one per shard: their latencies overlap instead of adding up)."""
+        if len(args) < 2:
+            return [call(arg) for arg in args]
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with self._pool_lock:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(
+                        max_workers=min(len(args), MAX_PARALLEL_QUERIES),
+                        thread_name_prefix="list-shards",
+                    )
+        return list(self._pool.map(call, args))
+
+    def _query_shard(
+        self, index: str, pk: str, before: Optional[int], limit: int
+    ) -> dynamodb_lists.ShardPage:
+        """Up to `limit` entries of one shard of a run list, newest first."""
+        page = self._query_index(index, pk, before, limit, newest_first=True)
+        return dynamodb_lists.ShardPage(page["Items"], "LastEvaluatedKey" in page)
+
+    def _get_items(self, entries: Sequence[Item]) -> list[Item]:
+        """The table's items of index entries (at most 100), read consistently,
+        in the entries' order; one BatchGetItem (more if DynamoDB leaves keys
+        unprocessed)."""
+        if not entries:
+            return []
+        keys = [{"PK": entry["PK"], "SK": entry["SK"]} for entry in entries]
+        found: dict[str, Item] = {}
+        pending = keys
+        for attempt in range(BATCH_GET_ATTEMPTS):
+            answer = self._call(
+                "batch_get_item",
+                RequestItems={self.table: {"Keys": pending, "ConsistentRead": True}},
+            )
+            for item in answer["Responses"].get(self.table, []):
+                found[item["PK"]["S"]] = item
+            pending = answer.get("UnprocessedKeys", {}).get(self.table, {}).get("Keys", [])
+            if not pending:
+                return [found[key["PK"]["S"]] for key in keys if key["PK"]["S"] in found]
+            _back_off(attempt)
+        raise unavailable(
+            f"DynamoDB left keys of a BatchGetItem on table {self.table!r} unprocessed "
+            f"{BATCH_GET_ATTEMPTS} times",
+            transient=True,
+        )
 
     # -- deadlines ---------------------------------------------------------
 
@@ -1019,27 +1215,11 @@ class DynamoDBStorage:
     # -- requests --------------------------------------------------------
 
     def _list_page(
-        self, index: str, pk: str, after: Optional[int], limit: int, newest_first: bool
+        self, index: str, pk: str, after: Optional[int], limit: int
     ) -> tuple[list[Item], bool]:
         """One Query of `index`: up to `limit` items of partition `pk` past id
-        `after`, and whether any follow."""
-        condition = "#pk = :pk"
-        names = {"#pk": INDEX_KEYS[index]}
-        values: Item = {":pk": _s(pk)}
-        if after is not None:
-            condition += f" AND #id {'<' if newest_first else '>'} :after"
-            names["#id"] = "id"
-            values[":after"] = _n(after)
-        page = self._call(
-            "query",
-            TableName=self.table,
-            IndexName=index,
-            KeyConditionExpression=condition,
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues=values,
-            ScanIndexForward=not newest_first,
-            Limit=limit + 1,
-        )
+        `after`, by id, and whether any follow."""
+        page = self._query_index(index, pk, after, limit + 1, newest_first=False)
         items: list[Item] = page["Items"]
         if len(items) > limit:
             return items[:limit], True
@@ -1048,6 +1228,29 @@ class DynamoDBStorage:
             # item read proves that one follows, so return the ones before it.
             return items[:-1], True
         return items, "LastEvaluatedKey" in page and bool(items)
+
+    def _query_index(
+        self, index: str, pk: str, past: Optional[int], limit: int, newest_first: bool
+    ) -> Any:
+        """One Query of partition `pk` of `index`: up to `limit` entries by id,
+        past id `past` (below it newest first, above it otherwise)."""
+        condition = "#pk = :pk"
+        names = {"#pk": INDEX_KEYS[index]}
+        values: Item = {":pk": _s(pk)}
+        if past is not None:
+            condition += f" AND #id {'<' if newest_first else '>'} :past"
+            names["#id"] = "id"
+            values[":past"] = _n(past)
+        return self._call(
+            "query",
+            TableName=self.table,
+            IndexName=index,
+            KeyConditionExpression=condition,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+            ScanIndexForward=not newest_first,
+            Limit=limit,
+        )
 
     def _call(self, operation: str, **params: Any) -> Any:
         """The client's `operation`; a single-item write that collides with a
@@ -1370,18 +1573,6 @@ def _current_step_state(run: Run) -> tuple[Item, list[str]]:
         else:
             removed += [DUE_KEY, DUE_AT]
     return sets, removed
-
-
-def _workflow_status_pk(workflow_id: int, status: str) -> str:
-    return f"{_wf_key(workflow_id)}#{status}"
-
-
-def _status_keys(workflow_id: int, status: str) -> Item:
-    """The index keys of a run that follow its status."""
-    return {
-        "status_pk": _s(status),
-        "workflow_status_pk": _s(_workflow_status_pk(workflow_id, status)),
-    }
 
 
 def _run(item: Item, actions: tuple[Action, ...]) -> Run:

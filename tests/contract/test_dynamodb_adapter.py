@@ -103,9 +103,9 @@ def test_mutations_stay_within_their_request_budget(ddb: dynamodb.DynamoDBStorag
         )
     assert created <= 2
     assert appended <= 3
-    assert started <= 3
-    assert approved <= 3
-    assert rejected <= 2
+    assert started <= 2.05  # a Query and a PutItem, and an id block now and then
+    assert approved == 2  # a Query and a TransactWriteItems
+    assert rejected == 2
 
 
 def test_id_blocks_add_well_under_one_request_per_entity(ddb: dynamodb.DynamoDBStorage) -> None:
@@ -298,8 +298,8 @@ def test_a_key_costs_one_put_and_one_update_and_a_replay_one_put(
         log.reset()
         assert client.http.post(path, headers=_keyed("k"), body=body).status_code == 200
         replayed = dict(log.counts)
-    # Without a key approve is Query, Query, TransactWriteItems.
-    assert first == {"PutItem": 1, "Query": 2, "TransactWriteItems": 1, "UpdateItem": 1}
+    # Without a key approve is Query, TransactWriteItems.
+    assert first == {"PutItem": 1, "Query": 1, "TransactWriteItems": 1, "UpdateItem": 1}
     assert replayed == {"PutItem": 1}
 
 

@@ -1,5 +1,7 @@
-"""DynamoDB only: each list page is one Query on an index, and pages stay
-correct where DynamoDB cuts a Query short (1 MB) or refuses a big item (400 KB)."""
+"""DynamoDB only: what a list page costs (a workflow page one Query on an index;
+a run page one Query per shard of its list and one BatchGetItem), and pages
+that stay correct where an index lags, a Query is cut short (1 MB), a big item
+is refused (400 KB) or the shards were fewer when runs were written."""
 
 from __future__ import annotations
 
@@ -10,10 +12,11 @@ import pytest
 from chalice.test import Client
 
 import app as app_module
-from chalicelib import validation
-from chalicelib.storage import dynamodb
+from chalicelib import engine, validation
+from chalicelib.models import COMPLETED, IN_PROGRESS, Step
+from chalicelib.storage import dynamodb, dynamodb_lists
 from tests.support.dynamodb_requests import QueryLog
-from tests.support.stored import NOW, rules
+from tests.support.stored import NOW, decide, rules, workflow_with_steps
 
 JSON = {"Content-Type": "application/json"}
 
@@ -24,8 +27,11 @@ def _post(client: Client, path: str, body: dict[str, Any]) -> dict[str, Any]:
     return response.json_body
 
 
-def _walk(client: Client, path: str, log: QueryLog) -> list[list[dict[str, Any]]]:
-    """Every page of a list, asserting that each cost exactly one Query on an index."""
+def _walk(
+    client: Client, path: str, log: QueryLog, shards: Optional[int] = None
+) -> list[list[dict[str, Any]]]:
+    """Every page of a list, asserting what each cost: with `shards`, one Query
+    on each shard of one run index and one BatchGetItem; else one Query."""
     pages: list[list[dict[str, Any]]] = []
     cursor: Optional[str] = None
     while True:
@@ -33,9 +39,19 @@ def _walk(client: Client, path: str, log: QueryLog) -> list[list[dict[str, Any]]
         separator = "&" if "?" in path else "?"
         response = client.http.get(path + (f"{separator}cursor={cursor}" if cursor else ""))
         assert response.status_code == 200, response.json_body
-        assert log.counts == {"Query": 1}, (path, log.counts)
-        ((_, query),) = log.params
-        assert query["IndexName"] in dynamodb.INDEX_KEYS
+        queries = [params for operation, params in log.params if operation == "Query"]
+        if shards is None:
+            assert log.counts == {"Query": 1}, (path, log.counts)
+        else:
+            expected = {"Query": shards, "BatchGetItem": 1} if queries else {"Query": shards}
+            assert log.counts == expected or (
+                not response.json_body["items"] and log.counts == {"Query": shards}
+            ), (path, log.counts)
+            assert len({query["ExpressionAttributeValues"][":pk"]["S"] for query in queries}) == (
+                shards
+            )
+        assert {query["IndexName"] for query in queries} <= set(dynamodb.INDEX_KEYS)
+        assert len({query["IndexName"] for query in queries}) == 1
         pages.append(response.json_body["items"])
         cursor = response.json_body["next_cursor"]
         if cursor is None:
@@ -52,7 +68,9 @@ def _walk(client: Client, path: str, log: QueryLog) -> list[list[dict[str, Any]]
     ],
     ids=["all", "by-status", "by-workflow", "by-workflow-and-status"],
 )
-def test_each_run_page_is_one_query_on_an_index(ddb: dynamodb.DynamoDBStorage, query: str) -> None:
+def test_each_run_page_is_one_query_per_shard_and_one_batch_get(
+    ddb: dynamodb.DynamoDBStorage, query: str
+) -> None:
     log = QueryLog(ddb)
     with Client(app_module.app) as client:
         first = _post(client, "/workflows", {"name": "first", "steps": ["a"]})
@@ -68,7 +86,7 @@ def test_each_run_page_is_one_query_on_an_index(ddb: dynamodb.DynamoDBStorage, q
                     f"/runs/{run['id']}/approve", headers=JSON, body=json.dumps({"actor": "ann"})
                 )
         filters = query.replace("?", "&").format(first=first["id"])
-        pages = _walk(client, "/runs?limit=2" + filters, log)
+        pages = _walk(client, "/runs?limit=2" + filters, log, shards=ddb.shards)
     assert len(pages) >= 2
 
 
@@ -141,3 +159,151 @@ def test_a_step_that_would_outgrow_the_workflow_item_answers_409_and_writes_noth
     assert "400 KB" in response.json_body["error"]
     assert ddb.get_workflow(workflow.id) == before
     assert ddb.next_step(workflow.id, 1) is None
+
+
+def _ids(storage: dynamodb.DynamoDBStorage, status: Optional[str], limit: int) -> list[int]:
+    """Every run id of a walk of the run list (of `status`), through the engine."""
+    ids: list[int] = []
+    cursor = None
+    while True:
+        page = engine.list_runs(storage, None, status, limit, cursor)
+        ids += [run.id for run in page.items]
+        cursor = page.next_cursor
+        if cursor is None:
+            return ids
+
+
+@pytest.mark.parametrize("limit", [1, 2, 50])
+def test_a_list_entry_that_has_not_moved_yet_is_left_out_and_the_walk_goes_on(
+    ddb: dynamodb.DynamoDBStorage, limit: int
+) -> None:
+    workflow = workflow_with_steps(ddb, "Manager")
+    runs = [ddb.create_run(workflow, f"t{i}", NOW) for i in range(6)]
+    moved = runs[2]
+    # The run completed, and DynamoDB has not moved its index entries yet.
+    ddb.client.update_item(
+        TableName=ddb.table,
+        Key={"PK": {"S": f"RUN#{moved.id}"}, "SK": {"S": "#RUN"}},
+        UpdateExpression="SET #status = :completed",
+        ExpressionAttributeNames={"#status": "status"},
+        ExpressionAttributeValues={":completed": {"S": COMPLETED}},
+    )
+
+    listed = _ids(ddb, IN_PROGRESS, limit)
+
+    assert listed == [run.id for run in reversed(runs) if run.id != moved.id]
+
+
+def test_runs_written_with_fewer_shards_are_listed_once_the_shards_are_raised(
+    ddb: dynamodb.DynamoDBStorage,
+) -> None:
+    few = dynamodb.DynamoDBStorage(ddb.client, ddb.table, shards=2)
+    workflow = workflow_with_steps(few, "Manager", "Finance")
+    before = [few.create_run(workflow, f"t{i}", NOW) for i in range(7)]
+    many = dynamodb.DynamoDBStorage(ddb.client, ddb.table, shards=5)
+    after = [many.create_run(workflow, f"u{i}", NOW) for i in range(7)]
+    # Runs of both settings decided with the higher one move within its shards.
+    for run in (before[0], after[0]):
+        decide(many, decide(many, run))
+    created = sorted((run.id for run in before + after), reverse=True)
+
+    assert _ids(many, None, 3) == created
+    assert _ids(many, COMPLETED, 3) == [after[0].id, before[0].id]
+    assert _ids(many, IN_PROGRESS, 4) == [
+        i for i in created if i not in (before[0].id, after[0].id)
+    ]
+
+
+def test_a_decision_that_keeps_the_status_writes_no_list_key(
+    ddb: dynamodb.DynamoDBStorage,
+) -> None:
+    workflow = workflow_with_steps(ddb, "Manager", "Finance")
+    run = ddb.create_run(workflow, "t", NOW)
+    log = QueryLog(ddb)
+
+    decide(ddb, decide(ddb, run))
+
+    updates = [
+        entry["Update"]
+        for operation, params in log.params
+        if operation == "TransactWriteItems"
+        for entry in params["TransactItems"]
+        if "Update" in entry
+    ]
+    named = [set(update["ExpressionAttributeNames"].values()) for update in updates]
+    keys = set(dynamodb.INDEX_KEYS.values())
+    assert [bool(names & keys) for names in named] == [False, True]
+    assert named[1] & keys == {"status_runs_pk", "workflow_status_runs_pk"}
+
+
+def test_list_shards_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from chalicelib import errors
+
+    monkeypatch.delenv(dynamodb_lists.SHARDS_VARIABLE, raising=False)
+    assert dynamodb_lists.configured_shards() == dynamodb_lists.DEFAULT_SHARDS
+    monkeypatch.setenv(dynamodb_lists.SHARDS_VARIABLE, "16")
+    assert dynamodb_lists.configured_shards() == 16
+    for wrong in ("0", "-1", "eight", "101"):
+        monkeypatch.setenv(dynamodb_lists.SHARDS_VARIABLE, wrong)
+        with pytest.raises(errors.Unavailable):
+            dynamodb_lists.configured_shards()
+
+
+def test_a_step_appended_after_a_container_read_the_steps_is_not_skipped(
+    ddb: dynamodb.DynamoDBStorage,
+) -> None:
+    workflow = workflow_with_steps(ddb, "Manager")
+    run = ddb.create_run(workflow, "t", NOW)
+    assert ddb.next_step(workflow.id, 1) is None  # this container knows one step
+    other = dynamodb.DynamoDBStorage(ddb.client, ddb.table)
+    appended = other.append_step(workflow.id, rules("Finance")[0], NOW)
+
+    with Client(app_module.app) as client:
+        response = client.http.post(
+            f"/runs/{run.id}/approve",
+            headers=JSON,
+            body=json.dumps({"actor": "ann", "expected_step_id": workflow.steps[0].id}),
+        )
+
+    assert response.status_code == 200, response.json_body
+    assert response.json_body["status"] == IN_PROGRESS
+    assert response.json_body["current_step"]["id"] == appended.id
+    assert [action["step_id"] for action in response.json_body["actions"]] == [workflow.steps[0].id]
+
+
+def test_a_workflow_never_appended_to_completes_without_step_count_copies(
+    ddb: dynamodb.DynamoDBStorage,
+) -> None:
+    workflow = workflow_with_steps(ddb, "Manager")
+    runs = [ddb.create_run(workflow, f"t{i}", NOW) for i in range(3)]
+    log = QueryLog(ddb)
+
+    completed = [engine.approve(ddb, run.id, "ann").status for run in runs]
+
+    assert completed == [COMPLETED] * 3
+    # A Query and a transaction each (and the first block of action ids).
+    assert (log.counts["Query"], log.counts["TransactWriteItems"]) == (3, 3)
+    copies = ddb.client.scan(
+        TableName=ddb.table,
+        FilterExpression="SK = :steps",
+        ExpressionAttributeValues={":steps": {"S": dynamodb.STEP_COUNT_SK}},
+    )["Items"]
+    assert copies == []
+
+
+def test_step_count_copies_raised_for_an_append_from_before_them_stop_a_skip(
+    ddb: dynamodb.DynamoDBStorage,
+) -> None:
+    workflow = workflow_with_steps(ddb, "Manager")
+    run = ddb.create_run(workflow, "t", NOW)  # this container knows one step
+    # A step appended by a version that kept no step count copies.
+    step = Step(999, workflow.id, "Finance", 2)
+    ddb.client.put_item(TableName=ddb.table, Item=dynamodb._step_item(step))
+    ddb.client.update_item(**ddb._listed_step(step)["Update"])
+
+    # What scripts/migrate_list_indexes.py does for every workflow.
+    assert ddb.raise_step_count(workflow.id, 2, range(dynamodb.STEP_COUNT_COPIES)) == 16
+
+    decided = engine.approve(ddb, run.id, "ann")
+    assert (decided.status, decided.current_step) == (IN_PROGRESS, step)
+    assert ddb.raise_step_count(workflow.id, 1, range(dynamodb.STEP_COUNT_COPIES)) == 0

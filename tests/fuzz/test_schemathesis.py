@@ -43,9 +43,7 @@ PROJECT_DIR = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def served_app(
-    race_storage_factory: Callable[[], Backend], serve: None, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[str]:
+def served_app(race_storage_factory: Callable[[], Backend], serve: None) -> Iterator[str]:
     """The base URL of the app on the local server `make run` uses, on fresh storage."""
     with silenced(), served(race_storage_factory()) as port:
         yield f"http://127.0.0.1:{port}"

@@ -42,14 +42,15 @@ ACCESS_LOG_GROUP = "ApiAccessLogGroup"
 ERROR_TEMPLATE = {"application/json": '{"error": $context.error.messageString}'}
 
 # What the adapter calls (Query, BatchGetItem, PutItem, UpdateItem, DeleteItem,
-# TransactWriteItems) as IAM actions: a transaction's Put, Update and Delete are
-# authorised as PutItem, UpdateItem and DeleteItem, and there is no IAM action
-# named TransactWriteItems.
+# TransactWriteItems) as IAM actions: a transaction's Put, Update, Delete and
+# ConditionCheck are authorised as PutItem, UpdateItem, DeleteItem and
+# ConditionCheckItem, and there is no IAM action named TransactWriteItems.
 ADAPTER_ACTIONS = {
     "dynamodb:Query",
     "dynamodb:BatchGetItem",
     "dynamodb:PutItem",
     "dynamodb:UpdateItem",
+    "dynamodb:ConditionCheckItem",
     "dynamodb:DeleteItem",
 }
 TABLE_ARN = {"Fn::GetAtt": [TABLE, "Arn"]}
@@ -104,7 +105,7 @@ def copy_of_the_project(project: Path) -> Path:
     return project
 
 
-def run_package(project: Path) -> subprocess.CompletedProcess[str]:
+def run_package(project: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [
             sys.executable,
@@ -113,6 +114,7 @@ def run_package(project: Path) -> subprocess.CompletedProcess[str]:
             "prod",
             "--out",
             str(project / "dist"),
+            *extra,
         ],
         cwd=project,
         env=offline_env(project),
@@ -788,8 +790,11 @@ def test_the_sweeper_runs_every_minute_and_may_only_decide(template: dict[str, A
         "dynamodb:Query",
         "dynamodb:PutItem",
         "dynamodb:UpdateItem",
+        # A deadline's reject leaves its step's inbox entries (a decision's Delete).
+        "dynamodb:DeleteItem",
     }
     assert granted["dynamodb:PutItem"] == granted["dynamodb:UpdateItem"] == [TABLE_ARN]
+    assert granted["dynamodb:DeleteItem"] == [TABLE_ARN]
     assert granted["dynamodb:Query"] == [TABLE_ARN, {"Fn::Sub": f"${{{TABLE}.Arn}}/index/due"}]
 
 
@@ -802,3 +807,16 @@ def test_every_event_function_names_only_real_iam_actions(template: dict[str, An
         for action in grants(template, function):
             service, name = action.lower().split(":", 1)
             assert name in known[service]["Actions"], action
+
+
+def test_an_index_step_packages_the_table_with_that_step_s_indexes(tmp_path: Path) -> None:
+    from chalicelib.storage import dynamodb_schema
+
+    project = copy_of_the_project(tmp_path)
+    packaged = run_package(project, "--index-step", "2")
+    assert packaged.returncode == 0, packaged.stderr
+    table = json.loads((project / "dist" / "sam.json").read_text())["Resources"][TABLE]
+    step = dynamodb_schema.migration_table_keys(2)
+    assert table["Properties"]["GlobalSecondaryIndexes"] == step["GlobalSecondaryIndexes"]
+    assert table["Properties"]["AttributeDefinitions"] == step["AttributeDefinitions"]
+    assert run_package(project, "--index-step", "8").returncode != 0
