@@ -115,12 +115,12 @@ def projected(item: Any, index: str) -> Any:
     """What `index` holds of `item` (None if the item is not in it)."""
     from chalicelib.storage import dynamodb_schema
 
-    key = dynamodb_schema.INDEX_KEYS[index]
-    if not item or key not in item:
+    key, sort = dynamodb_schema.INDEXES[index]
+    if not item or key not in item or sort not in item:
         return None
     if dynamodb_schema.PROJECTIONS[index]["ProjectionType"] == "ALL":
         return item
-    return {name: item[name] for name in ("PK", "SK", "id", key) if name in item}
+    return {name: item[name] for name in ("PK", "SK", sort, key)}
 
 
 def index_write_units(before: Any, after: Any) -> int:
@@ -128,7 +128,7 @@ def index_write_units(before: Any, after: Any) -> int:
     from chalicelib.storage import dynamodb_schema
 
     units = 0
-    for index, key in dynamodb_schema.INDEX_KEYS.items():
+    for index, (key, _) in dynamodb_schema.INDEXES.items():
         old, new = projected(before, index), projected(after, index)
         if old is not None and new is not None and old[key] == new[key]:
             units += write_units(item_size(old), item_size(new)) if old != new else 0
@@ -467,6 +467,8 @@ def main() -> None:
             WORKFLOW_STORAGE="dynamodb",
             WORKFLOW_TABLE="cost",
             AWS_ENDPOINT_URL_DYNAMODB=moto.endpoint,
+            # As deployed: the table's stream delivers the events.
+            WORKFLOW_EVENT_DELIVERY="stream",
         )
         import app as service
 
@@ -674,8 +676,8 @@ def main() -> None:
             "|---|---|---|---|---|---|---|",
             *rows,
             "",
-            f"The table has {indexes} secondary indexes (the list pages): workflows whole, "
-            "runs by their keys only, so that a write writes an index only where it changes what "
+            f"The table has {indexes} secondary indexes (the list pages, and the due index of "
+            "deadlines to apply): workflows whole, runs by their keys only, so that a write writes an index only where it changes what "
             "the index holds of the item; WCU includes those writes. Every read of the table is "
             "strongly consistent (a decision must see the latest state), so it costs one unit "
             "per 4 KB, not half; index reads are eventually consistent. A run page is one Query "

@@ -1,4 +1,5 @@
-"""Put the runs a DynamoDB table had in progress before the inbox into it.
+"""Put the runs a DynamoDB table had in progress before the inbox into it, and
+move inbox entries from before the sharded inboxes into their shards.
 
     WORKFLOW_TABLE=approval-workflows python scripts/backfill_inbox.py
 
@@ -13,9 +14,17 @@ decisions, lists and GET /runs/{id} read their missing attributes as the
 defaults (anyone may decide, one approval, reached at their last update).
 SQLite files need none of this: they migrate on open.
 
-The credentials need dynamodb:Scan, Query and the transaction's PutItem and
-UpdateItem on the table; boto3's usual configuration picks the endpoint,
-region and credentials. Exit 0 when done, 2 when WORKFLOW_TABLE is not set.
+Run it again after deploying the version whose group and open-step inboxes are
+spread over WORKFLOW_LIST_SHARDS partitions: until then, GET /inbox misses
+the runs whose entries are still in the one partition each group (and the
+open steps) had. Each such entry moves to its shard in one transaction,
+conditional on its run still waiting at its step (else it is only deleted).
+A user's inbox did not change.
+
+The credentials need dynamodb:Scan, Query, ConditionCheckItem and DeleteItem
+and the transaction's PutItem and UpdateItem on the table; boto3's usual
+configuration picks the endpoint, region and credentials. Exit 0 when done, 2
+when WORKFLOW_TABLE is not set.
 """
 
 from __future__ import annotations
@@ -39,6 +48,16 @@ def main(client: Optional[DynamoDBClient] = None) -> int:
     table = storage.table
     indexed = sum(storage.index_waiting_run(run_id) for run_id in storage.unindexed_run_ids())
     print(f"Put {indexed} runs in progress of table {table!r} into the inbox")
+    moved = dropped = 0
+    for entry in storage.legacy_inbox_entries():
+        if storage.move_legacy_inbox_entry(entry):
+            moved += 1
+        else:
+            dropped += 1
+    print(
+        f"Moved {moved} inbox entries of table {table!r} into their shards "
+        f"(and deleted {dropped} of runs that had moved on)"
+    )
     return 0
 
 

@@ -451,6 +451,8 @@ def storage_variables(stage: str) -> dict[str, Any]:
         "WORKFLOW_STORAGE": "dynamodb",
         "WORKFLOW_TABLE": {"Ref": TABLE},
         "WORKFLOW_STAGE": stage,
+        # The table's stream carries the events to the relay: no due index entry.
+        "WORKFLOW_EVENT_DELIVERY": "stream",
     }
 
 

@@ -16,6 +16,9 @@ Key schema (PK, SK are strings):
                  (EVT#runs/<id>, EVT#workflows/<id>)      (chalicelib/events.py)
     idempotency  IDEM#<key>         #IDEM                 request fingerprint, claim,
                                                           lease, response; expires_at (TTL)
+    inbox entry  INBOX#user:<id>    <since>#<run id, 16 digits>  run_id, step_id: the run
+                 INBOX#<shard>#group:<name>, INBOX#<shard>#*  waits for this principal
+                 (* : steps open to anyone)
 
 A workflow item carries its steps, so GET /workflows/{id} is one Query and a
 page of workflows needs no read per workflow; the step items make (workflow,
@@ -57,6 +60,19 @@ consistent: a run just started may show up in a list a moment later, and one
 whose status changed leaves its old status's list at once (its row is read
 current and left out) but enters the new one's a moment later. Tables from
 before the sharded lists move to them with scripts/migrate_list_indexes.py.
+
+The inbox: a run at a step has an entry in the inbox of each principal that
+may decide it (its approvers, those a deadline escalated it to, or ANYONE's
+for a step that names none), written and deleted in the transaction that
+moves the run. A user's inbox is one partition; a group's and ANYONE's, which
+all traffic can reach, are spread over the same WORKFLOW_LIST_SHARDS shards as
+the run lists (dynamodb_lists.py), so an inbox page is one Query per partition
+of each principal the caller is, sent at once, and one BatchGetItem of its
+runs. The due index spreads runs whose deadline is still to apply over
+DEADLINE#<shard>, four times as many shards (the sweeper reads every one, and
+the unsharded DEADLINE of older tables). Event items are in it (DELIVERY) only
+where this service sends them from the table (`make run-dynamodb`); deployed,
+the stream carries them (WORKFLOW_EVENT_DELIVERY=stream) and they stay out.
 
 The trade-offs, chosen knowingly:
 
@@ -125,9 +141,9 @@ from chalicelib.models import (
     StepRule,
     Workflow,
 )
+from chalicelib.storage.dynamodb_lists import ANYONE, INBOX_PREFIX
 from chalicelib.storage.dynamodb_schema import (
     ALL_INDEX,
-    DEADLINE_DUE,
     DELIVERY_DUE,
     DUE_AT,
     DUE_INDEX,
@@ -153,9 +169,10 @@ RUN_SK = "#RUN"
 STEP_PREFIX = "STEP#"
 ACTION_PREFIX = "ACT#"
 EVENT_PREFIX = "EVT#"
-INBOX_PREFIX = "INBOX#"
-# The inbox partition of steps that name no approvers: anyone may decide them.
-ANYONE = "*"
+# How recorded events leave: see configured_delivery.
+DELIVERY_VARIABLE = "WORKFLOW_EVENT_DELIVERY"
+TABLE_DELIVERY = "table"
+STREAM_DELIVERY = "stream"
 # DynamoDB's limit of items per TransactWriteItems.
 MAX_TRANSACTION_ITEMS = 100
 # Each kind of record counts its ids from 1, on a counter item of its own, as
@@ -282,6 +299,20 @@ class IdBlocks:
             return ids
 
 
+def configured_delivery() -> str:
+    """WORKFLOW_EVENT_DELIVERY: `table` (default), where this service sends the
+    events it records from the table (the due index finds them), or `stream`
+    (deployed), where the table's stream carries them to the relay and the
+    index would be written for nothing. Unavailable, logged, if it is neither."""
+    raw = os.environ.get(DELIVERY_VARIABLE, "").strip().lower() or TABLE_DELIVERY
+    if raw not in (TABLE_DELIVERY, STREAM_DELIVERY):
+        raise unavailable(
+            f"{DELIVERY_VARIABLE} is {raw!r}: set it to {TABLE_DELIVERY!r} "
+            f"(the default) or {STREAM_DELIVERY!r}"
+        )
+    return raw
+
+
 class DynamoDBStorage:
     """Storage in one DynamoDB table (see the module docstring for its keys)."""
 
@@ -299,8 +330,9 @@ class DynamoDBStorage:
             for kind in ID_KINDS
         }
         self._legacy_top: Optional[int] = None
-        # Shards of each run list (dynamodb_lists.py).
+        # Shards of each shared list (dynamodb_lists.py).
         self.shards = shards if shards is not None else dynamodb_lists.configured_shards()
+        self.delivery = configured_delivery()
         # The threads that Query a list's shards at once (made at the first page).
         self._pool: Optional[ThreadPoolExecutor] = None
         self._pool_lock = threading.Lock()
@@ -480,7 +512,7 @@ class DynamoDBStorage:
             "head_hash": _s(run.head_hash or ""),
             "policy": {"M": {flag: {"BOOL": on} for flag, on in workflow.policy.to_dict().items()}},
             "event_seq": _n(len(started)),
-            **_current_step_state(run)[0],
+            **_current_step_state(run, self.shards)[0],
             "approvers": {"L": []},
             **dynamodb_lists.run_keys(run_id, workflow.id, IN_PROGRESS, self.shards),
         }
@@ -536,7 +568,7 @@ class DynamoDBStorage:
                     ),
                 }
             )
-        current, removed = _current_step_state(decided)
+        current, removed = _current_step_state(decided, self.shards)
         moved.update(current)
         remove = f" REMOVE {', '.join(removed)}" if removed else ""
         sets = ", ".join(f"#{name} = :{name}" for name in moved)
@@ -624,7 +656,7 @@ class DynamoDBStorage:
                 "Put": {
                     "TableName": self.table,
                     "Item": {
-                        "PK": _s(INBOX_PREFIX + principal),
+                        "PK": _s(dynamodb_lists.inbox_pk(principal, run_id, self.shards)),
                         "SK": _s(_inbox_sk(since, run_id)),
                         "run_id": _n(run_id),
                         "step_id": _n(step.id),
@@ -645,7 +677,10 @@ class DynamoDBStorage:
             {
                 "Delete": {
                     "TableName": self.table,
-                    "Key": {"PK": _s(INBOX_PREFIX + principal), "SK": sk},
+                    "Key": {
+                        "PK": _s(dynamodb_lists.inbox_pk(principal, run.id, self.shards)),
+                        "SK": sk,
+                    },
                 }
             }
             for principal in _waiting_for(step, run.current_step_escalated_to)
@@ -658,16 +693,24 @@ class DynamoDBStorage:
         after: Optional[tuple[str, int]],
         limit: int,
     ) -> Slice[Run]:
-        # One Query per principal the caller is (their user, each group, and
-        # anyone), each in (since, run id) order, merged; then the runs of the
-        # first `limit` entries in one consistent BatchGetItem. An entry whose
-        # run has left its step since is dropped, and the page is shorter.
+        # One Query per inbox partition of each principal the caller is (their
+        # user; each group and anyone, sharded), sent at once, each in (since,
+        # run id) order, merged; then the runs of the first `limit` entries in
+        # one consistent BatchGetItem. An entry whose run has left its step
+        # since is dropped, and the page is shorter.
         principals = [f"user:{actor}", *(f"group:{group}" for group in sorted(groups)), ANYONE]
+        pks = [
+            pk
+            for principal in principals
+            for pk in dynamodb_lists.inbox_pks(principal, self.shards)
+        ]
+        read = self._in_parallel(
+            functools.partial(self._inbox_entries, after=after, limit=limit), pks
+        )
         entries: set[tuple[str, int, int]] = set()
         # The page may not reach past any Query's last entry while it has more.
         bound: Optional[str] = None
-        for principal in principals:
-            found, more = self._inbox_entries(principal, after, limit)
+        for found, more in read:
             entries.update(found)
             if more and (bound is None or found[-1][0] < bound):
                 bound = found[-1][0]
@@ -684,13 +727,11 @@ class DynamoDBStorage:
         return Slice(page, more and bool(ordered), resume)
 
     def _inbox_entries(
-        self, principal: str, after: Optional[tuple[str, int]], limit: int
+        self, pk: str, after: Optional[tuple[str, int]], limit: int
     ) -> tuple[list[tuple[str, int, int]], bool]:
-        """Up to `limit` + 1 (sort key, run id, step id) of `principal`'s inbox
+        """Up to `limit` + 1 (sort key, run id, step id) of inbox partition `pk`
         after `after`, in order, and whether more follow them."""
-        items, more = self._query_after(
-            INBOX_PREFIX + principal, _inbox_sk(*after) if after else None, limit + 1
-        )
+        items, more = self._query_after(pk, _inbox_sk(*after) if after else None, limit + 1)
         found = [
             (item["SK"]["S"], int(item["run_id"]["N"]), int(item["step_id"]["N"])) for item in items
         ]
@@ -837,14 +878,23 @@ class DynamoDBStorage:
     # -- deadlines ---------------------------------------------------------
 
     def due_runs(self, now: str, limit: int) -> list[int]:
-        # One Query of the sparse due index: only runs whose deadline is still
-        # to apply carry its key.
-        items = itertools.islice(self._due(DEADLINE_DUE, now, limit), limit)
-        return [int(item["PK"]["S"].removeprefix("RUN#")) for item in items]
+        # The sparse due index's deadline partitions (only runs whose deadline is
+        # still to apply carry its key), one Query each, sent at once; the
+        # soonest due first.
+        def soonest(pk: str) -> list[Item]:
+            return list(itertools.islice(self._due(pk, now, limit), limit))
+
+        read = self._in_parallel(soonest, dynamodb_lists.deadline_pks(self.shards))
+        due = sorted(
+            (item[DUE_AT]["S"], int(item["PK"]["S"].removeprefix("RUN#")))
+            for found in read
+            for item in found
+        )
+        return [run_id for _, run_id in due[:limit]]
 
     def _due(self, kind: str, now: str, page: int) -> Iterator[Item]:
-        """The keys of the due index's `kind` items due by `now`, soonest first,
-        `page` per Query."""
+        """The keys of the items of due index partition `kind` due by `now`,
+        soonest first, `page` per Query."""
         return self._query_all(
             {
                 "TableName": self.table,
@@ -904,7 +954,9 @@ class DynamoDBStorage:
         """The puts of `drafts` as event items numbered from `after` + 1, each only
         if its number is free, for the transaction of the transition they tell."""
         return [
-            self._put_new(_event_item(events.recorded(draft, after + number), draft.time))
+            self._put_new(
+                _event_item(events.recorded(draft, after + number), draft.time, self.delivery)
+            )
             for number, draft in enumerate(drafts, start=1)
         ]
 
@@ -1101,6 +1153,56 @@ class DynamoDBStorage:
         }
         puts = self._inbox_puts(run_id, run.current_step, run.current_step_since)
         return not self._transact([update, *puts])
+
+    def legacy_inbox_entries(self) -> Iterator[Item]:
+        """The inbox entries of groups and of open steps still in the one
+        partition each had before those were sharded (INBOX#group:<name>,
+        INBOX#*). One Scan: for scripts/backfill_inbox.py, never for a request."""
+        params: dict[str, Any] = {
+            "TableName": self.table,
+            "FilterExpression": "begins_with(PK, :group) OR PK = :anyone",
+            "ExpressionAttributeValues": {
+                ":group": _s(INBOX_PREFIX + "group:"),
+                ":anyone": _s(INBOX_PREFIX + ANYONE),
+            },
+        }
+        while True:
+            page = self._call("scan", **params)
+            yield from page["Items"]
+            if "LastEvaluatedKey" not in page:
+                return
+            params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def move_legacy_inbox_entry(self, entry: Item) -> bool:
+        """Move an entry of legacy_inbox_entries into its shard, in one
+        transaction conditional on its run still waiting at its step; True if
+        moved, False if its run has moved on (the entry is then only deleted)."""
+        principal = entry["PK"]["S"].removeprefix(INBOX_PREFIX)
+        run_id = int(entry["run_id"]["N"])
+        sharded = {**entry, "PK": _s(dynamodb_lists.inbox_pk(principal, run_id, self.shards))}
+        legacy = {"PK": entry["PK"], "SK": entry["SK"]}
+        still_waiting = {
+            "ConditionCheck": {
+                "TableName": self.table,
+                "Key": {"PK": _s(_run_key(run_id)), "SK": _s(RUN_SK)},
+                "ConditionExpression": "#status = :in_progress AND step_id = :step",
+                "ExpressionAttributeNames": {"#status": "status"},
+                "ExpressionAttributeValues": {
+                    ":in_progress": _s(IN_PROGRESS),
+                    ":step": entry["step_id"],
+                },
+            }
+        }
+        moved = not self._transact(
+            [
+                still_waiting,
+                {"Put": {"TableName": self.table, "Item": sharded}},
+                {"Delete": {"TableName": self.table, "Key": legacy}},
+            ]
+        )
+        if not moved:
+            self._call("delete_item", TableName=self.table, Key=legacy)
+        return moved
 
     # -- idempotency keys --------------------------------------------------
 
@@ -1533,7 +1635,7 @@ def _step(item: Item, workflow_id: int) -> Step:
     )
 
 
-def _current_step_state(run: Run) -> tuple[Item, list[str]]:
+def _current_step_state(run: Run, shards: int) -> tuple[Item, list[str]]:
     """The run item's attributes for where it waits: its current step with that
     step's rules and deadline (in the due index while it is still to apply),
     since when, who approved it so far; and the attributes it must drop."""
@@ -1569,7 +1671,12 @@ def _current_step_state(run: Run) -> tuple[Item, list[str]]:
     else:
         sets["current_step_due_at"] = _s(run.current_step_due_at)
         if not run.deadline_passed:
-            sets.update({DUE_KEY: _s(DEADLINE_DUE), DUE_AT: _s(run.current_step_due_at)})
+            sets.update(
+                {
+                    DUE_KEY: _s(dynamodb_lists.deadline_pk(run.id, shards)),
+                    DUE_AT: _s(run.current_step_due_at),
+                }
+            )
         else:
             removed += [DUE_KEY, DUE_AT]
     return sets, removed
@@ -1648,8 +1755,10 @@ def _event_seq(item: Item) -> int:
     return int(item["event_seq"]["N"]) if "event_seq" in item else 0
 
 
-def _event_item(event: Event, time: str) -> Item:
-    """An event as recorded: pending delivery, in the due index from its time on."""
+def _event_item(event: Event, time: str, delivery: str) -> Item:
+    """An event as recorded: pending delivery; in the due index from its time on
+    where this service sends it from the table (not where the stream carries it)."""
+    due = {DUE_KEY: _s(DELIVERY_DUE), DUE_AT: _s(time)} if delivery == TABLE_DELIVERY else {}
     return {
         "PK": _s(_event_pk(event.subject)),
         "SK": _s(_event_sk(event.sequence)),
@@ -1657,8 +1766,7 @@ def _event_item(event: Event, time: str) -> Item:
         "sequence": _n(event.sequence),
         "type": _s(event.type),
         "event": _s(event.body),
-        DUE_KEY: _s(DELIVERY_DUE),
-        DUE_AT: _s(time),
+        **due,
     }
 
 

@@ -1,5 +1,6 @@
-"""DynamoDB's run lists: which index partitions a run is in, and one page of a
-list merged from its shards.
+"""DynamoDB's shared lists: which partitions a run is in (the run lists, the
+inboxes, the deadlines to apply), and one page of a run list merged from its
+shards.
 
 Every run list is an index partition split into `shards` partitions: a run
 lands in shard `id % shards` of each list it belongs to, so that no list
@@ -20,6 +21,14 @@ shows, read consistently: rows are as GET /runs/{id} shows them at that
 moment, and a run whose status no longer matches the list's (its entry has not
 moved yet) is left out.
 
+The inboxes (table partitions, read consistently) are spread the same way
+where all traffic can reach them: a group's inbox and that of the steps open
+to anyone (ANYONE) are `shards` partitions, INBOX#<shard>#<principal>; a
+user's is one, INBOX#<principal>, as what lands in it is paced by what one
+person can be asked to decide. The sparse due index spreads the runs whose
+deadline is still to apply over DEADLINE#<shard>, four times as many shards
+(the sweeper alone reads them, once a minute).
+
 `shards` comes from WORKFLOW_LIST_SHARDS (default 16), the same for every
 container of a service. It may be raised at any time: a run keeps the shard it
 was written to, and a list reads every shard below the setting. Lowering it
@@ -36,6 +45,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple, Optional
 
 from chalicelib.storage.dynamodb_schema import (
+    DEADLINE_DUE,
     RUNS_BY_STATUS_INDEX,
     RUNS_BY_WORKFLOW_INDEX,
     RUNS_BY_WORKFLOW_STATUS_INDEX,
@@ -62,6 +72,44 @@ def configured_shards() -> int:
             f"(default {DEFAULT_SHARDS}), never lower than it has been for the table"
         )
     return int(raw)
+
+
+INBOX_PREFIX = "INBOX#"
+# The inbox of steps that name no approvers: anyone may decide them.
+ANYONE = "*"
+
+
+def inbox_pk(principal: str, run_id: int, shards: int) -> str:
+    """The partition of `principal`'s inbox that holds run `run_id`'s entries."""
+    if principal.startswith("user:"):
+        return INBOX_PREFIX + principal
+    return f"{INBOX_PREFIX}{run_id % shards}#{principal}"
+
+
+def inbox_pks(principal: str, shards: int) -> list[str]:
+    """Every partition of `principal`'s inbox. A principal never starts with a
+    digit, so a shard's key cannot be mistaken for another principal's."""
+    if principal.startswith("user:"):
+        return [INBOX_PREFIX + principal]
+    return [f"{INBOX_PREFIX}{shard}#{principal}" for shard in range(shards)]
+
+
+# Deadlines take this many shards per list shard: every step change of a run
+# with a deadline moves its entry (a delete and a put), and only the sweeper,
+# once a minute, reads them all.
+DEADLINE_SHARDS_PER_SHARD = 4
+
+
+def deadline_pk(run_id: int, shards: int) -> str:
+    """The due index partition of a run whose deadline is still to apply."""
+    return f"{DEADLINE_DUE}#{run_id % (shards * DEADLINE_SHARDS_PER_SHARD)}"
+
+
+def deadline_pks(shards: int) -> list[str]:
+    """Every due index partition of deadlines; the first, unsharded, holds those
+    of tables from before the shards."""
+    count = shards * DEADLINE_SHARDS_PER_SHARD
+    return [DEADLINE_DUE, *(f"{DEADLINE_DUE}#{shard}" for shard in range(count))]
 
 
 def _workflow_part(workflow_id: int) -> str:

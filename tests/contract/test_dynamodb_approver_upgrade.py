@@ -1,5 +1,6 @@
 """DynamoDB only: a table written before the approver rules keeps working, and
-scripts/backfill_inbox.py puts its runs in progress into the inbox, once.
+scripts/backfill_inbox.py puts its runs in progress into the inbox, once; run
+again after the inboxes were sharded, it moves the entries into their shards.
 
 Items "from before" are made the way such a table holds them: written by
 today's adapter, then stripped of what the approver rules added (step rules,
@@ -10,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from chalicelib import engine
-from chalicelib.models import COMPLETED, Run, Workflow
+from chalicelib.models import COMPLETED, Run, StepRule, Workflow
 from chalicelib.storage import dynamodb
 from scripts import backfill_inbox
 from tests.support import chain
@@ -74,7 +75,8 @@ def test_runs_from_before_the_rules_are_decided_and_backfilled_into_the_inbox(
 
     assert backfill_inbox.main(ddb.client) == 0
     assert (
-        capsys.readouterr().out == f"Put 1 runs in progress of table {ddb.table!r} into the inbox\n"
+        capsys.readouterr().out.splitlines()[0]
+        == f"Put 1 runs in progress of table {ddb.table!r} into the inbox"
     )
     assert [r.id for r in engine.inbox(ddb, "ann", frozenset(), 10).items] == [
         waiting.id,
@@ -87,3 +89,53 @@ def test_runs_from_before_the_rules_are_decided_and_backfilled_into_the_inbox(
     assert done.status == COMPLETED
     chain.assert_chained(done.to_dict())
     assert [r.id for r in engine.inbox(ddb, "ann", frozenset(), 10).items] == [moving.id]
+
+
+def unshard_inboxes(ddb: dynamodb.DynamoDBStorage) -> int:
+    """Move every sharded inbox entry back to the one partition its principal
+    had before the shards (INBOX#<shard>#<principal> -> INBOX#<principal>)."""
+    client, table = ddb.client, ddb.table
+    moved = 0
+    for entry in client.scan(TableName=table)["Items"]:
+        shard, _, principal = entry["PK"]["S"].removeprefix("INBOX#").partition("#")
+        if not entry["PK"]["S"].startswith("INBOX#") or not shard.isdigit():
+            continue
+        client.put_item(TableName=table, Item={**entry, "PK": {"S": f"INBOX#{principal}"}})
+        client.delete_item(TableName=table, Key={"PK": entry["PK"], "SK": entry["SK"]})
+        moved += 1
+    return moved
+
+
+def test_inbox_entries_from_before_the_shards_move_into_them(
+    ddb: dynamodb.DynamoDBStorage, capsys: pytest.CaptureFixture[str]
+) -> None:
+    finance = frozenset({"finance"})
+    workflow = ddb.create_workflow(
+        "Pay", "", [StepRule("Finance", ("group:finance", "user:ann")), StepRule("Anyone")], NOW
+    )
+    waiting = ddb.create_run(workflow, "waiting", NOW)
+    moving = ddb.create_run(workflow, "moving", NOW)
+    opened = engine.approve(
+        ddb, ddb.create_run(workflow, "open", NOW).id, "bob", groups=finance, clock=lambda: LATER
+    )
+    assert unshard_inboxes(ddb) == 3  # group and open entries; ann's stay as they were
+    assert engine.inbox(ddb, "cy", finance, 10).items == ()
+    assert [r.id for r in engine.inbox(ddb, "ann", frozenset(), 10).items] == [
+        waiting.id,
+        moving.id,
+    ]
+    # Decided meanwhile: its old entries are left behind, its new ones sharded.
+    moved_on = engine.approve(ddb, moving.id, "bob", groups=finance, clock=lambda: LATER)
+
+    assert backfill_inbox.main(ddb.client) == 0
+    assert capsys.readouterr().out.splitlines()[1] == (
+        f"Moved 2 inbox entries of table {ddb.table!r} into their shards "
+        "(and deleted 1 of runs that had moved on)"
+    )
+    # Longest waiting first: reached at NOW, then two at LATER in id order.
+    expected = [waiting.id, moved_on.id, opened.id]
+    assert [r.id for r in engine.inbox(ddb, "cy", finance, 10).items] == expected
+    assert [r.id for r in engine.inbox(ddb, "ann", frozenset(), 10).items] == expected
+    assert list(ddb.legacy_inbox_entries()) == []
+    assert backfill_inbox.main(ddb.client) == 0
+    assert capsys.readouterr().out.splitlines()[1].startswith("Moved 0 inbox entries")
