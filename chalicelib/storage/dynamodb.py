@@ -421,7 +421,7 @@ class DynamoDBStorage:
                     f"Workflow {workflow_id} cannot take another step: its steps fill the "
                     "400 KB that DynamoDB stores per workflow"
                 ) from exc
-            if not reasons:
+            if not reasons or self._appended(step):
                 known = self._known_steps.get(workflow_id)
                 if known is not None and len(known) == order - 1:
                     self._known_steps[workflow_id] = (*known, step)
@@ -431,6 +431,13 @@ class DynamoDBStorage:
             order += 1
             event_seq += len(added)
         raise errors.Unavailable("Too many steps are being appended at once; retry shortly")
+
+    def _appended(self, step: Step) -> bool:
+        """Whether the step item at `step`'s order is `step` itself (its id is this
+        append's own): a transaction refused because it had already been applied,
+        as for _recorded, is this append done, not an order to skip."""
+        item = self._read_item(_s(_wf_key(step.workflow_id)), _s(_step_sk(step.step_order)))
+        return item is not None and int(item["id"]["N"]) == step.id
 
     def _listed_step(self, step: Step) -> dict[str, Any]:
         """The update that appends `step` to the steps its workflow item carries."""
