@@ -114,13 +114,13 @@ def run_events(run_id: str) -> Page:
 
 
 @app.route("/runs/{run_id}/approve", methods=["POST"])
-@api.answers(200)
+@api.answers(200, minimal=Run.listed)
 def approve(run_id: str) -> Run:
     return _decide(run_id, engine.approve)
 
 
 @app.route("/runs/{run_id}/reject", methods=["POST"])
-@api.answers(200)
+@api.answers(200, minimal=Run.listed)
 def reject(run_id: str) -> Run:
     return _decide(run_id, engine.reject)
 
@@ -134,12 +134,18 @@ def _decide(run_id: str, decide: Callable[..., Run]) -> Run:
     actor = identity.actor_of(caller, decided.actor)
     groups = identity.groups_of(caller, decided.groups)
     return decide(
-        get_storage(), rid, actor, decided.comment, decided.expected_step_id, groups=groups
+        get_storage(),
+        rid,
+        actor,
+        decided.comment,
+        decided.expected_step_id,
+        groups=groups,
+        history=not api.prefers_minimal(),
     )
 
 
 @app.route("/runs/{run_id}/cancel", methods=["POST"])
-@api.answers(200)
+@api.answers(200, minimal=Run.listed)
 def cancel(run_id: str) -> Run:
     body = api.body()
     rid = validation.path_id(run_id, "Run")
@@ -147,7 +153,12 @@ def cancel(run_id: str) -> Run:
     withdrawn = validation.cancellation(body, actor_required=caller is None)
     actor = identity.actor_of(caller, withdrawn.actor)
     return engine.cancel(
-        get_storage(), rid, actor, withdrawn.reason, admin=identity.is_admin(caller)
+        get_storage(),
+        rid,
+        actor,
+        withdrawn.reason,
+        admin=identity.is_admin(caller),
+        history=not api.prefers_minimal(),
     )
 
 

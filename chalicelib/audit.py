@@ -113,7 +113,7 @@ def next_hash(run: Run, decision: Decision) -> str:
     assert step is not None, "only a run in progress has a decision to chain"
     entry = {
         "run_id": run.id,
-        "seq": len(run.actions) + 1,
+        "seq": run.history_length + 1,
         "step_id": step.id,
         "step_name": step.name,
         "action": decision.action,

@@ -118,10 +118,14 @@ def approve(
     expected_step_id: Optional[int] = None,
     clock: Clock = utc_now,
     groups: frozenset[str] = NO_GROUPS,
+    history: bool = True,
 ) -> Run:
     """Approve the current step as `actor`, a member of `groups`: once its
-    quorum is met, move to the next step or complete the run."""
-    return _decide(storage, run_id, APPROVE, actor, groups, comment, expected_step_id, clock)
+    quorum is met, move to the next step or complete the run. The run comes
+    back with its history, or (not `history`) only counting it."""
+    return _decide(
+        storage, run_id, APPROVE, actor, groups, comment, expected_step_id, clock, history=history
+    )
 
 
 def reject(
@@ -132,9 +136,13 @@ def reject(
     expected_step_id: Optional[int] = None,
     clock: Clock = utc_now,
     groups: frozenset[str] = NO_GROUPS,
+    history: bool = True,
 ) -> Run:
-    """Reject the current step as `actor`, a member of `groups`: the run ends as rejected."""
-    return _decide(storage, run_id, REJECT, actor, groups, comment, expected_step_id, clock)
+    """Reject the current step as `actor`, a member of `groups`: the run ends as
+    rejected (with its history, or only counting it, as for approve)."""
+    return _decide(
+        storage, run_id, REJECT, actor, groups, comment, expected_step_id, clock, history=history
+    )
 
 
 def cancel(
@@ -144,9 +152,11 @@ def cancel(
     reason: str = "",
     admin: bool = False,
     clock: Clock = utc_now,
+    history: bool = True,
 ) -> Run:
-    """Withdraw a run in progress: its requester may, or an administrator."""
-    return _decide(storage, run_id, CANCEL, actor, NO_GROUPS, reason, None, clock, admin)
+    """Withdraw a run in progress: its requester may, or an administrator (with
+    its history, or only counting it, as for approve)."""
+    return _decide(storage, run_id, CANCEL, actor, NO_GROUPS, reason, None, clock, admin, history)
 
 
 def _decide(
@@ -159,6 +169,7 @@ def _decide(
     expected_step_id: Optional[int],
     clock: Clock,
     admin: bool = False,
+    history: bool = True,
 ) -> Run:
     """Record the decision on the run as it is when the decision is written.
 
@@ -173,7 +184,7 @@ def _decide(
     is written.
     """
     for _ in range(DECISION_ATTEMPTS):
-        run = storage.get_run(run_id)
+        run = storage.get_run(run_id, history)
         current = decision.step_to_decide(run, expected_step_id)
         if action == CANCEL:
             decision.check_canceller(run, actor, admin)

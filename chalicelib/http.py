@@ -78,8 +78,8 @@ class StageCORS(CORSConfig):
 
 def cors() -> StageCORS:
     return StageCORS(
-        allow_headers=["Idempotency-Key", "X-Request-Id"],
-        expose_headers=["Location", "X-Request-Id", "Idempotent-Replayed"],
+        allow_headers=["Idempotency-Key", "X-Request-Id", "Prefer"],
+        expose_headers=["Location", "X-Request-Id", "Idempotent-Replayed", "Preference-Applied"],
         max_age=600,
     )
 
@@ -97,6 +97,19 @@ def json_response(body: Any, status: int, headers: Optional[Mapping[str, str]] =
     """A JSON answer; its body is encoded here, as Chalice would encode it."""
     all_headers: Headers = {**JSON_HEADERS, **(headers or {})}
     return Response(body=_encode(body), status_code=status, headers=all_headers)
+
+
+def prefers_minimal(prefer: Optional[str]) -> bool:
+    """Whether a Prefer header (RFC 7240) asks for `return=minimal`: its first
+    `return` preference does (a repeated preference counts once, the first)."""
+    for preference in (prefer or "").split(","):
+        name, _, value = preference.split(";", 1)[0].partition("=")
+        if name.strip().lower() == "return":
+            return value.strip().strip('"').lower() == "minimal"
+    return False
+
+
+MINIMAL_APPLIED = {"Preference-Applied": "return=minimal"}
 
 
 def error_response(status: int, message: str, **details: Any) -> Response:
@@ -144,11 +157,16 @@ class JsonApi:
         return self.request.query_params or {}
 
     def answers(
-        self, status: int, location: Optional[Callable[[Any], str]] = None
+        self,
+        status: int,
+        location: Optional[Callable[[Any], str]] = None,
+        minimal: Optional[Callable[[Any], dict[str, Any]]] = None,
     ) -> Callable[[Callable[..., Answer]], Callable[..., Response]]:
         """Serialise what the view returns with `status` (and a Location header
         from `location`); domain errors become 4xx/5xx. A POST with an
-        Idempotency-Key runs once per key (chalicelib/idempotency.py)."""
+        Idempotency-Key runs once per key (chalicelib/idempotency.py). A request
+        that prefers return=minimal gets `minimal` of what the view returns
+        instead, where the route has one, and is told so."""
 
         def decorate(view: Callable[..., Answer]) -> Callable[..., Response]:
             @functools.wraps(view)
@@ -162,6 +180,8 @@ class JsonApi:
                     headers = (
                         {"Location": self.base_path() + location(result)} if location else None
                     )
+                    if minimal is not None and self.prefers_minimal():
+                        return json_response(minimal(result), status, MINIMAL_APPLIED)
                     return json_response(result.to_dict(), status, headers)
 
                 request = self.request
@@ -180,6 +200,10 @@ class JsonApi:
             return wrapper
 
         return decorate
+
+    def prefers_minimal(self) -> bool:
+        """Whether the request asks for the answer without the run's history."""
+        return prefers_minimal(self.request.headers.get("Prefer"))
 
     def caller(self) -> Optional[identity.Caller]:
         """The verified caller of the request (None in `none` mode)."""

@@ -226,6 +226,10 @@ class Run(NamedTuple):
     # applied: chalicelib/deadlines.py.
     current_step_due_at: Optional[str] = None
     deadline_passed: bool = False
+    # How many actions its history holds, where the storage read the run
+    # without them (a decision whose answer leaves them out); None: count
+    # `actions`.
+    action_count: Optional[int] = None
 
     @classmethod
     def started(
@@ -250,6 +254,11 @@ class Run(NamedTuple):
     @property
     def current_step_id(self) -> Optional[int]:
         return self.current_step.id if self.current_step else None
+
+    @property
+    def history_length(self) -> int:
+        """How many actions the run's history holds, read or not."""
+        return len(self.actions) if self.action_count is None else self.action_count
 
     @property
     def current_step_escalated_to(self) -> tuple[str, ...]:
@@ -278,7 +287,9 @@ class Run(NamedTuple):
             status=decision.status,
             current_step=decision.next_step,
             updated_at=decision.at,
-            actions=(*self.actions, action),
+            # A history that was not read stays unread: only counted.
+            actions=(*self.actions, action) if self.action_count is None else (),
+            action_count=None if self.action_count is None else self.action_count + 1,
             head_hash=head_hash,
             current_step_approved_by=decision.approved_by,
             current_step_since=(

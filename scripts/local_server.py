@@ -14,7 +14,7 @@ Where it differs, on purpose:
   and its own access line, where chalice local answers 403 {"message":
   "Missing Authentication Token"}. The shape is that of the packaged API
   Gateway's own answers (scripts/package.py maps them to {"error": ...}); the
-  status is what issue 11 asks for (API Gateway's own is still 403).
+  status is the one a missing route should have (API Gateway's own is still 403).
 - One access line per request, the service's JSON line (chalicelib/access_log.py):
   http.server's own "127.0.0.1 - - [...] GET ..." line is not written.
 - A port in use, or an address that cannot be listened on, is one line on

@@ -59,9 +59,11 @@ class Storage(Protocol):
         """Store a new run in progress at the workflow's first step."""
         ...
 
-    def get_run(self, run_id: int) -> Run:
+    def get_run(self, run_id: int, history: bool = True) -> Run:
         """The run with its current step (and that step's rules), its workflow's
-        policy and its actions, oldest first; NotFound if absent."""
+        policy and its actions, oldest first; NotFound if absent. Without
+        `history`, its actions are not read, only counted (action_count): what
+        a decision needs, whatever the length of the history."""
         ...
 
     def next_step(self, workflow_id: int, after_order: int) -> Optional[Step]:
