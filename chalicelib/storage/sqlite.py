@@ -480,7 +480,7 @@ class SQLiteStorage:
             conn.execute(
                 "UPDATE workflow_runs SET head_hash = ? WHERE id = ?", (run.head_hash, run_id)
             )
-            _record_events(conn, events.run_started(run))
+            _record_events(conn, events.run_started(run), new_subject=True)
         return run
 
     def get_run(self, run_id: int) -> Run:
@@ -754,14 +754,28 @@ class SQLiteStorage:
             )
 
 
-def _record_events(conn: sqlite3.Connection, drafts: Sequence[events.Draft]) -> None:
+def _record_events(
+    conn: sqlite3.Connection, drafts: Sequence[events.Draft], new_subject: bool = False
+) -> None:
     """Add `drafts` to the outbox in the caller's transaction, each the next of
-    its subject: the write lock the transaction holds keeps sequences gap-free."""
+    its subject: the write lock the transaction holds keeps sequences gap-free.
+    Each subject's last sequence is read once per transaction, and not at all
+    for a `new_subject` (a run being created: AUTOINCREMENT never gives an id
+    twice, so no event names it yet)."""
+    last: dict[str, int] = {}
     for draft in drafts:
-        (last,) = conn.execute(
-            "SELECT COALESCE(MAX(sequence), 0) FROM events WHERE subject = ?", (draft.subject,)
-        ).fetchone()
-        event = events.recorded(draft, last + 1)
+        sequence = last.get(draft.subject)
+        if sequence is None:
+            (sequence,) = (
+                (0,)
+                if new_subject
+                else conn.execute(
+                    "SELECT COALESCE(MAX(sequence), 0) FROM events WHERE subject = ?",
+                    (draft.subject,),
+                ).fetchone()
+            )
+        event = events.recorded(draft, sequence + 1)
+        last[draft.subject] = event.sequence
         conn.execute(
             "INSERT INTO events (id, subject, sequence, type, body) VALUES (?, ?, ?, ?, ?)",
             (event.id, event.subject, event.sequence, event.type, event.body),
@@ -809,10 +823,10 @@ def _listed_run(row: tuple[Any, ...]) -> Run:
         (),
         row[15],
         row[16],
-        tuple(json.loads(row[17])),
+        _strings(row[17]),
         row[18],
         Policy(*map(bool, row[19:22])),
-        tuple(json.loads(row[22])),
+        _strings(row[22]),
         current_step_due_at=row[23],
         deadline_passed=bool(row[24]),
     )
@@ -822,11 +836,9 @@ def _step(row: Sequence[Any]) -> Step:
     """A step from a row of _STEP_COLUMNS."""
     step_id, workflow_id, name, order, approvers, required, seconds, action, escalate_to = row
     deadline = (
-        Deadline(seconds, action, tuple(json.loads(escalate_to or "[]")))
-        if seconds is not None
-        else None
+        Deadline(seconds, action, _strings(escalate_to or "[]")) if seconds is not None else None
     )
-    return Step(step_id, workflow_id, name, order, tuple(json.loads(approvers)), required, deadline)
+    return Step(step_id, workflow_id, name, order, _strings(approvers), required, deadline)
 
 
 def _workflow(row: Sequence[Any], steps: tuple[Step, ...]) -> Workflow:
@@ -834,8 +846,18 @@ def _workflow(row: Sequence[Any], steps: tuple[Step, ...]) -> Workflow:
     return Workflow(row[0], row[1], row[2], row[3], steps, Policy(*map(bool, row[4:7])))
 
 
+# Arrays of names as stored: compact, not ASCII-escaped. One encoder for the
+# process, not one per call as json.dumps with options builds.
+_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
 def _json(values: Sequence[str]) -> str:
-    return json.dumps(list(values), separators=(",", ":"), ensure_ascii=False)
+    return "[]" if not values else _encode(list(values))
+
+
+def _strings(stored: str) -> tuple[str, ...]:
+    """A stored array of names; most are empty, which needs no parsing."""
+    return () if stored == "[]" else tuple(json.loads(stored))
 
 
 def _last_id(cursor: sqlite3.Cursor) -> int:
