@@ -9,11 +9,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
-from chalicelib import audit, errors, events, idempotency
-from chalicelib.delivery import Pending
-from chalicelib.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
+from chalicelib import audit, errors
 from chalicelib.models import (
     APPROVE,
     DEFAULT_POLICY,
@@ -31,6 +29,14 @@ from chalicelib.models import (
     step_due_at,
 )
 from chalicelib.storage.failures import unavailable
+
+if TYPE_CHECKING:
+    # Only writes make events, and only keyed POSTs and the dispatcher use the
+    # idempotency and delivery records: each imports its module when it runs,
+    # so that a cold start serving a read loads none of them.
+    from chalicelib import events
+    from chalicelib.delivery import Pending
+    from chalicelib.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS workflows (
@@ -347,6 +353,8 @@ class SQLiteStorage:
         now: str,
         policy: Policy = DEFAULT_POLICY,
     ) -> Workflow:
+        from chalicelib import events
+
         with self._write() as conn:
             try:
                 cursor = conn.execute(
@@ -400,6 +408,8 @@ class SQLiteStorage:
         return Slice(workflows, len(rows) > limit)
 
     def append_step(self, workflow_id: int, step: StepRule, now: str) -> Step:
+        from chalicelib import events
+
         # The write lock taken by BEGIN IMMEDIATE makes max()+1 and the insert
         # one step: no other writer can slip in between.
         with self._write() as conn:
@@ -419,6 +429,7 @@ class SQLiteStorage:
     def _insert_step(
         self, conn: sqlite3.Connection, workflow_id: int, step: StepRule, order: int
     ) -> Step:
+
         deadline = step.deadline
         cursor = conn.execute(
             "INSERT INTO workflow_steps (workflow_id, name, step_order, approvers, "
@@ -454,6 +465,8 @@ class SQLiteStorage:
     def create_run(
         self, workflow: Workflow, title: str, now: str, requested_by: Optional[str] = None
     ) -> Run:
+        from chalicelib import events
+
         first = workflow.steps[0]
         with self._write() as conn:
             # The id is the genesis's first field: take it, then chain from it.
@@ -563,6 +576,8 @@ class SQLiteStorage:
         return Slice(tuple(_listed_run(row) for row in rows[:limit]), len(rows) > limit)
 
     def record_decision(self, run: Run, decision: Decision) -> Run:
+        from chalicelib import events
+
         step = run.current_step
         assert step is not None, "only a run in progress has a decision to record"
         approvers = run.approvers
@@ -622,6 +637,7 @@ class SQLiteStorage:
     # -- deadlines ---------------------------------------------------------
 
     def due_runs(self, now: str, limit: int) -> list[int]:
+
         rows = (
             self._connection()
             .execute(
@@ -635,6 +651,8 @@ class SQLiteStorage:
         return [run_id for (run_id,) in rows]
 
     def record_deadline(self, run: Run, at: str) -> Run:
+        from chalicelib import events
+
         step = run.current_step
         assert step is not None, "only a run in progress has a deadline"
         after = run._replace(deadline_passed=True)
@@ -653,6 +671,7 @@ class SQLiteStorage:
     # -- events ------------------------------------------------------------
 
     def list_events(self, subject: str, after_sequence: Optional[int], limit: int) -> Slice[Event]:
+
         rows = (
             self._connection()
             .execute(
@@ -688,6 +707,8 @@ class SQLiteStorage:
             )
             .fetchone()
         )
+        from chalicelib.delivery import Pending
+
         return Pending(Event(*row[:5]), row[5], row[6]) if row else None
 
     def mark_delivered(self, pending: Pending, now: str) -> None:
@@ -708,6 +729,8 @@ class SQLiteStorage:
     # -- idempotency keys --------------------------------------------------
 
     def claim_idempotency_key(self, claim: IdempotencyClaim) -> Optional[StoredResponse]:
+        from chalicelib import idempotency
+
         # Read, decide and write under BEGIN IMMEDIATE's write lock: one step.
         with self._write() as conn:
             conn.execute(
@@ -762,6 +785,8 @@ def _record_events(
     Each subject's last sequence is read once per transaction, and not at all
     for a `new_subject` (a run being created: AUTOINCREMENT never gives an id
     twice, so no event names it yet)."""
+    from chalicelib import events
+
     last: dict[str, int] = {}
     for draft in drafts:
         sequence = last.get(draft.subject)
@@ -783,6 +808,8 @@ def _record_events(
 
 
 def _idempotency_record(row: tuple[Any, ...]) -> IdempotencyRecord:
+    from chalicelib.idempotency import IdempotencyRecord, StoredResponse
+
     fingerprint, token, lease_until, expires_at, status, body, location = row
     response = StoredResponse(status, body, location) if status is not None else None
     return IdempotencyRecord(fingerprint, token, lease_until, expires_at, response)
