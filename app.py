@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 from chalice.app import Chalice, CloudWatchEvent, DynamoDBEvent, Rate, Response, SQSEvent
 
-from chalicelib import access_log, engine, http, identity, page, validation
+from chalicelib import access_log, engine, http, identity, validation
 from chalicelib.models import Page, Run, RunAudit, Step, Workflow
 from chalicelib.storage import Backend, create_storage
 
@@ -212,20 +212,27 @@ def openapi_document() -> Response:
 
 
 # The approvers' page (chalicelib/page.py): text for a browser, not JSON, and
-# no token needed to load it; the page then calls the routes above.
+# no token needed to load it; the page then calls the routes above. Imported
+# by these routes only: an API request's cold start does not load it.
 
 
 @app.route("/", methods=["GET"])
 def page_document() -> Response:
     """The page, its script and style sheet named under the stage that served it."""
+    from chalicelib import page
+
     return page.document(api.base_path())
 
 
 @app.route("/ui/app.js", methods=["GET"])
 def page_script() -> Response:
+    from chalicelib import page
+
     return page.script()
 
 
 @app.route("/ui/app.css", methods=["GET"])
 def page_style() -> Response:
+    from chalicelib import page
+
     return page.style()

@@ -5,10 +5,20 @@ One unit of work is what an approval does end to end: start a run of a
 
   service  app.py through chalice.test.Client, SQLite storage
   floor    raw sqlite3, hand-written SQL doing the same reads and writes on the
-           spec's schema with the same pragmas, each read one statement and
+           service's schema with the same pragmas, each read one statement and
            each decision one write transaction (a)
   bare     the same five requests against a Chalice app whose routes do
            nothing: the framework's own cost (b)
+
+The floor writes what the service must write for its guarantees, and no
+more: each run's audit chain (the genesis hash, each action's hash and the
+run's head, every decision conditional on the head it read), the approvals
+the approver rules are checked against, and each transition's events in the
+outbox in the transition's own transaction (chalicelib/events.py: a run's
+start and each approval record two). The event bodies are the service's
+CloudEvents, filled into a ready template rather than serialised, and the
+hashes are SHA-256 of the canonical texts, written out by hand: the least work
+that stores the same bytes.
 
 The fastest any service on Chalice and SQLite could go is limited by (a) and
 (b) together: limit = 1 / (1/a + 1/b). Goal: service >= 0.7 x limit.
@@ -16,25 +26,24 @@ The fastest any service on Chalice and SQLite could go is limited by (a) and
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
 import statistics
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 from bench._common import Figure, Report, alternate, per_unit, quiet_access_log, scaled, workdir
+from chalicelib.models import StepRule
 from chalicelib.storage import sqlite
 
 GOAL = 0.7
 UNITS_PER_ROUND = scaled(200, 10)
 ROUNDS = scaled(31, 3)
 JSON = {"Content-Type": "application/json"}
-
-# The service's own schema: the spec's tables verbatim plus the indexes any
-# implementation needs not to scan a table.
-FLOOR_SCHEMA = sqlite.SCHEMA
 
 PRAGMAS = (
     "PRAGMA journal_mode = WAL",
@@ -43,78 +52,207 @@ PRAGMAS = (
     "PRAGMA synchronous = NORMAL",
 )
 
-# The run, its current step and its history in one statement: one snapshot
-# with no read transaction around it, the least a read can do.
+# The run with what a decision is checked against (its current step's rules,
+# its workflow's policy, the approvals so far, the head of its chain) and its
+# history, in one statement: one snapshot with no read transaction around it.
 RUN_SQL = (
     "SELECT r.id, r.workflow_id, r.title, r.status, r.created_at, r.updated_at, "
-    "s.id, s.name, s.step_order, wa.*, ws.name AS step_name FROM workflow_runs r "
+    "r.requested_by, r.head_hash, r.approved_by, r.approvers, r.current_step_since, "
+    "r.current_step_due_at, r.deadline_passed, s.id, s.name, s.step_order, s.approvers, "
+    "s.required_approvals, s.deadline_seconds, s.on_deadline, s.escalate_to, "
+    "w.allow_self_approval, w.distinct_approvers, w.reject_requires_comment, "
+    "wa.*, ws.name AS step_name FROM workflow_runs r "
     "LEFT JOIN workflow_steps s ON s.id = r.current_step_id "
+    "JOIN workflows w ON w.id = r.workflow_id "
     "LEFT JOIN workflow_actions wa ON wa.run_id = r.id "
     "LEFT JOIN workflow_steps ws ON ws.id = wa.step_id "
     "WHERE r.id = ? ORDER BY wa.id ASC"
 )
 NEXT_SQL = (
-    "SELECT id, name, step_order FROM workflow_steps "
+    "SELECT id, name, step_order, approvers, required_approvals, deadline_seconds, "
+    "on_deadline, escalate_to FROM workflow_steps "
     "WHERE workflow_id = ? AND step_order > ? ORDER BY step_order ASC LIMIT 1"
 )
+EVENT_SQL = "INSERT INTO events (id, subject, sequence, type, body) VALUES (?, ?, ?, ?, ?)"
 NOW = "2026-01-01T00:00:00.000Z"
+STEPS = ("Manager", "Finance", "CFO")
+# A run's CloudEvent as the service stores it (chalicelib/events.py), to fill in.
+EVENT = (
+    '{"specversion":"1.0","id":"%s","source":"/approval-workflows/dev","type":"%s",'
+    '"subject":"runs/%d","time":"' + NOW + '","datacontenttype":"application/json",'
+    '"sequence":%d,"data":{"run_id":%d,"workflow_id":%d,"title":"PO-1","requested_by":null,'
+    '"status":"%s","step":%s,"actor":%s,"head_hash":"%s"%s}}'
+)
+STEP_JSON = (
+    '{"id":%d,"workflow_id":%d,"name":"%s","step_order":%d,"approvers":[],'
+    '"required_approvals":1,"deadline_seconds":null,"on_deadline":null,"escalate_to":[]}'
+)
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class Floor:
     """The same reads and writes as the service, with nothing around them."""
 
     def __init__(self, path: str) -> None:
+        # The service's schema, its migrations included, made by the service.
+        storage = sqlite.SQLiteStorage(path)
+        workflow = storage.create_workflow("po", "", [StepRule(name) for name in STEPS], NOW)
+        storage.close()
         self.conn = sqlite3.connect(path, isolation_level=None)
         for pragma in PRAGMAS:
             self.conn.execute(pragma)
-        self.conn.executescript(FLOOR_SCHEMA)
-        self.workflow_id = self.conn.execute(
-            "INSERT INTO workflows (name, created_at) VALUES ('po', ?)", (NOW,)
-        ).lastrowid
-        for order, name in enumerate(("Manager", "Finance", "CFO"), start=1):
-            self.conn.execute(
-                "INSERT INTO workflow_steps (workflow_id, name, step_order) VALUES (?, ?, ?)",
-                (self.workflow_id, name, order),
-            )
+        self.workflow_id = workflow.id
+        self.steps = {
+            step.id: STEP_JSON % (step.id, workflow.id, step.name, step.step_order)
+            for step in workflow.steps
+        }
+
+    def event(
+        self,
+        kind: str,
+        run_id: int,
+        seq: int,
+        status: str,
+        step: Any,
+        actor: str,
+        head: str,
+        due: str = "",
+    ) -> tuple[str, str, int, str, str]:
+        event_id = str(uuid.uuid4())
+        body = EVENT % (
+            event_id,
+            kind,
+            run_id,
+            seq,
+            run_id,
+            self.workflow_id,
+            status,
+            self.steps[step] if step else "null",
+            f'"{actor}"' if actor else "null",
+            head,
+            due,
+        )
+        return (event_id, f"runs/{run_id}", seq, kind, body)
 
     def unit(self) -> None:
         c = self.conn
-        # POST /runs: the workflow's first step, then the run.
+        wid = self.workflow_id
+        # POST /runs: the workflow's first step, then the run, its genesis hash
+        # (of its id: after the insert) and its first two events (a new run's
+        # stream starts at 1: AUTOINCREMENT never reuses an id).
         c.execute("BEGIN IMMEDIATE")
         first = c.execute(
-            "SELECT id, name, step_order FROM workflow_steps WHERE workflow_id = ? "
+            "SELECT id, name, step_order, approvers, required_approvals, deadline_seconds, "
+            "on_deadline, escalate_to FROM workflow_steps WHERE workflow_id = ? "
             "ORDER BY step_order LIMIT 1",
-            (self.workflow_id,),
+            (wid,),
         ).fetchone()
         run_id = c.execute(
             "INSERT INTO workflow_runs (workflow_id, title, status, current_step_id, "
-            "created_at, updated_at) VALUES (?, 'PO-1', 'in_progress', ?, ?, ?)",
-            (self.workflow_id, first[0], NOW, NOW),
+            "created_at, updated_at, requested_by, current_step_since, current_step_due_at) "
+            "VALUES (?, 'PO-1', 'in_progress', ?, ?, ?, NULL, ?, NULL)",
+            (wid, first[0], NOW, NOW, NOW),
         ).lastrowid
+        assert run_id is not None
+        head = sha256(
+            f'{{"created_at":"{NOW}","requested_by":null,"run_id":{run_id},"title":"PO-1",'
+            f'"workflow_id":{wid}}}'
+        )
+        c.execute("UPDATE workflow_runs SET head_hash = ? WHERE id = ?", (head, run_id))
+        c.execute(
+            EVENT_SQL,
+            self.event("approval.run.started", run_id, 1, "in_progress", first[0], "", head),
+        )
+        c.execute(
+            EVENT_SQL,
+            self.event(
+                "approval.step.activated",
+                run_id,
+                2,
+                "in_progress",
+                first[0],
+                "",
+                head,
+                ',"due_at":null',
+            ),
+        )
         c.execute("COMMIT")
         # POST /runs/{id}/approve x 3: read the run and its history (the
-        # response holds both), find the next step, move the run, record.
+        # response holds both), find the next step, extend the chain from the
+        # head read (the write's condition), record the action and its events.
+        approvers: list[str] = []
         for actor in ("ann", "bob", "cy"):
             c.execute("BEGIN IMMEDIATE")
-            run = c.execute(RUN_SQL, (run_id,)).fetchall()[0]
-            nxt = c.execute(NEXT_SQL, (self.workflow_id, run[8])).fetchone()
+            rows = c.execute(RUN_SQL, (run_id,)).fetchall()
+            run = rows[0]
+            step_id, step_name, order, prev = run[13], run[14], run[15], run[7]
+            seq = len(rows) if rows[0][24] is not None else 0
+            nxt = c.execute(NEXT_SQL, (wid, order)).fetchone()
+            head = sha256(
+                f'{prev}\n{{"action":"approve","actor":"{actor}","comment":"",'
+                f'"created_at":"{NOW}","run_id":{run_id},"seq":{seq + 1},'
+                f'"step_id":{step_id},"step_name":"{step_name}"}}'
+            )
+            approvers.append(actor)
+            if nxt:
+                sets = (
+                    "current_step_id = ?, current_step_since = ?, current_step_due_at = NULL, "
+                    "deadline_passed = 0"
+                )
+                values: tuple[Any, ...] = (nxt[0], NOW)
+            else:
+                sets = (
+                    "status = ?, current_step_id = NULL, current_step_since = NULL, "
+                    "current_step_due_at = NULL"
+                )
+                values = ("completed",)
             moved = c.execute(
-                "UPDATE workflow_runs SET status = ?, current_step_id = ?, updated_at = ? "
-                "WHERE id = ? AND status = 'in_progress' AND current_step_id = ?",
-                (
-                    "in_progress" if nxt else "completed",
-                    nxt[0] if nxt else None,
-                    NOW,
-                    run_id,
-                    run[6],
-                ),
+                f"UPDATE workflow_runs SET approved_by = '[]', approvers = ?, {sets}, "
+                "updated_at = ?, head_hash = ? WHERE id = ? AND status = 'in_progress' "
+                "AND current_step_id = ? AND head_hash IS ?",
+                (json.dumps(approvers), *values, NOW, head, run_id, step_id, prev),
             ).rowcount
             assert moved == 1
             c.execute(
                 "INSERT INTO workflow_actions (run_id, step_id, action, actor, comment, "
-                "created_at) VALUES (?, ?, 'approve', ?, '', ?)",
-                (run_id, run[6], actor, NOW),
+                "created_at, hash) VALUES (?, ?, 'approve', ?, '', ?, ?)",
+                (run_id, step_id, actor, NOW, head),
             )
+            (last,) = c.execute(
+                "SELECT COALESCE(MAX(sequence), 0) FROM events WHERE subject = ?",
+                (f"runs/{run_id}",),
+            ).fetchone()
+            status = "in_progress" if nxt else "completed"
+            c.execute(
+                EVENT_SQL,
+                self.event(
+                    "approval.step.approved", run_id, last + 1, status, step_id, actor, head
+                ),
+            )
+            if nxt:
+                c.execute(
+                    EVENT_SQL,
+                    self.event(
+                        "approval.step.activated",
+                        run_id,
+                        last + 2,
+                        status,
+                        nxt[0],
+                        "",
+                        head,
+                        ',"due_at":null',
+                    ),
+                )
+            else:
+                c.execute(
+                    EVENT_SQL,
+                    self.event(
+                        "approval.run.completed", run_id, last + 2, status, None, actor, head
+                    ),
+                )
             c.execute("COMMIT")
         # GET /runs/{id}: the run and its history, one snapshot.
         c.execute(RUN_SQL, (run_id,)).fetchall()

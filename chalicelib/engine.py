@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Optional
 
-from chalicelib import audit, deadlines, decision, errors, events
+from chalicelib import audit, decision, errors
 from chalicelib.models import (
     APPROVE,
     CANCEL,
@@ -248,6 +248,10 @@ def sweep(storage: Storage, clock: Clock = utc_now, page: int = SWEEP_PAGE) -> i
 def _apply_deadline(storage: Storage, run_id: int, now: str) -> bool:
     """Apply the run's due deadline with the conditional write of a decision;
     False if none is due or another write won."""
+    # Imported here, as events below: reading a run (a cold start's usual
+    # first request) needs neither.
+    from chalicelib import deadlines
+
     run = storage.get_run(run_id)
     action = deadlines.action_due(run, now)
     if action is None:
@@ -288,6 +292,8 @@ def list_runs(
 
 def run_events(storage: Storage, run_id: int, limit: int, cursor: Optional[str] = None) -> Page:
     """One page of the run's events, oldest first, as they are delivered."""
+    from chalicelib import events
+
     filters = {"run_id": run_id}
     after = _position(cursor, EVENTS, filters)
     found = storage.list_events(events.run_subject(run_id), after, limit)

@@ -79,6 +79,9 @@ DEADLINE_ACTOR = "system:deadline"
 # The run's status after a transition -> the event that says the run ended so.
 _RUN_ENDED = {COMPLETED: RUN_COMPLETED, REJECTED: RUN_REJECTED, "cancelled": RUN_CANCELLED}
 STAGE_VARIABLE = "WORKFLOW_STAGE"
+# Bodies are compact and not ASCII-escaped; one encoder for the process, not
+# one per event as json.dumps with options builds.
+_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 DEFAULT_STAGE = "dev"
 
 
@@ -121,7 +124,7 @@ def recorded(draft: Draft, sequence: int, new_id: Optional[Callable[[], str]] = 
         "sequence": sequence,
         "data": draft.data,
     }
-    body = json.dumps(envelope, separators=(",", ":"), ensure_ascii=False)
+    body = _encode(envelope)
     return Event(event_id, draft.subject, sequence, draft.type, body)
 
 

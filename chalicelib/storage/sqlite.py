@@ -9,11 +9,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
-from chalicelib import audit, errors, events, idempotency
-from chalicelib.delivery import Pending
-from chalicelib.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
+from chalicelib import audit, errors
 from chalicelib.models import (
     APPROVE,
     DEFAULT_POLICY,
@@ -31,6 +29,14 @@ from chalicelib.models import (
     step_due_at,
 )
 from chalicelib.storage.failures import unavailable
+
+if TYPE_CHECKING:
+    # Only writes make events, and only keyed POSTs and the dispatcher use the
+    # idempotency and delivery records: each imports its module when it runs,
+    # so that a cold start serving a read loads none of them.
+    from chalicelib import events
+    from chalicelib.delivery import Pending
+    from chalicelib.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS workflows (
@@ -347,6 +353,8 @@ class SQLiteStorage:
         now: str,
         policy: Policy = DEFAULT_POLICY,
     ) -> Workflow:
+        from chalicelib import events
+
         with self._write() as conn:
             try:
                 cursor = conn.execute(
@@ -400,6 +408,8 @@ class SQLiteStorage:
         return Slice(workflows, len(rows) > limit)
 
     def append_step(self, workflow_id: int, step: StepRule, now: str) -> Step:
+        from chalicelib import events
+
         # The write lock taken by BEGIN IMMEDIATE makes max()+1 and the insert
         # one step: no other writer can slip in between.
         with self._write() as conn:
@@ -419,6 +429,7 @@ class SQLiteStorage:
     def _insert_step(
         self, conn: sqlite3.Connection, workflow_id: int, step: StepRule, order: int
     ) -> Step:
+
         deadline = step.deadline
         cursor = conn.execute(
             "INSERT INTO workflow_steps (workflow_id, name, step_order, approvers, "
@@ -454,6 +465,8 @@ class SQLiteStorage:
     def create_run(
         self, workflow: Workflow, title: str, now: str, requested_by: Optional[str] = None
     ) -> Run:
+        from chalicelib import events
+
         first = workflow.steps[0]
         with self._write() as conn:
             # The id is the genesis's first field: take it, then chain from it.
@@ -480,7 +493,7 @@ class SQLiteStorage:
             conn.execute(
                 "UPDATE workflow_runs SET head_hash = ? WHERE id = ?", (run.head_hash, run_id)
             )
-            _record_events(conn, events.run_started(run))
+            _record_events(conn, events.run_started(run), new_subject=True)
         return run
 
     def get_run(self, run_id: int, history: bool = True) -> Run:
@@ -578,6 +591,8 @@ class SQLiteStorage:
         return Slice(tuple(_listed_run(row) for row in rows[:limit]), len(rows) > limit)
 
     def record_decision(self, run: Run, decision: Decision) -> Run:
+        from chalicelib import events
+
         step = run.current_step
         assert step is not None, "only a run in progress has a decision to record"
         approvers = run.approvers
@@ -637,6 +652,7 @@ class SQLiteStorage:
     # -- deadlines ---------------------------------------------------------
 
     def due_runs(self, now: str, limit: int) -> list[int]:
+
         rows = (
             self._connection()
             .execute(
@@ -650,6 +666,8 @@ class SQLiteStorage:
         return [run_id for (run_id,) in rows]
 
     def record_deadline(self, run: Run, at: str) -> Run:
+        from chalicelib import events
+
         step = run.current_step
         assert step is not None, "only a run in progress has a deadline"
         after = run._replace(deadline_passed=True)
@@ -668,6 +686,7 @@ class SQLiteStorage:
     # -- events ------------------------------------------------------------
 
     def list_events(self, subject: str, after_sequence: Optional[int], limit: int) -> Slice[Event]:
+
         rows = (
             self._connection()
             .execute(
@@ -703,6 +722,8 @@ class SQLiteStorage:
             )
             .fetchone()
         )
+        from chalicelib.delivery import Pending
+
         return Pending(Event(*row[:5]), row[5], row[6]) if row else None
 
     def mark_delivered(self, pending: Pending, now: str) -> None:
@@ -723,6 +744,8 @@ class SQLiteStorage:
     # -- idempotency keys --------------------------------------------------
 
     def claim_idempotency_key(self, claim: IdempotencyClaim) -> Optional[StoredResponse]:
+        from chalicelib import idempotency
+
         # Read, decide and write under BEGIN IMMEDIATE's write lock: one step.
         with self._write() as conn:
             conn.execute(
@@ -769,14 +792,30 @@ class SQLiteStorage:
             )
 
 
-def _record_events(conn: sqlite3.Connection, drafts: Sequence[events.Draft]) -> None:
+def _record_events(
+    conn: sqlite3.Connection, drafts: Sequence[events.Draft], new_subject: bool = False
+) -> None:
     """Add `drafts` to the outbox in the caller's transaction, each the next of
-    its subject: the write lock the transaction holds keeps sequences gap-free."""
+    its subject: the write lock the transaction holds keeps sequences gap-free.
+    Each subject's last sequence is read once per transaction, and not at all
+    for a `new_subject` (a run being created: AUTOINCREMENT never gives an id
+    twice, so no event names it yet)."""
+    from chalicelib import events
+
+    last: dict[str, int] = {}
     for draft in drafts:
-        (last,) = conn.execute(
-            "SELECT COALESCE(MAX(sequence), 0) FROM events WHERE subject = ?", (draft.subject,)
-        ).fetchone()
-        event = events.recorded(draft, last + 1)
+        sequence = last.get(draft.subject)
+        if sequence is None:
+            (sequence,) = (
+                (0,)
+                if new_subject
+                else conn.execute(
+                    "SELECT COALESCE(MAX(sequence), 0) FROM events WHERE subject = ?",
+                    (draft.subject,),
+                ).fetchone()
+            )
+        event = events.recorded(draft, sequence + 1)
+        last[draft.subject] = event.sequence
         conn.execute(
             "INSERT INTO events (id, subject, sequence, type, body) VALUES (?, ?, ?, ?, ?)",
             (event.id, event.subject, event.sequence, event.type, event.body),
@@ -784,6 +823,8 @@ def _record_events(conn: sqlite3.Connection, drafts: Sequence[events.Draft]) -> 
 
 
 def _idempotency_record(row: tuple[Any, ...]) -> IdempotencyRecord:
+    from chalicelib.idempotency import IdempotencyRecord, StoredResponse
+
     fingerprint, token, lease_until, expires_at, status, body, location = row
     response = StoredResponse(status, body, location) if status is not None else None
     return IdempotencyRecord(fingerprint, token, lease_until, expires_at, response)
@@ -824,10 +865,10 @@ def _listed_run(row: tuple[Any, ...]) -> Run:
         (),
         row[15],
         row[16],
-        tuple(json.loads(row[17])),
+        _strings(row[17]),
         row[18],
         Policy(*map(bool, row[19:22])),
-        tuple(json.loads(row[22])),
+        _strings(row[22]),
         current_step_due_at=row[23],
         deadline_passed=bool(row[24]),
     )
@@ -837,11 +878,9 @@ def _step(row: Sequence[Any]) -> Step:
     """A step from a row of _STEP_COLUMNS."""
     step_id, workflow_id, name, order, approvers, required, seconds, action, escalate_to = row
     deadline = (
-        Deadline(seconds, action, tuple(json.loads(escalate_to or "[]")))
-        if seconds is not None
-        else None
+        Deadline(seconds, action, _strings(escalate_to or "[]")) if seconds is not None else None
     )
-    return Step(step_id, workflow_id, name, order, tuple(json.loads(approvers)), required, deadline)
+    return Step(step_id, workflow_id, name, order, _strings(approvers), required, deadline)
 
 
 def _workflow(row: Sequence[Any], steps: tuple[Step, ...]) -> Workflow:
@@ -849,8 +888,18 @@ def _workflow(row: Sequence[Any], steps: tuple[Step, ...]) -> Workflow:
     return Workflow(row[0], row[1], row[2], row[3], steps, Policy(*map(bool, row[4:7])))
 
 
+# Arrays of names as stored: compact, not ASCII-escaped. One encoder for the
+# process, not one per call as json.dumps with options builds.
+_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
 def _json(values: Sequence[str]) -> str:
-    return json.dumps(list(values), separators=(",", ":"), ensure_ascii=False)
+    return "[]" if not values else _encode(list(values))
+
+
+def _strings(stored: str) -> tuple[str, ...]:
+    """A stored array of names; most are empty, which needs no parsing."""
+    return () if stored == "[]" else tuple(json.loads(stored))
 
 
 def _last_id(cursor: sqlite3.Cursor) -> int:

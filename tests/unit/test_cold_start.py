@@ -21,6 +21,9 @@ KEPT_OUT = (
     "sqlite3",
     "chalicelib.storage.sqlite",
     "chalicelib.storage.dynamodb",
+    # Needed by writes, the event pages and the approvers' page, not by a read.
+    "chalicelib.events",
+    "chalicelib.page",
 )
 
 
