@@ -26,9 +26,10 @@ import os
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import NamedTuple, Optional, Protocol
+from typing import Optional, Protocol
 
 from chalicelib.models import Event
+from chalicelib.records import Record
 
 LOGGER = logging.getLogger("approval-workflows.events")
 _HANDLER = logging.StreamHandler()
@@ -49,7 +50,7 @@ Sink = Callable[[Event, float], bool]
 Clock = Callable[[], float]
 
 
-class Pending(NamedTuple):
+class Pending(Record):
     """An event not delivered yet, and how its delivery went so far."""
 
     event: Event
@@ -78,7 +79,7 @@ class Outbox(Protocol):
         ...
 
 
-class Blocked(NamedTuple):
+class Blocked(Record):
     """Where a subject's delivery stopped: the event that waits, and until when."""
 
     event: Event

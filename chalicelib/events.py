@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from typing import Any, NamedTuple, Optional
+from typing import Any, Optional
 
 from chalicelib.models import (
     APPROVE,
@@ -45,6 +45,7 @@ from chalicelib.models import (
     Step,
     Workflow,
 )
+from chalicelib.records import Record
 
 PREFIX = "approval."
 WORKFLOW_CREATED = "approval.workflow.created"
@@ -85,7 +86,7 @@ _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 DEFAULT_STAGE = "dev"
 
 
-class Draft(NamedTuple):
+class Draft(Record):
     """An event before the storage gives it its place: type, stream, time, data."""
 
     type: str

@@ -23,15 +23,17 @@ partition key, SQLite would need a persistence layer of our own anyway, and the
 Lambda would have to bundle it, where it bundles nothing today.
 """
 
-# Annotations evaluated, not postponed: see chalicelib/models.py.
+from __future__ import annotations
+
 import json
 import logging
 import math
 import os
 from collections.abc import Callable
-from typing import NamedTuple, Optional, Protocol
+from typing import Optional, Protocol
 
 from chalicelib import errors
+from chalicelib.records import Record
 
 LOGGER = logging.getLogger("approval-workflows")
 KEY_HEADER = "Idempotency-Key"
@@ -45,7 +47,7 @@ TTL_SECONDS = 24 * 60 * 60
 Clock = Callable[[], float]
 
 
-class StoredResponse(NamedTuple):
+class StoredResponse(Record):
     """A response kept for an Idempotency-Key: replayed as it was first sent."""
 
     status: int
@@ -53,7 +55,7 @@ class StoredResponse(NamedTuple):
     location: Optional[str] = None
 
 
-class IdempotencyClaim(NamedTuple):
+class IdempotencyClaim(Record):
     """One request's attempt to take an Idempotency-Key (times in epoch seconds)."""
 
     key: str
@@ -64,7 +66,7 @@ class IdempotencyClaim(NamedTuple):
     expires_at: int
 
 
-class IdempotencyRecord(NamedTuple):
+class IdempotencyRecord(Record):
     """What the store holds for a key: in flight until `response` is set."""
 
     fingerprint: str

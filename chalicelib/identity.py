@@ -24,9 +24,10 @@ import logging
 import os
 import threading
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from chalicelib import errors
+from chalicelib.records import Record
 
 if TYPE_CHECKING:
     from jwt import PyJWKClient
@@ -48,7 +49,7 @@ _jwks_clients: dict[str, PyJWKClient] = {}
 _jwks_lock = threading.Lock()
 
 
-class Caller(NamedTuple):
+class Caller(Record):
     """A verified caller: the actor the token names and the groups it lists."""
 
     actor: str
@@ -56,7 +57,7 @@ class Caller(NamedTuple):
     admin: bool
 
 
-class Settings(NamedTuple):
+class Settings(Record):
     mode: str
     issuer: str
     audience: Optional[str]

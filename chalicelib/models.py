@@ -1,18 +1,19 @@
 """The service's records, as the engine and the storage adapters exchange them.
 
-Immutable named tuples rather than frozen dataclasses: importing dataclasses
-(and the inspect module it pulls in) and generating five frozen classes took
-6.8 ms of every cold start, more than a third of Chalice's own import; these
-take 0.7 ms. Keep dataclasses out of the import path of app.py.
-
-Annotations here are evaluated when a class is made, not postponed (no
-`from __future__ import annotations`): NamedTuple turns each postponed one
-into a ForwardRef and compiles it, which made this module take 1.4 ms of a
-cold start instead of 1.0. Names defined further down are quoted. The same
-holds for the other modules of named tuples on the import path of app.py.
+Immutable records rather than frozen dataclasses: importing dataclasses (and
+the inspect module it pulls in) and generating five frozen classes took 6.8 ms
+of every cold start, more than a third of Chalice's own import. They are
+declared as typing.NamedTuple classes, and made at run time by
+chalicelib.records, which makes a class in a tenth of typing's time (the same
+fields, constructor, immutability, equality and `_replace`). Keep
+dataclasses out of the import path of app.py.
 """
 
-from typing import Any, Generic, NamedTuple, Optional, TypeVar, Union
+from __future__ import annotations
+
+from typing import Any, Generic, Optional, TypeVar, Union
+
+from chalicelib.records import Record
 
 IN_PROGRESS = "in_progress"
 COMPLETED = "completed"
@@ -35,7 +36,7 @@ USER_PREFIX = "user:"
 GROUP_PREFIX = "group:"
 
 
-class Deadline(NamedTuple):
+class Deadline(Record):
     """How long a step may wait for its decision, and what happens after."""
 
     seconds: int
@@ -44,7 +45,7 @@ class Deadline(NamedTuple):
     escalate_to: tuple[str, ...] = ()
 
 
-class Step(NamedTuple):
+class Step(Record):
     id: int
     workflow_id: int
     name: str
@@ -86,7 +87,7 @@ class Step(NamedTuple):
         return {"workflow_id": self.workflow_id}
 
 
-class StepRule(NamedTuple):
+class StepRule(Record):
     """A step as a workflow's definition gives it, before it is stored."""
 
     name: str
@@ -107,7 +108,7 @@ class StepRule(NamedTuple):
         )
 
 
-class Policy(NamedTuple):
+class Policy(Record):
     """A workflow's separation-of-duties flags, which its runs decide under."""
 
     # The run's requester may approve or reject it.
@@ -126,7 +127,7 @@ class Policy(NamedTuple):
 DEFAULT_POLICY = Policy()
 
 
-class Workflow(NamedTuple):
+class Workflow(Record):
     id: int
     name: str
     description: str
@@ -152,7 +153,7 @@ class Workflow(NamedTuple):
         return {"workflow_id": self.id}
 
 
-class Action(NamedTuple):
+class Action(Record):
     id: int
     run_id: int
     step_id: int
@@ -167,7 +168,7 @@ class Action(NamedTuple):
     hash: Optional[str] = None
 
     @classmethod
-    def recording(cls, action_id: int, run: "Run", decision: "Decision", hash: str) -> "Action":
+    def recording(cls, action_id: int, run: Run, decision: Decision, hash: str) -> Action:
         """The record of `decision` on `run`'s current step, with its id and chain hash."""
         step = run.current_step
         assert step is not None, "only a run in progress has a decision to record"
@@ -197,7 +198,7 @@ class Action(NamedTuple):
         }
 
 
-class Run(NamedTuple):
+class Run(Record):
     id: int
     workflow_id: int
     title: str
@@ -234,7 +235,7 @@ class Run(NamedTuple):
     @classmethod
     def started(
         cls, run_id: int, workflow: Workflow, title: str, now: str, requested_by: Optional[str]
-    ) -> "Run":
+    ) -> Run:
         """A new run of `workflow`, at its first step since `now`, under its policy."""
         return cls(
             run_id,
@@ -280,7 +281,7 @@ class Run(NamedTuple):
     def about(self) -> dict[str, int]:
         return {"workflow_id": self.workflow_id, "run_id": self.id}
 
-    def decided(self, decision: "Decision", action: Action, head_hash: str) -> "Run":
+    def decided(self, decision: Decision, action: Action, head_hash: str) -> Run:
         """The run as `decision` leaves it, `action` (its record, whose hash is
         `head_hash`) last in its history."""
         return self._replace(
@@ -342,7 +343,7 @@ def step_due_at(step: Optional[Step], since: str) -> Optional[str]:
     return due.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-class RunAudit(NamedTuple):
+class RunAudit(Record):
     """A run's audit chain, recomputed from what is stored (chalicelib/audit.py)."""
 
     run_id: int
@@ -366,7 +367,7 @@ class RunAudit(NamedTuple):
         return {"workflow_id": self.workflow_id, "run_id": self.run_id}
 
 
-class Decision(NamedTuple):
+class Decision(Record):
     """One decision on a run's current step (an approval, a rejection, a
     cancellation), and where it leads: `next_step` is the step the run is at
     afterwards (the current one while its quorum is not met; None once the
@@ -386,7 +387,7 @@ class Decision(NamedTuple):
         return bool(self.approved_by)
 
 
-class Event(NamedTuple):
+class Event(Record):
     """One recorded event: its place in its subject's stream (`runs/<id>` or
     `workflows/<id>`, from 1, gap-free) and its CloudEvent exactly as delivered."""
 
@@ -406,7 +407,7 @@ class Event(NamedTuple):
 Listed = TypeVar("Listed", Workflow, Run, Event)
 
 
-class Slice(NamedTuple, Generic[Listed]):
+class Slice(Record, Generic[Listed]):
     """What the storage read for one page: its items, and whether any follow
     (after `position`, where that is not the last item's id: a storage may read
     entries it does not show)."""
@@ -418,7 +419,7 @@ class Slice(NamedTuple, Generic[Listed]):
     resume: Any = None
 
 
-class Page(NamedTuple):
+class Page(Record):
     """One page of a list, and the cursor of the next (None after the last)."""
 
     items: tuple[Union[Workflow, Run, Event], ...]

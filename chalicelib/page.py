@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import NamedTuple
 
 from chalice.app import Response
 
 from chalicelib import errors, identity
+from chalicelib.records import Record
 
 UI_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ui")
 CONTENT_SECURITY_POLICY = "; ".join(
@@ -53,7 +53,7 @@ HEADERS: Mapping[str, str] = {
 }
 
 
-class Asset(NamedTuple):
+class Asset(Record):
     filename: str
     content_type: str
 
@@ -93,7 +93,7 @@ def style() -> Response:
     return _answer(STYLE, _text(STYLE))
 
 
-class AuthSettings(NamedTuple):
+class AuthSettings(Record):
     """What the page needs to know of WORKFLOW_AUTH: the mode, and in `jwt` mode
     the claims that name the caller and their groups."""
 

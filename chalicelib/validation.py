@@ -6,10 +6,11 @@ InvalidInput (NotFound for a path id that can name nothing). No storage here:
 a request refused here has changed nothing.
 """
 
-# Annotations evaluated, not postponed: see chalicelib/models.py.
+from __future__ import annotations
+
 import json
 from collections.abc import Mapping
-from typing import Any, NamedTuple, Optional
+from typing import Any, Optional
 
 from chalicelib import errors
 from chalicelib.models import (
@@ -23,6 +24,7 @@ from chalicelib.models import (
     Policy,
     StepRule,
 )
+from chalicelib.records import Record
 
 MAX_NAME = 200
 MAX_TITLE = 500
@@ -61,20 +63,20 @@ INVISIBLE_RANGES = (
 ALLOWED_CONTROLS = "\t\n"
 
 
-class NewWorkflow(NamedTuple):
+class NewWorkflow(Record):
     name: str
     description: str
     steps: list[StepRule]
     policy: Policy
 
 
-class NewRun(NamedTuple):
+class NewRun(Record):
     workflow_id: int
     title: str
     requested_by: Optional[str] = None
 
 
-class DecisionRequest(NamedTuple):
+class DecisionRequest(Record):
     actor: Optional[str]
     comment: str
     expected_step_id: Optional[int]
@@ -82,12 +84,12 @@ class DecisionRequest(NamedTuple):
     groups: Optional[frozenset[str]] = None
 
 
-class CancelRequest(NamedTuple):
+class CancelRequest(Record):
     actor: Optional[str]
     reason: str
 
 
-class InboxQuery(NamedTuple):
+class InboxQuery(Record):
     # Asserted in `none` mode; None where the token says who calls.
     actor: Optional[str]
     groups: frozenset[str]
@@ -95,12 +97,12 @@ class InboxQuery(NamedTuple):
     cursor: Optional[str]
 
 
-class WorkflowQuery(NamedTuple):
+class WorkflowQuery(Record):
     limit: int
     cursor: Optional[str]
 
 
-class RunQuery(NamedTuple):
+class RunQuery(Record):
     workflow_id: Optional[int]
     status: Optional[str]
     limit: int

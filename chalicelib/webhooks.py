@@ -23,9 +23,9 @@ import random
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from typing import NamedTuple
 
 from chalicelib.models import Event
+from chalicelib.records import Record
 
 SECRET_PREFIX = "whsec_"
 TIMEOUT_SECONDS = 10
@@ -70,7 +70,7 @@ def retry_delay(attempts: int, rand: Callable[[], float] = random.random) -> flo
     return ceiling / 2 + ceiling / 2 * rand()
 
 
-class Webhook(NamedTuple):
+class Webhook(Record):
     """Where events go, and the key that signs them."""
 
     url: str

@@ -42,8 +42,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any, NamedTuple, Optional
+from typing import Any, Optional
 
+from chalicelib.records import Record
 from chalicelib.storage.dynamodb_schema import (
     DEADLINE_DUE,
     RUNS_BY_STATUS_INDEX,
@@ -151,7 +152,7 @@ def partitions(
     return index, [f"{prefix}#{shard}" for shard in range(shards)]
 
 
-class ShardPage(NamedTuple):
+class ShardPage(Record):
     """What one Query of one shard read: its entries (newest first), and whether
     the shard may hold more below the last of them."""
 

@@ -1,0 +1,129 @@
+"""Record: immutable records as typing.NamedTuple declares them, made faster.
+
+A class written `class Step(Record): id: int; name: str = ""` is, to mypy,
+exactly a typing.NamedTuple (Record is that name when type checking), and at
+run time a tuple subclass with the same fields, defaults, constructor,
+`_replace`, `_make`, `_asdict`, `_fields`, equality and repr. What differs is
+the making of the class: typing.NamedTuple checks every annotation
+(`typing._type_check`) and collections.namedtuple compiles a constructor from
+source text for each class, about 125 µs a class together; the app defines
+two dozen on import, a sixth of a cold start's work beyond Chalice's. Here a
+class takes a few µs: one constructor serves every class, reading the class's
+fields, and each field is the same C accessor namedtuple uses.
+
+Generic records (`class Slice(NamedTuple, Generic[T])`) stay typing.NamedTuple.
+"""
+
+from __future__ import annotations
+
+from collections import _tuplegetter  # type: ignore[attr-defined]  # namedtuple's own
+from typing import TYPE_CHECKING, Any, ClassVar
+
+__all__ = ["Record"]
+
+# A field's value before its argument or default fills it.
+_MISSING: Any = object()
+
+
+class _RecordType(type):
+    """Makes each Record subclass: its fields from its annotations, in order."""
+
+    def __new__(mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any]) -> Any:
+        if namespace.get("_root", False):
+            return super().__new__(mcls, name, bases, namespace)
+        fields = tuple(namespace.get("__annotations__", {}))
+        defaults = {field: namespace.pop(field) for field in fields if field in namespace}
+        first_default = len(fields) - len(defaults)
+        if tuple(defaults) != fields[first_default:]:
+            raise TypeError(f"{name}: fields with defaults must come after those without")
+        # For each count of positional arguments, the values of the fields after
+        # them: their defaults, or _MISSING where a field has none.
+        values = tuple(defaults.get(field, _MISSING) for field in fields)
+        namespace.update(
+            __slots__=(),
+            _fields=fields,
+            _field_defaults=defaults,
+            _index={field: index for index, field in enumerate(fields)},
+            _required=len(fields) - len(defaults),
+            _tails=tuple(values[given:] for given in range(len(fields) + 1)),
+            __match_args__=fields,
+        )
+        for index, field in enumerate(fields):
+            namespace[field] = _tuplegetter(index, f"Alias for field number {index}")
+        return super().__new__(mcls, name, bases, namespace)
+
+
+class _Record(tuple, metaclass=_RecordType):  # type: ignore[type-arg]
+    """The methods every Record shares, as collections.namedtuple gives them."""
+
+    _root = True
+    __slots__ = ()
+    _fields: ClassVar[tuple[str, ...]] = ()
+    _field_defaults: ClassVar[dict[str, Any]] = {}
+    _index: ClassVar[dict[str, int]] = {}
+    _required: ClassVar[int] = 0
+    _tails: ClassVar[tuple[tuple[Any, ...], ...]] = ((),)
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        given = len(args)
+        if not kwargs and cls._required <= given < len(cls._tails):
+            return tuple.__new__(cls, args + cls._tails[given])
+        return tuple.__new__(cls, cls._arguments(args, kwargs))
+
+    @classmethod
+    def _arguments(cls, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+        """The values of all fields from positional and keyword arguments and the
+        defaults, refused as a function's call would be."""
+        given = len(args)
+        if given >= len(cls._tails):
+            raise TypeError(f"{cls.__name__} takes {len(cls._fields)} arguments, not {given}")
+        values = [*args, *cls._tails[given]]
+        for field, value in kwargs.items():
+            index = cls._index.get(field)
+            if index is None or index < given:
+                raise TypeError(f"{cls.__name__} has no field {field!r}, or got it twice")
+            values[index] = value
+        required = cls._required
+        missing = [
+            field
+            for field, value in zip(
+                cls._fields[given:required], values[given:required], strict=True
+            )
+            if value is _MISSING
+        ]
+        if missing:
+            raise TypeError(f"{cls.__name__} is missing the arguments {', '.join(missing)}")
+        return values
+
+    @classmethod
+    def _make(cls, iterable: Any) -> Any:
+        return tuple.__new__(cls, iterable)
+
+    def _replace(self, **changes: Any) -> Any:
+        made = tuple.__new__(type(self), map(changes.pop, self._fields, self))
+        if changes:
+            raise ValueError(f"{type(self).__name__} has no field {', '.join(changes)}")
+        return made
+
+    def _asdict(self) -> dict[str, Any]:
+        return dict(zip(self._fields, self, strict=True))
+
+    def __repr__(self) -> str:
+        shown = ", ".join(
+            f"{field}={value!r}" for field, value in zip(self._fields, self, strict=True)
+        )
+        return f"{type(self).__name__}({shown})"
+
+    def __getnewargs__(self) -> tuple[Any, ...]:
+        return tuple(self)
+
+
+if TYPE_CHECKING:
+    from typing import NamedTuple as Record
+else:
+
+    class Record(_Record):
+        """Subclass this as typing.NamedTuple is subclassed."""
+
+        _root = True
+        __slots__ = ()
