@@ -12,12 +12,14 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Optional, Protocol, Union
+from typing import TYPE_CHECKING, Any, Optional, Protocol, Union
 
 from chalice.app import Chalice, CORSConfig, Request, Response
 
-from chalicelib import access_log, errors, idempotency, identity, validation
-from chalicelib.idempotency import KeyStore, StoredResponse
+from chalicelib import access_log, errors, identity, validation
+
+if TYPE_CHECKING:
+    from chalicelib.idempotency import KeyStore, StoredResponse
 
 STATUS: dict[type[errors.WorkflowError], int] = {
     errors.PayloadTooLarge: 413,
@@ -215,6 +217,9 @@ class JsonApi:
     ) -> Response:
         """respond()'s response to the first request with `key` (of this caller,
         where callers are verified), replayed to its retries."""
+        # Imported here: a request without a key (a cold start's GET) needs none of it.
+        from chalicelib import idempotency
+
         request = self.request
         try:
             claim = idempotency.new_claim(
@@ -267,6 +272,8 @@ def _raw_body(request: Request) -> bytes:
 
 def _kept(response: Response) -> StoredResponse:
     """The parts of our response that a replay repeats: status, body, Location."""
+    from chalicelib.idempotency import StoredResponse
+
     # Not ASCII-escaped: CJK text takes 3 bytes, not 6. A replay parses it and
     # encodes it again as json_response does, so the replayed bytes are the first ones.
     body = json.dumps(json.loads(response.body), separators=(",", ":"), ensure_ascii=False)

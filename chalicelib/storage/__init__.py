@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Optional, Protocol
+from typing import TYPE_CHECKING, Optional, Protocol
 
-from chalicelib.delivery import Outbox
-from chalicelib.idempotency import KeyStore
 from chalicelib.models import (
     DEFAULT_POLICY,
     Decision,
@@ -121,10 +119,19 @@ class Storage(Protocol):
         ...
 
 
-class Backend(Storage, KeyStore, Outbox, Protocol):
-    """What each adapter is: the service's state, the Idempotency-Key store
-    beside it (chalicelib/idempotency.py) and the events' delivery state
-    (chalicelib/delivery.py), so that all share one database."""
+if TYPE_CHECKING:
+    from chalicelib.delivery import Outbox
+    from chalicelib.idempotency import KeyStore
+
+    class Backend(Storage, KeyStore, Outbox, Protocol):
+        """What each adapter is: the service's state, the Idempotency-Key store
+        beside it (chalicelib/idempotency.py) and the events' delivery state
+        (chalicelib/delivery.py), so that all share one database."""
+
+else:
+    # At run time only a name in annotations: the protocols it joins are not
+    # imported until a request needs them (a cold start's GET does not).
+    Backend = Storage
 
 
 def create_storage() -> Backend:

@@ -306,6 +306,12 @@ class SQLiteStorage:
             if self._schema_ready:
                 return
             _use_wal(conn)
+            # A file at the latest version has its whole schema (the schema and
+            # the version are written in one transaction): nothing to write,
+            # and a cold start reads one PRAGMA instead of running the script.
+            if conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS):
+                self._schema_ready = True
+                return
             conn.executescript(f"BEGIN IMMEDIATE; {SCHEMA}")
             try:
                 (version,) = conn.execute("PRAGMA user_version").fetchone()

@@ -24,6 +24,9 @@ KEPT_OUT = (
     # Needed by writes, the event pages and the approvers' page, not by a read.
     "chalicelib.events",
     "chalicelib.page",
+    # Needed by a request with an Idempotency-Key and by event delivery.
+    "chalicelib.idempotency",
+    "chalicelib.delivery",
 )
 
 
