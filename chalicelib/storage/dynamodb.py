@@ -192,7 +192,7 @@ STEP_COUNT_SK = "#STEPS"
 KNOWN_WORKFLOWS = 1024
 # A page's BatchGetItem, retried while DynamoDB leaves keys unprocessed.
 BATCH_GET_ATTEMPTS = 6
-# Threads that Query the shards of a list page at once.
+# Threads that Query the partitions of a page (a run list's, an inbox's, the deadlines') at once.
 MAX_PARALLEL_QUERIES = 16
 IDEMPOTENCY_SK = "#IDEM"
 PART_PREFIX = "#IDEM#PART#"
@@ -851,9 +851,10 @@ class DynamoDBStorage:
 
             with self._pool_lock:
                 if self._pool is None:
+                    # Threads start as calls need them, up to the most any
+                    # page sends at once: not sized by the first caller's count.
                     self._pool = ThreadPoolExecutor(
-                        max_workers=min(len(args), MAX_PARALLEL_QUERIES),
-                        thread_name_prefix="list-shards",
+                        max_workers=MAX_PARALLEL_QUERIES, thread_name_prefix="shards"
                     )
         return list(self._pool.map(call, args))
 
