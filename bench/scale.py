@@ -311,22 +311,13 @@ def main() -> None:
             note=f"{len(history_sql[HISTORY_SMALL])} and {len(history_sql[HISTORY_BIG])}",
         )
     )
-    for n in (HISTORY_SMALL, HISTORY_BIG):
-        report.add(
-            Figure(
-                f"approve, {n:,} actions",
-                decisions.median(f"decide_{'small' if n == HISTORY_SMALL else 'big'}"),
-                "s",
+    for answer, rounds_of in (("", "decide"), (", minimal answer", "minimal")):
+        for n, size in ((HISTORY_SMALL, "small"), (HISTORY_BIG, "big")):
+            report.add(
+                Figure(
+                    f"approve, {n:,} actions{answer}", decisions.median(f"{rounds_of}_{size}"), "s"
+                )
             )
-        )
-    for n in (HISTORY_SMALL, HISTORY_BIG):
-        report.add(
-            Figure(
-                f"approve, {n:,} actions, minimal answer",
-                decisions.median(f"minimal_{'small' if n == HISTORY_SMALL else 'big'}"),
-                "s",
-            )
-        )
     minimal_ratio = decisions.ratio("minimal_big", "minimal_small")
     report.add(
         Figure(
