@@ -421,7 +421,8 @@ class DynamoDBStorage:
                     f"Workflow {workflow_id} cannot take another step: its steps fill the "
                     "400 KB that DynamoDB stores per workflow"
                 ) from exc
-            if not reasons or self._appended(step):
+            # Written, or refused because an earlier attempt of it was applied.
+            if not reasons or self._holds_own(_wf_key(workflow_id), _step_sk(order), step.id):
                 known = self._known_steps.get(workflow_id)
                 if known is not None and len(known) == order - 1:
                     self._known_steps[workflow_id] = (*known, step)
@@ -431,13 +432,6 @@ class DynamoDBStorage:
             order += 1
             event_seq += len(added)
         raise errors.Unavailable("Too many steps are being appended at once; retry shortly")
-
-    def _appended(self, step: Step) -> bool:
-        """Whether the step item at `step`'s order is `step` itself (its id is this
-        append's own): a transaction refused because it had already been applied,
-        as for _recorded, is this append done, not an order to skip."""
-        item = self._read_item(_s(_wf_key(step.workflow_id)), _s(_step_sk(step.step_order)))
-        return item is not None and int(item["id"]["N"]) == step.id
 
     def _listed_step(self, step: Step) -> dict[str, Any]:
         """The update that appends `step` to the steps its workflow item carries."""
@@ -641,7 +635,7 @@ class DynamoDBStorage:
             room = MAX_TRANSACTION_ITEMS - len(items)
             items, stale = items + deletes[:room], deletes[room:]
         reasons = self._transact(items)
-        if reasons and not self._recorded(action, seq):
+        if reasons and not self._holds_own(_run_key(run.id), _action_sk(seq), action.id):
             if completes and reasons[checked] == "ConditionalCheckFailed":
                 # The workflow has a step after this one now: know it for the retry.
                 self._steps_grew(run)
@@ -650,15 +644,16 @@ class DynamoDBStorage:
             self._call("delete_item", **delete["Delete"])
         return decided._replace(event_seq=run.event_seq + len(told))
 
-    def _recorded(self, action: Action, seq: int) -> bool:
-        """Whether the action at `seq` of its run is `action` itself (its id, unique
-        to this attempt): a transaction refused because it had already been
-        applied (botocore retried it after a timeout, and the retry's conditions
-        saw its own writes) was recorded, and must not be decided again. DynamoDB
-        answers such a retry from its ClientRequestToken; not every endpoint does
-        (moto). An equal decision of another attempt has another id: stale."""
-        item = self._read_item(_s(_run_key(action.run_id)), _s(_action_sk(seq)))
-        return item is not None and int(item["id"]["N"]) == action.id
+    def _holds_own(self, pk: str, sk: str, own_id: int) -> bool:
+        """Whether the item at (pk, sk) carries `own_id`, the id this attempt of a
+        write gave it (unique to the attempt): a transaction refused because it
+        had already been applied (botocore retried it after a timeout, and the
+        retry's conditions saw its own writes) is done, not lost, and must not be
+        made again. DynamoDB answers such a retry from its ClientRequestToken;
+        not every endpoint does (moto). An equal write of another attempt has
+        another id."""
+        item = self._read_item(_s(pk), _s(sk))
+        return item is not None and int(item["id"]["N"]) == own_id
 
     def _inbox_puts(
         self, run_id: int, step: Step, since: str, principals: Optional[Sequence[str]] = None
@@ -1639,15 +1634,29 @@ def _step_entry(step: Step) -> dict[str, Item]:
     }
 
 
-def _step(item: Item, workflow_id: int) -> Step:
+# A step's attributes: in its own item, and as a run item's current step.
+_STEP_ATTRIBUTES = ("id", "name", "step_order", "approvers", "required_approvals", "deadline")
+_CURRENT_STEP_ATTRIBUTES = (
+    "step_id",
+    "step_name",
+    "step_order",
+    "step_approvers",
+    "step_required",
+    "step_deadline",
+)
+
+
+def _step(item: Item, workflow_id: int, names: tuple[str, ...] = _STEP_ATTRIBUTES) -> Step:
+    """The step `item` holds under `names` (items from before quorums: one approval)."""
+    step_id, name, order, approvers, required, deadline = names
     return Step(
-        int(item["id"]["N"]),
+        int(item[step_id]["N"]),
         workflow_id,
-        item["name"]["S"],
-        int(item["step_order"]["N"]),
-        _texts(item, "approvers"),
-        int(item["required_approvals"]["N"]) if "required_approvals" in item else 1,
-        _deadline(item, "deadline"),
+        item[name]["S"],
+        int(item[order]["N"]),
+        _texts(item, approvers),
+        int(item[required]["N"]) if required in item else 1,
+        _deadline(item, deadline),
     )
 
 
@@ -1700,17 +1709,7 @@ def _current_step_state(run: Run, shards: int) -> tuple[Item, list[str]]:
 
 def _run(item: Item, actions: tuple[Action, ...]) -> Run:
     workflow_id = int(item["workflow_id"]["N"])
-    current = None
-    if "step_id" in item:
-        current = Step(
-            int(item["step_id"]["N"]),
-            workflow_id,
-            item["step_name"]["S"],
-            int(item["step_order"]["N"]),
-            _texts(item, "step_approvers"),
-            int(item["step_required"]["N"]) if "step_required" in item else 1,
-            _deadline(item, "step_deadline"),
-        )
+    current = _step(item, workflow_id, _CURRENT_STEP_ATTRIBUTES) if "step_id" in item else None
     # A run from before quorums reached its step with its last decision.
     since = item.get("current_step_since", item["updated_at"])["S"] if current else None
     return Run(
