@@ -1,8 +1,8 @@
 """The routes of the approval-workflow service: parse, call the engine, shape.
 
-Each route validates its request into plain values (chalicelib/validation.py),
+Each route validates its request into plain values (chalicelib/api/validation.py),
 calls one engine function and returns its model; `api.answers` turns the model,
-or the domain error, into the HTTP response (chalicelib/http.py).
+or the domain error, into the HTTP response (chalicelib/api/http.py).
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from typing import Any, Optional
 
 from chalice.app import Chalice, CloudWatchEvent, DynamoDBEvent, Rate, Response, SQSEvent
 
-from chalicelib import access_log, engine, http, identity, validation
-from chalicelib.models import Page, Run, RunAudit, Step, Workflow
+from chalicelib import engine
+from chalicelib.api import access_log, http, identity, validation
+from chalicelib.domain.models import Page, Run, RunAudit, Step, Workflow
 from chalicelib.storage import Backend, create_storage
 
 app = Chalice(app_name="approval-workflows")
@@ -172,13 +173,13 @@ def inbox() -> Page:
     return engine.inbox(get_storage(), actor, groups, query.limit, query.cursor)
 
 
-# -- events in the cloud (chalicelib/relay.py; wired by scripts/package.py) ------
+# -- events in the cloud (chalicelib/delivery/relay.py; wired by scripts/package.py) ------
 
 
 @app.on_dynamodb_record(stream_arn=RELAYED_STREAM, batch_size=100, starting_position="TRIM_HORIZON")
 def on_dynamodb_record(event: DynamoDBEvent) -> dict[str, Any]:
     """The table's stream (event items only) -> the stack's EventBridge bus."""
-    from chalicelib import relay
+    from chalicelib.delivery import relay
 
     records = (record.to_dict() for record in event)
     return relay.relay(records, relay.put_events_client(), relay.event_bus())
@@ -189,10 +190,10 @@ def deliver_webhooks(event: SQSEvent) -> dict[str, Any]:
     """The bus's events, through SQS -> the webhook, in order per run."""
     import time
 
-    from chalicelib import delivery, relay, webhooks
+    from chalicelib.delivery import dispatch, relay, webhooks
 
     records = (record.to_dict() for record in event)
-    sink = delivery.configured_sink()
+    sink = dispatch.configured_sink()
     hide = relay.queue_hider()
     return relay.deliver_messages(
         records, get_storage(), sink, time.time, hide, webhooks.retry_delay
@@ -201,7 +202,7 @@ def deliver_webhooks(event: SQSEvent) -> dict[str, Any]:
 
 @app.schedule(Rate(1, unit=Rate.MINUTES))
 def sweep_deadlines(event: CloudWatchEvent) -> None:
-    """Apply the step deadlines that have passed (chalicelib/deadlines.py)."""
+    """Apply the step deadlines that have passed (chalicelib/domain/deadlines.py)."""
     engine.sweep(get_storage())
 
 
@@ -211,7 +212,7 @@ def openapi_document() -> Response:
     return api.openapi_document()
 
 
-# The approvers' page (chalicelib/page.py): text for a browser, not JSON, and
+# The approvers' page (chalicelib/api/page.py): text for a browser, not JSON, and
 # no token needed to load it; the page then calls the routes above. Imported
 # by these routes only: an API request's cold start does not load it.
 
@@ -219,20 +220,20 @@ def openapi_document() -> Response:
 @app.route("/", methods=["GET"])
 def page_document() -> Response:
     """The page, its script and style sheet named under the stage that served it."""
-    from chalicelib import page
+    from chalicelib.api import page
 
     return page.document(api.base_path())
 
 
 @app.route("/ui/app.js", methods=["GET"])
 def page_script() -> Response:
-    from chalicelib import page
+    from chalicelib.api import page
 
     return page.script()
 
 
 @app.route("/ui/app.css", methods=["GET"])
 def page_style() -> Response:
-    from chalicelib import page
+    from chalicelib.api import page
 
     return page.style()

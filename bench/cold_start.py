@@ -63,8 +63,8 @@ def child(
 
 def sqlite_setup(tmp: str) -> tuple[dict[str, str], int]:
     """A database file with one run in it; the environment that names it."""
-    from chalicelib.models import StepRule
-    from chalicelib.storage import sqlite
+    from chalicelib.domain.models import StepRule
+    from chalicelib.storage.sqlite import adapter as sqlite
 
     path = os.path.join(tmp, "cold.sqlite3")
     storage = sqlite.SQLiteStorage(path)
@@ -88,8 +88,9 @@ def dynamodb_setup(endpoint: str) -> tuple[dict[str, str], int]:
     os.environ.clear()
     os.environ.update(env)
     try:
-        from chalicelib.models import StepRule
-        from chalicelib.storage import dynamodb, dynamodb_schema
+        from chalicelib.domain.models import StepRule
+        from chalicelib.storage.dynamodb import adapter as dynamodb
+        from chalicelib.storage.dynamodb import schema as dynamodb_schema
 
         client = dynamodb.create_client()
         dynamodb_schema.ensure_table(client, "cold")

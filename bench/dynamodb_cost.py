@@ -113,7 +113,7 @@ def write_units(before: int, after: int) -> int:
 
 def projected(item: Any, index: str) -> Any:
     """What `index` holds of `item` (None if the item is not in it)."""
-    from chalicelib.storage import dynamodb_schema
+    from chalicelib.storage.dynamodb import schema as dynamodb_schema
 
     key, sort = dynamodb_schema.INDEXES[index]
     if not item or key not in item or sort not in item:
@@ -125,7 +125,7 @@ def projected(item: Any, index: str) -> Any:
 
 def index_write_units(before: Any, after: Any) -> int:
     """Write units the table's secondary indexes take for one item's change."""
-    from chalicelib.storage import dynamodb_schema
+    from chalicelib.storage.dynamodb import schema as dynamodb_schema
 
     units = 0
     for index, (key, _) in dynamodb_schema.INDEXES.items():
@@ -340,8 +340,8 @@ class Histories:
     workflow long enough to approve them once more."""
 
     def __init__(self, storage: Any, admin: Any, table: str) -> None:
-        from chalicelib.models import Step, Workflow
-        from chalicelib.storage import dynamodb
+        from chalicelib.domain.models import Step, Workflow
+        from chalicelib.storage.dynamodb import adapter as dynamodb
 
         self.storage, self.admin, self.table = storage, admin, table
         self.dynamodb = dynamodb
@@ -368,7 +368,7 @@ class Histories:
 
     def run(self, actions: int) -> int:
         """A run of the long workflow with `actions` approvals recorded."""
-        from chalicelib.models import APPROVE, Action
+        from chalicelib.domain.models import APPROVE, Action
 
         dynamodb = self.dynamodb
         run = self.storage.create_run(self.workflow, "long", "2026-01-01T00:00:00.000Z")
@@ -482,7 +482,8 @@ def main() -> None:
         quiet_access_log(service)
         from chalice.test import Client
 
-        from chalicelib.storage import dynamodb, dynamodb_schema
+        from chalicelib.storage.dynamodb import adapter as dynamodb
+        from chalicelib.storage.dynamodb import schema as dynamodb_schema
 
         admin = dynamodb.create_client()
         dynamodb_schema.ensure_table(admin, "cost")

@@ -80,7 +80,7 @@ WORKLOADS = (
 def step_rules(workload: Workload, workflow: int, steps: int) -> list[Any]:
     """The steps of one workflow of `workload`: each with a deadline, and
     (named) a group as its approvers, groups taken in turn across workflows."""
-    from chalicelib.models import Deadline, StepRule
+    from chalicelib.domain.models import Deadline, StepRule
 
     return [
         StepRule(
@@ -128,7 +128,7 @@ class Load:
         ]
 
     def _after(self, http_response: Any, model: Any, context: Any, **_: Any) -> None:
-        from chalicelib.storage import dynamodb_schema
+        from chalicelib.storage.dynamodb import schema as dynamodb_schema
 
         pending = context.get(PENDING, [])
         if http_response.status_code != 200:
@@ -223,7 +223,9 @@ def main() -> None:
     os.environ["WORKFLOW_EVENT_DELIVERY"] = "stream"
     from moto import mock_aws
 
-    from chalicelib.storage import dynamodb, dynamodb_lists, dynamodb_schema
+    from chalicelib.storage.dynamodb import adapter as dynamodb
+    from chalicelib.storage.dynamodb import lists as dynamodb_lists
+    from chalicelib.storage.dynamodb import schema as dynamodb_schema
 
     moto_process.speed_up_moto()
     report = Report("partition_load", "5. Partition load at 10,000 decisions per second (DynamoDB)")

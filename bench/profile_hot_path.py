@@ -41,7 +41,8 @@ def main() -> None:
             WORKFLOW_TABLE="bench",
             AWS_ENDPOINT_URL_DYNAMODB=server.endpoint,
         )
-        from chalicelib.storage import dynamodb, dynamodb_schema
+        from chalicelib.storage.dynamodb import adapter as dynamodb
+        from chalicelib.storage.dynamodb import schema as dynamodb_schema
 
         dynamodb_schema.ensure_table(dynamodb.create_client(), "bench")
     import app as service

@@ -43,7 +43,7 @@ NOW = "2026-01-01T00:00:00.000Z"
 
 def build(path: str, runs: int) -> dict[str, Any]:
     """A database with `runs` runs of a 3-step workflow, plus two long-history runs."""
-    from chalicelib.storage import sqlite as service_sqlite
+    from chalicelib.storage.sqlite import adapter as service_sqlite
 
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
@@ -105,7 +105,7 @@ class Target:
     def __init__(self, service: Any, path: str, built: dict[str, Any], seed: int) -> None:
         from chalice.test import Client
 
-        from chalicelib.storage import sqlite as service_sqlite
+        from chalicelib.storage.sqlite import adapter as service_sqlite
 
         self.service = service
         self.storage = service_sqlite.SQLiteStorage(path)

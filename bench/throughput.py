@@ -14,7 +14,7 @@ The floor writes what the service must write for its guarantees, and no
 more: each run's audit chain (the genesis hash, each action's hash and the
 run's head, every decision conditional on the head it read), the approvals
 the approver rules are checked against, and each transition's events in the
-outbox in the transition's own transaction (chalicelib/events.py: a run's
+outbox in the transition's own transaction (chalicelib/domain/events.py: a run's
 start and each approval record two). The event bodies are the service's
 CloudEvents, filled into a ready template rather than serialised, and the
 hashes are SHA-256 of the canonical texts, written out by hand: the least work
@@ -37,8 +37,8 @@ from collections.abc import Callable
 from typing import Any
 
 from bench._common import Figure, Report, alternate, per_unit, quiet_access_log, scaled, workdir
-from chalicelib.models import StepRule
-from chalicelib.storage import sqlite
+from chalicelib.domain.models import StepRule
+from chalicelib.storage.sqlite import adapter as sqlite
 
 GOAL = 0.7
 UNITS_PER_ROUND = scaled(200, 10)
@@ -76,7 +76,7 @@ NEXT_SQL = (
 EVENT_SQL = "INSERT INTO events (id, subject, sequence, type, body) VALUES (?, ?, ?, ?, ?)"
 NOW = "2026-01-01T00:00:00.000Z"
 STEPS = ("Manager", "Finance", "CFO")
-# A run's CloudEvent as the service stores it (chalicelib/events.py), to fill in.
+# A run's CloudEvent as the service stores it (chalicelib/domain/events.py), to fill in.
 EVENT = (
     '{"specversion":"1.0","id":"%s","source":"/approval-workflows/dev","type":"%s",'
     '"subject":"runs/%d","time":"' + NOW + '","datacontenttype":"application/json",'

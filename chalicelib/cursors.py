@@ -21,7 +21,8 @@ import string
 from collections.abc import Mapping
 from typing import Any, Optional, Union, cast
 
-from chalicelib import errors, secret_store
+from chalicelib import secret_store
+from chalicelib.domain import errors
 
 SECRET_VARIABLE = "WORKFLOW_CURSOR_SECRET"
 # Only for development and tests: anyone can read it here and forge cursors.

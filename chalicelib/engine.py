@@ -1,9 +1,9 @@
 """The use cases of approval workflows, over any storage.
 
 Every function takes the storage and plain, already validated values
-(chalicelib/validation.py turns requests into those), and returns models or
+(chalicelib/api/validation.py turns requests into those), and returns models or
 raises a domain error from `errors`. No SQL, no boto3, no HTTP; the state
-machine itself is chalicelib/decision.py.
+machine itself is chalicelib/domain/decision.py.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Optional
 
-from chalicelib import audit, decision, errors
-from chalicelib.models import (
+from chalicelib.api.validation import MAX_ID
+from chalicelib.domain import audit, decision, errors
+from chalicelib.domain.models import (
     APPROVE,
     CANCEL,
     DEFAULT_POLICY,
@@ -28,7 +29,6 @@ from chalicelib.models import (
     Workflow,
 )
 from chalicelib.storage import Storage
-from chalicelib.validation import MAX_ID
 
 WORKFLOWS = "workflows"
 # Attempts of one decision that keeps losing its conditional write (see _decide).
@@ -233,7 +233,7 @@ def inbox(
 
 
 def sweep(storage: Storage, clock: Clock = utc_now, page: int = SWEEP_PAGE) -> int:
-    """Apply every step deadline that has passed by `clock()` (chalicelib/deadlines.py);
+    """Apply every step deadline that has passed by `clock()` (chalicelib/domain/deadlines.py);
     how many it applied. A run decided meanwhile is left to that decision."""
     now = clock()
     applied = 0
@@ -250,7 +250,7 @@ def _apply_deadline(storage: Storage, run_id: int, now: str) -> bool:
     False if none is due or another write won."""
     # Imported here, as events below: reading a run (a cold start's usual
     # first request) needs neither.
-    from chalicelib import deadlines
+    from chalicelib.domain import deadlines
 
     run = storage.get_run(run_id)
     action = deadlines.action_due(run, now)
@@ -292,7 +292,7 @@ def list_runs(
 
 def run_events(storage: Storage, run_id: int, limit: int, cursor: Optional[str] = None) -> Page:
     """One page of the run's events, oldest first, as they are delivered."""
-    from chalicelib import events
+    from chalicelib.domain import events
 
     filters = {"run_id": run_id}
     after = _position(cursor, EVENTS, filters)

@@ -23,7 +23,7 @@ import logging
 import os
 from typing import TYPE_CHECKING, Optional
 
-from chalicelib import errors
+from chalicelib.domain import errors
 
 if TYPE_CHECKING:
     from mypy_boto3_ssm import SSMClient

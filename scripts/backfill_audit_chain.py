@@ -4,11 +4,11 @@
 
 Run it once, after deploying the version that chains decisions: it finds the
 runs and actions without their hashes (one Scan of the table), computes them
-from the stored values in history order (chalicelib/audit.py) and stores
+from the stored values in history order (chalicelib/domain/audit.py) and stores
 them, each write conditional, so it is safe beside live traffic and safe to
 run again (a second run finds nothing). Decisions recorded meanwhile chain
 themselves onto the hashes this stores. SQLite files need none of this: they
-migrate on open (MIGRATIONS in chalicelib/storage/sqlite.py).
+migrate on open (MIGRATIONS in chalicelib/storage/sqlite/adapter.py).
 
 Why a script and not hashes computed when a run is read: a service that fills
 in a missing hash would also fill in one that someone removed, after editing
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from chalicelib import errors
+from chalicelib.domain import errors
 from scripts.table_of_environment import open_table
 
 if TYPE_CHECKING:

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from chalicelib import errors
-from chalicelib.storage import dynamodb, dynamodb_schema
+from chalicelib.domain import errors
+from chalicelib.storage.dynamodb import adapter as dynamodb
+from chalicelib.storage.dynamodb import schema as dynamodb_schema
 
 if TYPE_CHECKING:
     from botocore.client import BaseClient

@@ -18,7 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from chalicelib import errors, identity
+from chalicelib.api import identity
+from chalicelib.domain import errors
 
 VALID_SECONDS = 12 * 60 * 60
 

@@ -15,7 +15,7 @@ Where it differs, on purpose:
   "Missing Authentication Token"}. The shape is that of the packaged API
   Gateway's own answers (scripts/package.py maps them to {"error": ...}); the
   status is the one a missing route should have (API Gateway's own is still 403).
-- One access line per request, the service's JSON line (chalicelib/access_log.py):
+- One access line per request, the service's JSON line (chalicelib/api/access_log.py):
   http.server's own "127.0.0.1 - - [...] GET ..." line is not written.
 - A port in use, or an address that cannot be listened on, is one line on
   standard error and exit status 1, not a traceback.
@@ -24,7 +24,7 @@ Where it differs, on purpose:
 
 And what the deployed stack does with functions of their own, it does with
 threads of the serving process: the event dispatcher sends the events each
-change recorded (chalicelib/delivery.py: WORKFLOW_EVENTS, WORKFLOW_WEBHOOK_URL,
+change recorded (chalicelib/delivery/dispatch.py: WORKFLOW_EVENTS, WORKFLOW_WEBHOOK_URL,
 WORKFLOW_WEBHOOK_SECRET) within a second of their commit, and the deadline
 sweeper (engine.sweep) runs every WORKFLOW_SWEEP_SECONDS (default 10).
 WORKFLOW_STAGE is the --stage, for the events' source.
@@ -51,7 +51,10 @@ import chalice.local  # noqa: E402
 from chalice.app import Chalice  # noqa: E402
 from chalice.config import Config  # noqa: E402
 
-from chalicelib import access_log, delivery, engine, errors, events, webhooks  # noqa: E402
+from chalicelib import engine  # noqa: E402
+from chalicelib.api import access_log  # noqa: E402
+from chalicelib.delivery import dispatch, webhooks  # noqa: E402
+from chalicelib.domain import errors, events  # noqa: E402
 
 # What an unknown path answers: no echo of the path, which may be long.
 NO_ROUTE = "No route matches this path"
@@ -233,14 +236,14 @@ class Background:
     def start(self) -> Background:
         """Start them, as the environment configures them; ValueError, saying
         what to set, if it names something that cannot work."""
-        sink = delivery.configured_sink()
+        sink = dispatch.configured_sink()
         every = sweep_seconds()
 
-        def dispatch() -> None:
-            delivery.deliver_due(self.storage(), sink, time.time, webhooks.retry_delay)
+        def deliver() -> None:
+            dispatch.deliver_due(self.storage(), sink, time.time, webhooks.retry_delay)
 
         self.threads += [
-            Repeating("event-dispatcher", dispatch, DISPATCH_SECONDS).start(),
+            Repeating("event-dispatcher", deliver, DISPATCH_SECONDS).start(),
             Repeating("deadline-sweeper", lambda: engine.sweep(self.storage()), every).start(),
         ]
         return self

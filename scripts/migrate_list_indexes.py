@@ -38,8 +38,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from chalicelib import errors
-from chalicelib.storage import dynamodb, dynamodb_lists, dynamodb_schema
+from chalicelib.domain import errors
+from chalicelib.storage.dynamodb import adapter as dynamodb
+from chalicelib.storage.dynamodb import lists as dynamodb_lists
+from chalicelib.storage.dynamodb import schema as dynamodb_schema
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -9,7 +9,7 @@ indexes and Time to Live cannot drift. It
 adds the table, passes its name to the function, and grants the function's role
 the adapter's DynamoDB actions on that table (and its indexes) only.
 
-Events (chalicelib/relay.py): the table's stream, filtered to event items,
+Events (chalicelib/delivery/relay.py): the table's stream, filtered to event items,
 feeds the relay function (`app.on_dynamodb_record`, partial batch failures,
 bisection, a dead-letter queue for what keeps failing), which puts every
 event on an EventBridge bus the stack creates; a rule on the bus feeds an
@@ -42,7 +42,7 @@ from typing import Any, Optional
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT_DIR))
 
-from chalicelib.storage import dynamodb_schema  # noqa: E402
+from chalicelib.storage.dynamodb import schema as dynamodb_schema  # noqa: E402
 
 # Logical ids in the template. Chalice names the API function `APIHandler` and,
 # with `autogen_policy: false`, its role `ApiHandlerRole` (function name + _role).
@@ -169,7 +169,7 @@ RELAY_FILTER = {"eventName": ["INSERT"], "dynamodb": {"Keys": {"PK": {"S": [{"pr
 # The webhook queue: a message hides while the sender works on it (at least six
 # times the function's timeout, as Lambda advises), and one that keeps failing
 # moves to the dead-letter queue after MAX_RECEIVES receives: with the sender's
-# backoff (chalicelib/webhooks.py), about four days of retries.
+# backoff (chalicelib/delivery/webhooks.py), about four days of retries.
 QUEUE_VISIBILITY_SECONDS = 180
 MAX_RECEIVES = 100
 RETENTION_SECONDS = 14 * 24 * 3600

@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from chalice.config import Config
 
 import app as app_module
-from chalicelib import access_log
-from chalicelib.storage.sqlite import SQLiteStorage
+from chalicelib.api import access_log
+from chalicelib.storage.sqlite.adapter import SQLiteStorage
 from scripts import browser, local_server
 
 WIDTHS = (360, 1280)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Optional
 
-from chalicelib import errors
-from chalicelib.storage import dynamodb
+from chalicelib.domain import errors
+from chalicelib.storage.dynamodb import adapter as dynamodb
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -39,7 +39,8 @@ import pytest
 from chalice.test import Client
 
 import app as app_module
-from chalicelib.storage import Backend, dynamodb
+from chalicelib.storage import Backend
+from chalicelib.storage.dynamodb import adapter as dynamodb
 from tests.support import tokens
 from tests.support.api import Api
 from tests.support.backends import (

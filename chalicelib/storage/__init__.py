@@ -6,7 +6,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Optional, Protocol
 
-from chalicelib.models import (
+from chalicelib.domain.models import (
     DEFAULT_POLICY,
     Decision,
     Event,
@@ -40,7 +40,7 @@ class Storage(Protocol):
         the name is taken.
 
         Every write here records the events of its change in the same atomic
-        write (chalicelib/events.py), each the next of its subject's stream."""
+        write (chalicelib/domain/events.py), each the next of its subject's stream."""
         ...
 
     def get_workflow(self, workflow_id: int) -> Workflow:
@@ -120,13 +120,13 @@ class Storage(Protocol):
 
 
 if TYPE_CHECKING:
-    from chalicelib.delivery import Outbox
-    from chalicelib.idempotency import KeyStore
+    from chalicelib.delivery.dispatch import Outbox
+    from chalicelib.domain.idempotency import KeyStore
 
     class Backend(Storage, KeyStore, Outbox, Protocol):
         """What each adapter is: the service's state, the Idempotency-Key store
-        beside it (chalicelib/idempotency.py) and the events' delivery state
-        (chalicelib/delivery.py), so that all share one database."""
+        beside it (chalicelib/domain/idempotency.py) and the events' delivery state
+        (chalicelib/delivery/dispatch.py), so that all share one database."""
 
 else:
     # At run time only a name in annotations: the protocols it joins are not
@@ -138,12 +138,12 @@ def create_storage() -> Backend:
     """The backend that the environment names (WORKFLOW_STORAGE, default sqlite)."""
     kind = os.environ.get("WORKFLOW_STORAGE", "sqlite").strip().lower()
     if kind == "sqlite":
-        from chalicelib.storage import sqlite
+        from chalicelib.storage.sqlite import adapter as sqlite
 
         path = os.environ.get("WORKFLOW_SQLITE_PATH") or DEFAULT_SQLITE_PATH
         return sqlite.SQLiteStorage(path)
     if kind == "dynamodb":
-        from chalicelib.storage import dynamodb
+        from chalicelib.storage.dynamodb import adapter as dynamodb
 
         return dynamodb.DynamoDBStorage(dynamodb.create_client(), dynamodb.table_name())
     raise failures.unavailable(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 
-from chalicelib import errors
+from chalicelib.domain import errors
 
 PUBLIC_MESSAGE = "The storage is not available; retry later"
 

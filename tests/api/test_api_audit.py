@@ -3,7 +3,7 @@ history verifies, and stays verifiable offline; changed in the database behind
 the service's back, it does not, and the first bad seq is named.
 
 Every hash is recomputed here from the README's definition (tests/support/chain.py),
-never through chalicelib/audit.py."""
+never through chalicelib/domain/audit.py."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def verify_offline(tmp_path: Path, answer: dict[str, Any]) -> subprocess.Complet
     saved = tmp_path / "audit.json"
     saved.write_text(json.dumps(answer, ensure_ascii=False), encoding="utf-8")
     return subprocess.run(
-        [sys.executable, "-m", "chalicelib.audit", "verify", str(saved)],
+        [sys.executable, "-m", "chalicelib.domain.audit", "verify", str(saved)],
         cwd=PROJECT_DIR,
         capture_output=True,
         text=True,

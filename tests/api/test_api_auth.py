@@ -15,7 +15,8 @@ from typing import Any, Optional
 import pytest
 from chalice.test import HTTPResponse
 
-from chalicelib import errors, identity
+from chalicelib.api import identity
+from chalicelib.domain import errors
 from tests.support.api import JSON_HEADERS, Api
 from tests.support.shapes import assert_error
 from tests.support.tokens import (

@@ -9,8 +9,9 @@ import pytest
 from chalice.test import HTTPResponse
 
 import app as app_module
-from chalicelib import engine, errors, idempotency
-from chalicelib.models import Run
+from chalicelib import engine
+from chalicelib.domain import errors, idempotency
+from chalicelib.domain.models import Run
 from chalicelib.storage import Storage
 from tests.support.api import JSON_HEADERS, Api
 from tests.support.idempotency import (

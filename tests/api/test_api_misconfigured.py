@@ -17,7 +17,7 @@ import pytest
 from chalice.test import Client
 
 import app as app_module
-from chalicelib.storage import dynamodb
+from chalicelib.storage.dynamodb import adapter as dynamodb
 from scripts.moto_server import Fault, MotoServer
 from tests.support.api import Api
 from tests.support.backends import client as dynamodb_client

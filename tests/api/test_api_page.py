@@ -15,7 +15,7 @@ import pytest
 from chalice.test import Client
 
 import app as app_module
-from chalicelib import page
+from chalicelib.api import page
 from tests.support.api import Api
 
 PAGE_HEADERS = {

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from chalicelib import http
+from chalicelib.api import http
 from tests.support import chain
 from tests.support.api import JSON_HEADERS, Api
 

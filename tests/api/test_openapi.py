@@ -19,8 +19,9 @@ from chalice.test import Client
 from openapi_spec_validator import validate
 
 import app as app_module
-from chalicelib import audit, errors, validation
-from chalicelib.models import Action, Run, Step, Workflow
+from chalicelib.api import validation
+from chalicelib.domain import audit, errors
+from chalicelib.domain.models import Action, Run, Step, Workflow
 from tests.support import openapi_contract
 from tests.support.api import Api
 
@@ -81,7 +82,7 @@ def test_every_documented_operation_is_a_route_of_the_app() -> None:
     assert documented_operations() == app_operations()
 
 
-# The approvers' page: text for a browser, not JSON (chalicelib/page.py).
+# The approvers' page: text for a browser, not JSON (chalicelib/api/page.py).
 PAGE = {"/": "text/html", "/ui/app.js": "text/javascript", "/ui/app.css": "text/css"}
 
 

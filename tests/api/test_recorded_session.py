@@ -30,7 +30,7 @@ import pytest
 from chalice.test import Client
 
 from chalicelib import engine
-from chalicelib.models import Event
+from chalicelib.domain.models import Event
 from chalicelib.storage import Backend
 
 RECORDING = Path(__file__).with_name("recorded_session.json")
@@ -263,7 +263,7 @@ def fixed_session(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(engine, "datetime", FixedTime)
     numbers = itertools.count(1)
     monkeypatch.setattr(
-        "chalicelib.events._uuid", lambda: f"00000000-0000-4000-8000-{next(numbers):012d}"
+        "chalicelib.domain.events._uuid", lambda: f"00000000-0000-4000-8000-{next(numbers):012d}"
     )
     monkeypatch.delenv("WORKFLOW_AUTH", raising=False)
     monkeypatch.delenv("WORKFLOW_CURSOR_SECRET", raising=False)

@@ -8,8 +8,9 @@ from itertools import count
 
 import pytest
 
-from chalicelib import audit, engine, errors
-from chalicelib.models import (
+from chalicelib import engine
+from chalicelib.domain import audit, errors
+from chalicelib.domain.models import (
     APPROVE,
     CANCEL,
     CANCELLED,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from chalicelib import errors
-from chalicelib.models import APPROVE, REJECT
+from chalicelib.domain import errors
+from chalicelib.domain.models import APPROVE, REJECT
 from chalicelib.storage import Storage
 from tests.support import chain
 from tests.support.stored import NOW, decide, workflow_with_steps

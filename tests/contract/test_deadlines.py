@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from chalicelib import engine, errors, events
-from chalicelib.models import COMPLETED, IN_PROGRESS, REJECTED, Deadline, Run, StepRule
+from chalicelib import engine
+from chalicelib.domain import errors, events
+from chalicelib.domain.models import COMPLETED, IN_PROGRESS, REJECTED, Deadline, Run, StepRule
 from chalicelib.storage import Backend
 from tests.support.event_stream import stream
 
@@ -96,7 +97,7 @@ def test_a_stale_sweep_loses_to_the_decision_recorded_first(storage: Backend) ->
     run = started(storage, Deadline(60, "reject"))
     seen = storage.get_run(run.id)  # what a sweeper read
     engine.approve(storage, run.id, "maria", clock=lambda: DUE)
-    from chalicelib import deadlines
+    from chalicelib.domain import deadlines
 
     with pytest.raises(errors.StaleRun):
         storage.record_decision(seen, deadlines.expiry(DUE))

@@ -1,4 +1,4 @@
-"""Delivery from the outbox (chalicelib/delivery.py) on each backend: in order
+"""Delivery from the outbox (chalicelib/delivery/dispatch.py) on each backend: in order
 per subject, each event until it succeeds, durably; a clock and a sink are
 injected, so nothing sleeps and nothing goes over the network."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from chalicelib import delivery
-from chalicelib.models import Event
+from chalicelib.delivery import dispatch
+from chalicelib.domain.models import Event
 from chalicelib.storage import Backend
 from tests.support.backends import Opener
 from tests.support.stored import NOW, decide, workflow_with_steps
@@ -36,7 +36,7 @@ def delay(attempts: int) -> float:
 
 
 def deliver(outbox: Backend, sink: Sink, at: float) -> int:
-    return delivery.deliver_due(outbox, sink, lambda: at, delay)
+    return dispatch.deliver_due(outbox, sink, lambda: at, delay)
 
 
 def two_runs(storage: Backend) -> tuple[str, str]:
@@ -132,8 +132,8 @@ def test_marking_twice_is_harmless(storage: Backend) -> None:
     first, _ = two_runs(storage)
     head = storage.first_pending(first)
     assert head is not None
-    storage.mark_delivered(head, delivery.iso(T))
-    storage.mark_delivered(head, delivery.iso(T + 1))
-    storage.mark_failed(head, delivery.iso(T + 100))
+    storage.mark_delivered(head, dispatch.iso(T))
+    storage.mark_delivered(head, dispatch.iso(T + 1))
+    storage.mark_failed(head, dispatch.iso(T + 100))
     after = storage.first_pending(first)
     assert after is not None and after.event.sequence == 2 and after.attempts == 0

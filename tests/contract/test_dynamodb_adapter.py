@@ -12,7 +12,7 @@ import pytest
 from chalice.test import Client
 
 import app as app_module
-from chalicelib.storage import dynamodb
+from chalicelib.storage.dynamodb import adapter as dynamodb
 from scripts.moto_server import Fault, MotoServer
 from tests.support.backends import dynamodb_race_backend, moto_server
 from tests.support.dynamodb_requests import RequestLog
@@ -359,7 +359,7 @@ def test_a_response_that_cannot_be_kept_is_answered_and_the_key_stays_in_flight(
 def test_a_key_record_missing_a_part_is_in_flight_never_a_500(
     ddb: dynamodb.DynamoDBStorage, partial: dict[str, Any]
 ) -> None:
-    from chalicelib import errors, idempotency
+    from chalicelib.domain import errors, idempotency
 
     first = idempotency.new_claim("k", "fp", 1_900_000_000.0)
     assert ddb.claim_idempotency_key(first) is None

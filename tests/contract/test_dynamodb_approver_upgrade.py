@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from chalicelib import engine
-from chalicelib.models import COMPLETED, Run, StepRule, Workflow
-from chalicelib.storage import dynamodb
+from chalicelib.domain.models import COMPLETED, Run, StepRule, Workflow
+from chalicelib.storage.dynamodb import adapter as dynamodb
 from scripts import backfill_inbox
 from tests.support import chain
 from tests.support.stored import LATER, NOW, rules

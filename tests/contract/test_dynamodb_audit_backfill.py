@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from chalicelib import engine
-from chalicelib.models import APPROVE, REJECT, Run
-from chalicelib.storage import dynamodb
+from chalicelib.domain.models import APPROVE, REJECT, Run
+from chalicelib.storage.dynamodb import adapter as dynamodb
 from scripts import backfill_audit_chain
 from tests.support import chain
 from tests.support.stored import decide, workflow_with_steps

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from chalicelib import engine
-from chalicelib.models import COMPLETED, IN_PROGRESS, REJECT, REJECTED
-from chalicelib.storage import dynamodb, dynamodb_schema
+from chalicelib.domain.models import COMPLETED, IN_PROGRESS, REJECT, REJECTED
+from chalicelib.storage.dynamodb import adapter as dynamodb
+from chalicelib.storage.dynamodb import schema as dynamodb_schema
 from scripts import migrate_list_indexes
 from tests.support.stored import NOW, decide, rules, workflow_with_steps
 

@@ -12,9 +12,11 @@ import pytest
 from chalice.test import Client
 
 import app as app_module
-from chalicelib import engine, validation
-from chalicelib.models import COMPLETED, IN_PROGRESS, Step
-from chalicelib.storage import dynamodb, dynamodb_lists
+from chalicelib import engine
+from chalicelib.api import validation
+from chalicelib.domain.models import COMPLETED, IN_PROGRESS, Step
+from chalicelib.storage.dynamodb import adapter as dynamodb
+from chalicelib.storage.dynamodb import lists as dynamodb_lists
 from tests.support.dynamodb_requests import QueryLog
 from tests.support.stored import NOW, decide, rules, workflow_with_steps
 
@@ -237,7 +239,7 @@ def test_a_decision_that_keeps_the_status_writes_no_list_key(
 
 
 def test_list_shards_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from chalicelib import errors
+    from chalicelib.domain import errors
 
     monkeypatch.delenv(dynamodb_lists.SHARDS_VARIABLE, raising=False)
     assert dynamodb_lists.configured_shards() == dynamodb_lists.DEFAULT_SHARDS

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from chalicelib import engine, errors
-from chalicelib.models import Deadline, StepRule
-from chalicelib.storage import dynamodb, dynamodb_lists
-from chalicelib.storage.dynamodb_schema import DUE_AT, DUE_KEY
+from chalicelib import engine
+from chalicelib.domain import errors
+from chalicelib.domain.models import Deadline, StepRule
+from chalicelib.storage.dynamodb import adapter as dynamodb
+from chalicelib.storage.dynamodb import lists as dynamodb_lists
+from chalicelib.storage.dynamodb.schema import DUE_AT, DUE_KEY
 from tests.support.dynamodb_requests import QueryLog
 from tests.support.stored import LATER, NOW, rules
 

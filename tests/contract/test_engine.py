@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from chalicelib import engine, errors
-from chalicelib.models import Run, Step, Workflow
+from chalicelib import engine
+from chalicelib.domain import errors
+from chalicelib.domain.models import Run, Step, Workflow
 from chalicelib.storage import Storage
 from tests.support.backends import sqlite_backend
 from tests.support.shapes import assert_run, assert_utc_timestamp, assert_workflow

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from chalicelib import errors, events
-from chalicelib.models import APPROVE, IN_PROGRESS, REJECT, Decision, StepRule
+from chalicelib.domain import errors, events
+from chalicelib.domain.models import APPROVE, IN_PROGRESS, REJECT, Decision, StepRule
 from chalicelib.storage import Storage
 from tests.support.stored import LATER, NOW, decide, rules, workflow_with_steps
 

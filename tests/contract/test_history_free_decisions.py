@@ -3,9 +3,11 @@ every backend: the run and a count, whatever the history's length."""
 
 from __future__ import annotations
 
-from chalicelib import audit, engine
-from chalicelib.models import COMPLETED
-from chalicelib.storage import Backend, dynamodb
+from chalicelib import engine
+from chalicelib.domain import audit
+from chalicelib.domain.models import COMPLETED
+from chalicelib.storage import Backend
+from chalicelib.storage.dynamodb import adapter as dynamodb
 from tests.support.dynamodb_requests import QueryLog
 from tests.support.stored import NOW, workflow_with_steps
 

@@ -8,10 +8,10 @@ from typing import Any, Optional
 
 import pytest
 
-from chalicelib import errors, idempotency
-from chalicelib.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
+from chalicelib.domain import errors, idempotency
+from chalicelib.domain.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
 from chalicelib.storage import Storage
-from chalicelib.storage.sqlite import EXPIRED_KEYS_PER_CLAIM, SQLiteStorage
+from chalicelib.storage.sqlite.adapter import EXPIRED_KEYS_PER_CLAIM, SQLiteStorage
 from tests.support.idempotency import (
     DONE,
     HELD_KEY_CASES,

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 import app as app_module
-from chalicelib import delivery, relay
-from chalicelib.models import Event
-from chalicelib.storage import dynamodb, dynamodb_schema
+from chalicelib.delivery import dispatch, relay
+from chalicelib.domain.models import Event
+from chalicelib.storage.dynamodb import adapter as dynamodb
+from chalicelib.storage.dynamodb import schema as dynamodb_schema
 from tests.support.backends import aws_env
 from tests.support.stored import NOW, decide, workflow_with_steps
 
@@ -214,4 +215,4 @@ def test_a_failing_webhook_hides_the_message_until_its_retry(cloud: Cloud) -> No
     assert sorted(e.sequence for e in sink.sent) == [1, 1]
     pending = cloud.storage.first_pending(sink.sent[0].subject)
     assert pending is not None and pending.attempts == 1
-    assert pending.next_attempt_at == delivery.iso(T + 30)
+    assert pending.next_attempt_at == dispatch.iso(T + 30)

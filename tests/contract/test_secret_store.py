@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from chalicelib import cursors, errors, secret_store
+from chalicelib import cursors, secret_store
+from chalicelib.domain import errors
 from tests.support.backends import aws_env
 
 if TYPE_CHECKING:

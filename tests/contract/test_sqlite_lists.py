@@ -8,8 +8,8 @@ from typing import Optional
 
 import pytest
 
-from chalicelib.models import APPROVE, REJECT
-from chalicelib.storage.sqlite import SQLiteStorage
+from chalicelib.domain.models import APPROVE, REJECT
+from chalicelib.storage.sqlite.adapter import SQLiteStorage
 from tests.support.stored import NOW, decide, rules
 
 

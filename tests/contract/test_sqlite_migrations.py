@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from chalicelib import engine
-from chalicelib.models import APPROVE
-from chalicelib.storage import sqlite as sqlite_storage
-from chalicelib.storage.sqlite import SQLiteStorage
+from chalicelib.domain.models import APPROVE
+from chalicelib.storage.sqlite import adapter as sqlite_storage
+from chalicelib.storage.sqlite.adapter import SQLiteStorage
 from tests.support import chain
 from tests.support.stored import decide
 

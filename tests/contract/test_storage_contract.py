@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
-from chalicelib import errors
-from chalicelib.models import (
+from chalicelib.domain import errors
+from chalicelib.domain.models import (
     APPROVE,
     COMPLETED,
     IN_PROGRESS,

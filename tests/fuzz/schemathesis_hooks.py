@@ -19,7 +19,9 @@ from typing import Any
 
 import schemathesis
 
-from chalicelib import cursors, engine, errors, validation
+from chalicelib import cursors, engine
+from chalicelib.api import validation
+from chalicelib.domain import errors
 
 LISTS = {
     "/workflows": "workflows",

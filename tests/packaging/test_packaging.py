@@ -580,7 +580,7 @@ def test_create_table_is_idempotent(aws: None, capsys: pytest.CaptureFixture[str
 def test_create_table_turns_time_to_live_on_once_also_on_an_older_table(aws: None) -> None:
     import boto3
 
-    from chalicelib.storage import dynamodb_schema
+    from chalicelib.storage.dynamodb import schema as dynamodb_schema
 
     client = boto3.client("dynamodb")
     # A table made before idempotency keys: the same keys, no Time to Live.
@@ -605,7 +605,7 @@ def test_create_table_turns_time_to_live_on_once_also_on_an_older_table(aws: Non
 def test_no_request_outlives_an_idempotency_keys_lease(template: dict[str, Any]) -> None:
     # API Gateway stops waiting after 29 s, but the function runs on to its own
     # timeout: past the lease, a retry would take the key over and run again.
-    from chalicelib import idempotency
+    from chalicelib.domain import idempotency
 
     timeout = template["Resources"][FUNCTION]["Properties"]["Timeout"]
     assert timeout < idempotency.LEASE_SECONDS
@@ -810,7 +810,7 @@ def test_every_event_function_names_only_real_iam_actions(template: dict[str, An
 
 
 def test_an_index_step_packages_the_table_with_that_step_s_indexes(tmp_path: Path) -> None:
-    from chalicelib.storage import dynamodb_schema
+    from chalicelib.storage.dynamodb import schema as dynamodb_schema
 
     project = copy_of_the_project(tmp_path)
     packaged = run_package(project, "--index-step", "2")

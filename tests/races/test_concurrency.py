@@ -23,10 +23,11 @@ from typing import Any
 
 import pytest
 
-from chalicelib import engine, errors
-from chalicelib.models import COMPLETED, IN_PROGRESS, REJECTED, Run, Step, Workflow
+from chalicelib import engine
+from chalicelib.domain import errors
+from chalicelib.domain.models import COMPLETED, IN_PROGRESS, REJECTED, Run, Step, Workflow
 from chalicelib.storage import Storage
-from chalicelib.storage.sqlite import SQLiteStorage
+from chalicelib.storage.sqlite.adapter import SQLiteStorage
 from tests.support import chain
 from tests.support.event_stream import assert_run_stream_tells, stream
 from tests.support.races import (

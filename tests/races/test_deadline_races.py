@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
-from chalicelib import engine, errors, events
-from chalicelib.models import IN_PROGRESS, REJECTED, Deadline, Run, StepRule
+from chalicelib import engine
+from chalicelib.domain import errors, events
+from chalicelib.domain.models import IN_PROGRESS, REJECTED, Deadline, Run, StepRule
 from chalicelib.storage import Storage
 from tests.support.event_stream import stream
 from tests.support.races import run_together

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from chalicelib import engine, errors, idempotency
-from chalicelib.idempotency import StoredResponse
-from chalicelib.models import Run
+from chalicelib import engine
+from chalicelib.domain import errors, idempotency
+from chalicelib.domain.idempotency import StoredResponse
+from chalicelib.domain.models import Run
 from chalicelib.storage import Storage
 from tests.support.idempotency import (
     claim,

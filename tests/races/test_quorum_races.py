@@ -21,10 +21,11 @@ from typing import Any
 
 import pytest
 
-from chalicelib import engine, errors
-from chalicelib.models import APPROVE, COMPLETED, REJECT, REJECTED, Run, StepRule, Workflow
+from chalicelib import engine
+from chalicelib.domain import errors
+from chalicelib.domain.models import APPROVE, COMPLETED, REJECT, REJECTED, Run, StepRule, Workflow
 from chalicelib.storage import Storage
-from chalicelib.storage.sqlite import SQLiteStorage
+from chalicelib.storage.sqlite.adapter import SQLiteStorage
 from tests.support import chain
 from tests.support.races import THREADS, WAIT_SECONDS, Rendezvous, run_together
 

@@ -19,9 +19,10 @@ from typing import Any
 
 import pytest
 
-from chalicelib import engine, errors, idempotency
-from chalicelib.idempotency import StoredResponse
-from chalicelib.models import COMPLETED, IN_PROGRESS, Run, Step, Workflow
+from chalicelib import engine
+from chalicelib.domain import errors, idempotency
+from chalicelib.domain.idempotency import StoredResponse
+from chalicelib.domain.models import COMPLETED, IN_PROGRESS, Run, Step, Workflow
 from chalicelib.storage import Backend
 from scripts.moto_server import Fault, MotoServer
 from tests.support.backends import dynamodb_race_backend, moto_server

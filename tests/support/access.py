@@ -1,4 +1,4 @@
-"""The access lines (chalicelib/access_log.py) in what a test captured of standard output."""
+"""The access lines (chalicelib/api/access_log.py) in what a test captured of standard output."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from chalicelib import access_log
+from chalicelib.api import access_log
 
 
 def access_lines(out: str) -> list[dict[str, Any]]:

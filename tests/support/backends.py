@@ -31,8 +31,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 from unittest import mock
 
-from chalicelib.storage import Backend, dynamodb, dynamodb_schema
-from chalicelib.storage.sqlite import SQLiteStorage
+from chalicelib.storage import Backend
+from chalicelib.storage.dynamodb import adapter as dynamodb
+from chalicelib.storage.dynamodb import schema as dynamodb_schema
+from chalicelib.storage.sqlite.adapter import SQLiteStorage
 
 if TYPE_CHECKING:
     import boto3

@@ -1,5 +1,5 @@
 """The audit chain recomputed from its definition in the README, with hashlib
-and json only: never through chalicelib/audit.py, which the tests check
+and json only: never through chalicelib/domain/audit.py, which the tests check
 against it."""
 
 from __future__ import annotations

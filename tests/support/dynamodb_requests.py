@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections
 from typing import Any
 
-from chalicelib.storage import dynamodb
+from chalicelib.storage.dynamodb import adapter as dynamodb
 
 
 class RequestLog:

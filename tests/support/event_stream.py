@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from chalicelib import events
-from chalicelib.models import COMPLETED, IN_PROGRESS, REJECTED, Run, Workflow
+from chalicelib.domain import events
+from chalicelib.domain.models import COMPLETED, IN_PROGRESS, REJECTED, Run, Workflow
 from chalicelib.storage import Storage
 
 

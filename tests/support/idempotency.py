@@ -9,8 +9,8 @@ from typing import Any, Optional
 
 import pytest
 
-from chalicelib import errors, idempotency
-from chalicelib.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
+from chalicelib.domain import errors, idempotency
+from chalicelib.domain.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
 
 T0 = 1_900_000_000.0
 IN_PROGRESS = "A request with this Idempotency-Key is still in progress; retry shortly"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chalicelib.models import (
+from chalicelib.domain.models import (
     APPROVE,
     COMPLETED,
     IN_PROGRESS,

@@ -9,8 +9,9 @@ import contextlib
 import sqlite3
 from collections.abc import Iterator
 
-from chalicelib.storage import Backend, dynamodb
-from chalicelib.storage.sqlite import SQLiteStorage
+from chalicelib.storage import Backend
+from chalicelib.storage.dynamodb import adapter as dynamodb
+from chalicelib.storage.sqlite.adapter import SQLiteStorage
 
 
 @contextlib.contextmanager

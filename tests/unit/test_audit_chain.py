@@ -11,8 +11,17 @@ from typing import Any
 
 import pytest
 
-from chalicelib import audit
-from chalicelib.models import APPROVE, IN_PROGRESS, REJECT, REJECTED, Action, Decision, Run, Step
+from chalicelib.domain import audit
+from chalicelib.domain.models import (
+    APPROVE,
+    IN_PROGRESS,
+    REJECT,
+    REJECTED,
+    Action,
+    Decision,
+    Run,
+    Step,
+)
 from tests.support import chain
 
 AT = "2026-11-29T09:24:05.616Z"
@@ -277,7 +286,7 @@ def test_the_verifier_answers_2_to_a_wrong_command_line(
     argv: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert audit.main(argv) == 2
-    assert "usage: python -m chalicelib.audit verify FILE" in capsys.readouterr().err
+    assert "usage: python -m chalicelib.domain.audit verify FILE" in capsys.readouterr().err
 
 
 def readme_verifier() -> str:

@@ -19,14 +19,14 @@ KEPT_OUT = (
     "pathlib",
     "dataclasses",
     "sqlite3",
-    "chalicelib.storage.sqlite",
-    "chalicelib.storage.dynamodb",
+    "chalicelib.storage.sqlite.adapter",
+    "chalicelib.storage.dynamodb.adapter",
     # Needed by writes, the event pages and the approvers' page, not by a read.
-    "chalicelib.events",
-    "chalicelib.page",
+    "chalicelib.domain.events",
+    "chalicelib.api.page",
     # Needed by a request with an Idempotency-Key and by event delivery.
-    "chalicelib.idempotency",
-    "chalicelib.delivery",
+    "chalicelib.domain.idempotency",
+    "chalicelib.delivery.dispatch",
 )
 
 

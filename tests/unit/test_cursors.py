@@ -9,7 +9,8 @@ import string
 
 import pytest
 
-from chalicelib import cursors, errors
+from chalicelib import cursors
+from chalicelib.domain import errors
 
 URL_SAFE = re.compile(r"[A-Za-z0-9_.-]+")
 RUN_FILTERS = {"workflow_id": 7, "status": "completed"}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from chalicelib import decision, errors
-from chalicelib.models import (
+from chalicelib.domain import decision, errors
+from chalicelib.domain.models import (
     APPROVE,
     CANCEL,
     CANCELLED,

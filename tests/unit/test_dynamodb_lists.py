@@ -1,4 +1,4 @@
-"""Run lists merged from their shards (chalicelib/storage/dynamodb_lists.py): pure."""
+"""Run lists merged from their shards (chalicelib/storage/dynamodb/lists.py): pure."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Optional
 
 import pytest
 
-from chalicelib.storage import dynamodb_lists
-from chalicelib.storage.dynamodb_lists import Item, ShardPage
+from chalicelib.storage.dynamodb import lists as dynamodb_lists
+from chalicelib.storage.dynamodb.lists import Item, ShardPage
 
 
 def _entry(run_id: int) -> Item:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from chalicelib.storage import dynamodb_schema
+from chalicelib.storage.dynamodb import schema as dynamodb_schema
 
 
 def _indexes(keys: dict[str, Any]) -> dict[str, Any]:

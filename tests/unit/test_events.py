@@ -1,4 +1,4 @@
-"""The events of each transition (chalicelib/events.py): pure, no storage."""
+"""The events of each transition (chalicelib/domain/events.py): pure, no storage."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from chalicelib import events
-from chalicelib.models import (
+from chalicelib.domain import events
+from chalicelib.domain.models import (
     APPROVE,
     COMPLETED,
     IN_PROGRESS,

@@ -6,8 +6,8 @@ from typing import Any, Optional
 
 import pytest
 
-from chalicelib import errors, idempotency
-from chalicelib.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
+from chalicelib.domain import errors, idempotency
+from chalicelib.domain.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
 from tests.support.idempotency import (
     HELD_KEY_CASES,
     T0,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from chalicelib import page
+from chalicelib.api import page
 
 UI = Path(page.UI_DIR)
 FILES = ("index.html", "app.js", "app.css")

@@ -1,4 +1,4 @@
-"""chalicelib.records.Record behaves as typing.NamedTuple does, field for field."""
+"""chalicelib.domain.record.Record behaves as typing.NamedTuple does, field for field."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any, NamedTuple, Optional
 
 import pytest
 
-from chalicelib.records import Record
+from chalicelib.domain.record import Record
 
 
 class Typed(NamedTuple):

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 from chalice.app import MultiDict
 
-from chalicelib import errors, validation
-from chalicelib.models import Policy, StepRule
+from chalicelib.api import validation
+from chalicelib.domain import errors
+from chalicelib.domain.models import Policy, StepRule
 
 # -- bodies ------------------------------------------------------------------------
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from chalicelib import delivery, webhooks
-from chalicelib.models import Event
+from chalicelib.delivery import dispatch, webhooks
+from chalicelib.domain.models import Event
 from tests.support.receiver import SECRET, Receiver
 
 EVENT = Event("evt-1", "runs/1", 1, "approval.run.started", '{"id":"evt-1"}')
@@ -61,22 +61,22 @@ def test_no_answer_in_time_or_nobody_listening_is_a_failure() -> None:
 def test_the_sink_is_log_unless_a_webhook_url_is_set(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("WORKFLOW_EVENTS", "WORKFLOW_WEBHOOK_URL", "WORKFLOW_WEBHOOK_SECRET"):
         monkeypatch.delenv(name, raising=False)
-    assert delivery.configured_sink() is delivery.log_sink
+    assert dispatch.configured_sink() is dispatch.log_sink
     monkeypatch.setenv("WORKFLOW_WEBHOOK_URL", "http://127.0.0.1:9/hooks")
     with pytest.raises(ValueError, match="WORKFLOW_WEBHOOK_SECRET"):
-        delivery.configured_sink()
+        dispatch.configured_sink()
     monkeypatch.setenv("WORKFLOW_WEBHOOK_SECRET", "whsec_short")
     with pytest.raises(ValueError, match="WORKFLOW_WEBHOOK_SECRET"):
-        delivery.configured_sink()
+        dispatch.configured_sink()
     monkeypatch.setenv("WORKFLOW_WEBHOOK_SECRET", SECRET)
-    assert delivery.configured_sink() != delivery.log_sink
+    assert dispatch.configured_sink() != dispatch.log_sink
     monkeypatch.setenv("WORKFLOW_EVENTS", "log")
-    assert delivery.configured_sink() is delivery.log_sink
+    assert dispatch.configured_sink() is dispatch.log_sink
     monkeypatch.setenv("WORKFLOW_EVENTS", "carrier-pigeon")
     with pytest.raises(ValueError, match="WORKFLOW_EVENTS"):
-        delivery.configured_sink()
+        dispatch.configured_sink()
 
 
 def test_the_log_sink_prints_one_json_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert delivery.log_sink(EVENT, 0)
+    assert dispatch.log_sink(EVENT, 0)
     assert capsys.readouterr().out == EVENT.body + "\n"

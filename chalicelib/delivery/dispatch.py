@@ -1,11 +1,11 @@
 """Delivering recorded events: at least once, in order per subject, durably.
 
-The outbox (events recorded with their transitions, chalicelib/events.py)
+The outbox (events recorded with their transitions, chalicelib/domain/events.py)
 holds each event's delivery state: delivered or not, failed attempts, and
 when the next attempt is due. A subject's (a run's, a workflow's) pending
 events go out one at a time in `sequence` order: the first pending one is
 sent, and only once it succeeded is the next one sent. A failure leaves it
-first, due again after a jittered backoff (chalicelib/webhooks.py), and
+first, due again after a jittered backoff (chalicelib/delivery/webhooks.py), and
 every later event of that subject waits behind it; other subjects go on.
 
 Every step is a write to the storage, so a process killed at any point
@@ -28,8 +28,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Optional, Protocol
 
-from chalicelib.models import Event
-from chalicelib.records import Record
+from chalicelib.domain.models import Event
+from chalicelib.domain.record import Record
 
 LOGGER = logging.getLogger("approval-workflows.events")
 _HANDLER = logging.StreamHandler()
@@ -147,7 +147,8 @@ def configured_sink() -> Sink:
         raise ValueError(f"{MODE_VARIABLE} is {mode!r}: set it to 'log' or 'webhook'")
     if not url:
         raise ValueError(f"{MODE_VARIABLE}=webhook needs {URL_VARIABLE}, the receiver's URL")
-    from chalicelib import secret_store, webhooks
+    from chalicelib import secret_store
+    from chalicelib.delivery import webhooks
 
     secret = secret_store.value(SECRET_VARIABLE)
     if not secret:

@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from chalicelib import audit, errors
-from chalicelib.models import (
+from chalicelib.domain import audit, errors
+from chalicelib.domain.models import (
     APPROVE,
     DEFAULT_POLICY,
     IN_PROGRESS,
@@ -34,9 +34,9 @@ if TYPE_CHECKING:
     # Only writes make events, and only keyed POSTs and the dispatcher use the
     # idempotency and delivery records: each imports its module when it runs,
     # so that a cold start serving a read loads none of them.
-    from chalicelib import events
-    from chalicelib.delivery import Pending
-    from chalicelib.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
+    from chalicelib.delivery.dispatch import Pending
+    from chalicelib.domain import events
+    from chalicelib.domain.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS workflows (
@@ -74,7 +74,7 @@ CREATE INDEX IF NOT EXISTS workflow_actions_run ON workflow_actions(run_id, id);
 CREATE INDEX IF NOT EXISTS workflow_runs_workflow ON workflow_runs(workflow_id);
 CREATE INDEX IF NOT EXISTS workflow_runs_status ON workflow_runs(status);
 CREATE INDEX IF NOT EXISTS workflow_runs_workflow_status ON workflow_runs(workflow_id, status);
--- Idempotency-Key claims and the responses kept for them (chalicelib/idempotency.py):
+-- Idempotency-Key claims and the responses kept for them (chalicelib/domain/idempotency.py):
 -- in flight while response_status is NULL. Claims delete expired rows a few at
 -- a time, oldest first, through the expiry index.
 CREATE TABLE IF NOT EXISTS idempotency_keys (
@@ -117,7 +117,7 @@ _ACTIONS_FROM = 25
 
 
 def _chain_recorded_history(conn: sqlite3.Connection) -> None:
-    """The audit chain (chalicelib/audit.py) for the runs and actions recorded
+    """The audit chain (chalicelib/domain/audit.py) for the runs and actions recorded
     before it, computed once from their stored values, in history order.
 
     Its queries name only the columns that exist at this migration, so that
@@ -194,7 +194,7 @@ def _add_approver_rules(conn: sqlite3.Connection) -> None:
 
 def _create_outbox(conn: sqlite3.Connection) -> None:
     """The outbox: every event, recorded in the transaction of its transition
-    (chalicelib/events.py), and its delivery (chalicelib/delivery.py). A
+    (chalicelib/domain/events.py), and its delivery (chalicelib/delivery/dispatch.py). A
     subject's events are numbered from 1 (sequence); the pending ones, indexed
     apart, are what the dispatcher reads."""
     conn.execute(
@@ -359,7 +359,7 @@ class SQLiteStorage:
         now: str,
         policy: Policy = DEFAULT_POLICY,
     ) -> Workflow:
-        from chalicelib import events
+        from chalicelib.domain import events
 
         with self._write() as conn:
             try:
@@ -414,7 +414,7 @@ class SQLiteStorage:
         return Slice(workflows, len(rows) > limit)
 
     def append_step(self, workflow_id: int, step: StepRule, now: str) -> Step:
-        from chalicelib import events
+        from chalicelib.domain import events
 
         # The write lock taken by BEGIN IMMEDIATE makes max()+1 and the insert
         # one step: no other writer can slip in between.
@@ -471,7 +471,7 @@ class SQLiteStorage:
     def create_run(
         self, workflow: Workflow, title: str, now: str, requested_by: Optional[str] = None
     ) -> Run:
-        from chalicelib import events
+        from chalicelib.domain import events
 
         first = workflow.steps[0]
         with self._write() as conn:
@@ -597,7 +597,7 @@ class SQLiteStorage:
         return Slice(tuple(_listed_run(row) for row in rows[:limit]), len(rows) > limit)
 
     def record_decision(self, run: Run, decision: Decision) -> Run:
-        from chalicelib import events
+        from chalicelib.domain import events
 
         step = run.current_step
         assert step is not None, "only a run in progress has a decision to record"
@@ -672,7 +672,7 @@ class SQLiteStorage:
         return [run_id for (run_id,) in rows]
 
     def record_deadline(self, run: Run, at: str) -> Run:
-        from chalicelib import events
+        from chalicelib.domain import events
 
         step = run.current_step
         assert step is not None, "only a run in progress has a deadline"
@@ -704,7 +704,7 @@ class SQLiteStorage:
         )
         return Slice(tuple(Event(*row) for row in rows[:limit]), len(rows) > limit)
 
-    # -- delivery (chalicelib/delivery.py) -----------------------------------
+    # -- delivery (chalicelib/delivery/dispatch.py) -----------------------------------
 
     def pending_subjects(self, now: str, limit: int) -> list[str]:
         rows = (
@@ -728,7 +728,7 @@ class SQLiteStorage:
             )
             .fetchone()
         )
-        from chalicelib.delivery import Pending
+        from chalicelib.delivery.dispatch import Pending
 
         return Pending(Event(*row[:5]), row[5], row[6]) if row else None
 
@@ -750,7 +750,7 @@ class SQLiteStorage:
     # -- idempotency keys --------------------------------------------------
 
     def claim_idempotency_key(self, claim: IdempotencyClaim) -> Optional[StoredResponse]:
-        from chalicelib import idempotency
+        from chalicelib.domain import idempotency
 
         # Read, decide and write under BEGIN IMMEDIATE's write lock: one step.
         with self._write() as conn:
@@ -806,7 +806,7 @@ def _record_events(
     Each subject's last sequence is read once per transaction, and not at all
     for a `new_subject` (a run being created: AUTOINCREMENT never gives an id
     twice, so no event names it yet)."""
-    from chalicelib import events
+    from chalicelib.domain import events
 
     last: dict[str, int] = {}
     for draft in drafts:
@@ -829,7 +829,7 @@ def _record_events(
 
 
 def _idempotency_record(row: tuple[Any, ...]) -> IdempotencyRecord:
-    from chalicelib.idempotency import IdempotencyRecord, StoredResponse
+    from chalicelib.domain.idempotency import IdempotencyRecord, StoredResponse
 
     fingerprint, token, lease_until, expires_at, status, body, location = row
     response = StoredResponse(status, body, location) if status is not None else None

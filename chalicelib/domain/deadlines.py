@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from chalicelib.events import DEADLINE_ACTOR
-from chalicelib.models import IN_PROGRESS, REJECT, REJECTED, Decision, Run
+from chalicelib.domain.events import DEADLINE_ACTOR
+from chalicelib.domain.models import IN_PROGRESS, REJECT, REJECTED, Decision, Run
 
 EXPIRED_COMMENT = "The step's deadline passed"
 

@@ -32,8 +32,8 @@ import os
 from collections.abc import Callable
 from typing import Optional, Protocol
 
-from chalicelib import errors
-from chalicelib.records import Record
+from chalicelib.domain import errors
+from chalicelib.domain.record import Record
 
 LOGGER = logging.getLogger("approval-workflows")
 KEY_HEADER = "Idempotency-Key"

@@ -12,7 +12,7 @@ The README's definition is the contract; this module is one implementation.
 
 Pure: no storage, no HTTP. The storage adapters call `next_hash` inside the
 write that records an action, `audit_of` recomputes a stored run's chain for
-GET /runs/{id}/audit, and `python -m chalicelib.audit verify FILE` checks a
+GET /runs/{id}/audit, and `python -m chalicelib.domain.audit verify FILE` checks a
 saved answer of that route offline, with nothing but this module. Any action
 kind is chained alike: the chain knows fields, not the state machine.
 
@@ -27,7 +27,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
-from chalicelib.models import Action, Decision, Run, RunAudit
+from chalicelib.domain.models import Action, Decision, Run, RunAudit
 
 GENESIS_FIELDS = ("run_id", "workflow_id", "title", "requested_by", "created_at")
 ENTRY_FIELDS = (
@@ -207,7 +207,7 @@ def _shape_problem(document: Any) -> Optional[str]:
 def main(argv: Sequence[str]) -> int:
     """`verify FILE`: exit 0 if the saved audit answer holds, 1 if not, 2 on misuse."""
     if len(argv) != 2 or argv[0] != "verify":
-        print("usage: python -m chalicelib.audit verify FILE", file=sys.stderr)
+        print("usage: python -m chalicelib.domain.audit verify FILE", file=sys.stderr)
         return 2
     try:
         with open(argv[1], encoding="utf-8") as saved:

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from chalicelib import errors
-from chalicelib.models import (
+from chalicelib.api.validation import is_blank
+from chalicelib.domain import errors
+from chalicelib.domain.models import (
     APPROVE,
     CANCEL,
     CANCELLED,
@@ -30,7 +31,6 @@ from chalicelib.models import (
     Run,
     Step,
 )
-from chalicelib.validation import is_blank
 
 NOT_IN_PROGRESS = "Run is not in progress"
 

@@ -4,7 +4,7 @@ Immutable records rather than frozen dataclasses: importing dataclasses (and
 the inspect module it pulls in) and generating five frozen classes took 6.8 ms
 of every cold start, more than a third of Chalice's own import. They are
 declared as typing.NamedTuple classes, and made at run time by
-chalicelib.records, which makes a class in a tenth of typing's time (the same
+chalicelib.domain.record, which makes a class in a tenth of typing's time (the same
 fields, constructor, immutability, equality and `_replace`). Keep
 dataclasses out of the import path of app.py.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Generic, Optional, TypeVar, Union
 
-from chalicelib.records import Record
+from chalicelib.domain.record import Record
 
 IN_PROGRESS = "in_progress"
 COMPLETED = "completed"
@@ -162,7 +162,7 @@ class Action(Record):
     actor: str
     comment: str
     created_at: str
-    # Its link in the run's audit chain (chalicelib/audit.py); None only where
+    # Its link in the run's audit chain (chalicelib/domain/audit.py); None only where
     # the chain does not reach it yet (DynamoDB history from before the chain,
     # until scripts/backfill_audit_chain.py runs) or someone removed it.
     hash: Optional[str] = None
@@ -209,7 +209,7 @@ class Run(Record):
     actions: tuple[Action, ...] = ()
     requested_by: Optional[str] = None
     # The last action's hash, or the genesis hash while it has none
-    # (chalicelib/audit.py); None as for Action.hash.
+    # (chalicelib/domain/audit.py); None as for Action.hash.
     head_hash: Optional[str] = None
     # Who approved the current step so far, in order (empty once the run ended).
     current_step_approved_by: tuple[str, ...] = ()
@@ -219,12 +219,12 @@ class Run(Record):
     policy: Policy = DEFAULT_POLICY
     # Everyone who approved a step of it, once each, in order.
     approvers: tuple[str, ...] = ()
-    # The sequence of the run's last event (chalicelib/events.py), where the
+    # The sequence of the run's last event (chalicelib/domain/events.py), where the
     # storage keeps it with the run (DynamoDB); 0 where it counts otherwise.
     event_seq: int = 0
     # When the current step's deadline passes (None: it has none, or the run
     # ended), and whether it has passed and its action (remind, escalate) was
-    # applied: chalicelib/deadlines.py.
+    # applied: chalicelib/domain/deadlines.py.
     current_step_due_at: Optional[str] = None
     deadline_passed: bool = False
     # How many actions its history holds, where the storage read the run
@@ -344,7 +344,7 @@ def step_due_at(step: Optional[Step], since: str) -> Optional[str]:
 
 
 class RunAudit(Record):
-    """A run's audit chain, recomputed from what is stored (chalicelib/audit.py)."""
+    """A run's audit chain, recomputed from what is stored (chalicelib/domain/audit.py)."""
 
     run_id: int
     workflow_id: int

@@ -29,10 +29,12 @@ from collections.abc import Mapping
 
 from chalice.app import Response
 
-from chalicelib import errors, identity
-from chalicelib.records import Record
+from chalicelib.api import identity
+from chalicelib.domain import errors
+from chalicelib.domain.record import Record
 
-UI_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ui")
+# chalicelib/ui/, beside this package: the page's assets are the project's, not the edge's code.
+UI_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "ui")
 CONTENT_SECURITY_POLICY = "; ".join(
     (
         "default-src 'none'",

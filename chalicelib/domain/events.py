@@ -2,7 +2,7 @@
 
 Each transition's storage write records its events in the same atomic write
 (the outbox: a table on SQLite, items in the same TransactWriteItems on
-DynamoDB); chalicelib/delivery.py sends them on. This module is pure: it
+DynamoDB); chalicelib/delivery/dispatch.py sends them on. This module is pure: it
 turns a transition (the models before and after it) into drafts, and a draft
 with its place in its subject's stream into the envelope that is delivered.
 
@@ -31,7 +31,7 @@ import os
 from collections.abc import Callable
 from typing import Any, Optional
 
-from chalicelib.models import (
+from chalicelib.domain.models import (
     APPROVE,
     CANCEL,
     COMPLETED,
@@ -45,7 +45,7 @@ from chalicelib.models import (
     Step,
     Workflow,
 )
-from chalicelib.records import Record
+from chalicelib.domain.record import Record
 
 PREFIX = "approval."
 WORKFLOW_CREATED = "approval.workflow.created"

@@ -12,8 +12,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from chalicelib import errors
-from chalicelib.models import (
+from chalicelib.domain import errors
+from chalicelib.domain.models import (
     DEADLINE_ACTIONS,
     ESCALATE,
     GROUP_PREFIX,
@@ -24,7 +24,7 @@ from chalicelib.models import (
     Policy,
     StepRule,
 )
-from chalicelib.records import Record
+from chalicelib.domain.record import Record
 
 MAX_NAME = 200
 MAX_TITLE = 500

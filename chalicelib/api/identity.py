@@ -26,8 +26,8 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Optional
 
-from chalicelib import errors
-from chalicelib.records import Record
+from chalicelib.domain import errors
+from chalicelib.domain.record import Record
 
 if TYPE_CHECKING:
     from jwt import PyJWKClient

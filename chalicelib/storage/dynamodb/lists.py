@@ -44,8 +44,8 @@ import os
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from chalicelib.records import Record
-from chalicelib.storage.dynamodb_schema import (
+from chalicelib.domain.record import Record
+from chalicelib.storage.dynamodb.schema import (
     DEADLINE_DUE,
     RUNS_BY_STATUS_INDEX,
     RUNS_BY_WORKFLOW_INDEX,

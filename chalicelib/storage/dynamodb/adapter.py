@@ -13,7 +13,7 @@ Key schema (PK, SK are strings):
     action       RUN#<run id>       ACT#<seq, 10 digits>  the decision, step name, hash
     id counter   COUNTER#<kind>     #ID                   next id block of that kind
     event        EVT#<subject>      <sequence, 10 digits> the CloudEvent as delivered
-                 (EVT#runs/<id>, EVT#workflows/<id>)      (chalicelib/events.py)
+                 (EVT#runs/<id>, EVT#workflows/<id>)      (chalicelib/domain/events.py)
     idempotency  IDEM#<key>         #IDEM                 request fingerprint, claim,
                                                           lease, response; expires_at (TTL)
     inbox entry  INBOX#user:<id>    <since>#<run id, 16 digits>  run_id, step_id: the run
@@ -40,7 +40,7 @@ copies are 16 so that a busy workflow's completions spread over 16
 partitions. Workflows appended to before the copies existed get them from
 scripts/migrate_list_indexes.py.
 
-The audit chain (chalicelib/audit.py): a decision's transaction puts the
+The audit chain (chalicelib/domain/audit.py): a decision's transaction puts the
 action with its hash and sets the run's head_hash to it, computed from the run
 as read; its condition on the run's seq lets one decision only extend a given
 head, so the chain cannot fork. The run item carrying head_hash costs nothing
@@ -122,11 +122,10 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Optional, TypeVar, cast
 
-import chalicelib.storage.dynamodb_lists as dynamodb_lists
-from chalicelib import audit, errors, events, idempotency
-from chalicelib.delivery import Pending
-from chalicelib.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
-from chalicelib.models import (
+from chalicelib.delivery.dispatch import Pending
+from chalicelib.domain import audit, errors, events, idempotency
+from chalicelib.domain.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
+from chalicelib.domain.models import (
     COMPLETED,
     DEFAULT_POLICY,
     IN_PROGRESS,
@@ -141,8 +140,9 @@ from chalicelib.models import (
     StepRule,
     Workflow,
 )
-from chalicelib.storage.dynamodb_lists import ANYONE, INBOX_PREFIX
-from chalicelib.storage.dynamodb_schema import (
+from chalicelib.storage.dynamodb import lists as dynamodb_lists
+from chalicelib.storage.dynamodb.lists import ANYONE, INBOX_PREFIX
+from chalicelib.storage.dynamodb.schema import (
     ALL_INDEX,
     DELIVERY_DUE,
     DUE_AT,
@@ -975,7 +975,7 @@ class DynamoDBStorage:
         items, _ = self._query_after(_event_pk(subject), _event_sk(after_sequence or 0), limit + 1)
         return Slice(tuple(_event(item) for item in items[:limit]), len(items) > limit)
 
-    # -- delivery (chalicelib/delivery.py) -------------------------------------
+    # -- delivery (chalicelib/delivery/dispatch.py) -------------------------------------
 
     def pending_subjects(self, now: str, limit: int) -> list[str]:
         # The due index holds every event not delivered yet.

@@ -1,7 +1,7 @@
 """Events in the cloud: the table's stream to EventBridge, and EventBridge to webhooks.
 
     DynamoDB stream (EVT# inserts only) -> relay_events -> PutEvents on the stack's bus
-    bus rule -> SQS queue -> deliver_webhooks -> chalicelib/delivery.py, as locally
+    bus rule -> SQS queue -> deliver_webhooks -> chalicelib/delivery/dispatch.py, as locally
 
 The relay puts each event item's CloudEvent on the bus as it was recorded
 (Source: its source, DetailType: its type, Detail: the CloudEvent), ten per
@@ -10,7 +10,7 @@ Lambda retries from the first of them, so the bus may get an event twice,
 never lose one; consumers dedupe by `detail.id`.
 
 The webhook sender delivers, for each message, its event's subject from the
-first event not delivered yet (delivery.deliver_subject): so a subject's
+first event not delivered yet (dispatch.deliver_subject): so a subject's
 events go out in sequence order whatever order SQS hands them over in, and a
 duplicate message finds its event delivered already. A message whose event
 must wait (it, or an earlier one of its subject, failed and is not due
@@ -26,7 +26,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from chalicelib import delivery
+from chalicelib.delivery import dispatch
 
 BUS_VARIABLE = "WORKFLOW_EVENT_BUS"
 QUEUE_VARIABLE = "WORKFLOW_WEBHOOK_QUEUE_URL"
@@ -67,7 +67,7 @@ def relay(records: Iterable[Record], put_events: PutEvents, bus: str) -> dict[st
         try:
             answer = put_events(Entries=[entry for _, entry in chunk])
         except (BotoCoreError, ClientError) as exc:
-            delivery.LOGGER.warning("relay: PutEvents failed, the records are retried: %s", exc)
+            dispatch.LOGGER.warning("relay: PutEvents failed, the records are retried: %s", exc)
             failed += [sequence for sequence, _ in entries[start:]]
             break
         failed += [
@@ -80,9 +80,9 @@ def relay(records: Iterable[Record], put_events: PutEvents, bus: str) -> dict[st
 
 def deliver_messages(
     records: Iterable[Record],
-    outbox: delivery.Outbox,
-    sink: delivery.Sink,
-    clock: delivery.Clock,
+    outbox: dispatch.Outbox,
+    sink: dispatch.Sink,
+    clock: dispatch.Clock,
     hide: Callable[[str, int], None],
     delay: Callable[[int], float],
 ) -> dict[str, Any]:
@@ -93,10 +93,10 @@ def deliver_messages(
     for record in records:
         event = json.loads(record["body"])["detail"]
         now = clock()
-        blocked = delivery.deliver_subject(outbox, event["subject"], sink, now, delay)
+        blocked = dispatch.deliver_subject(outbox, event["subject"], sink, now, delay)
         if blocked is None or blocked.event.sequence > event["sequence"]:
             continue  # delivered, now or before
-        wait = delivery.seconds_until(blocked.until, now)
+        wait = dispatch.seconds_until(blocked.until, now)
         hide(record["receiptHandle"], max(1, min(MAX_VISIBILITY_SECONDS, round(wait))))
         failed.append(record["messageId"])
     return {"batchItemFailures": [{"itemIdentifier": message} for message in failed]}

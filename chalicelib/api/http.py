@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any, Optional, Protocol, Union
 
 from chalice.app import Chalice, CORSConfig, Request, Response
 
-from chalicelib import access_log, errors, identity, validation
+from chalicelib.api import access_log, identity, validation
+from chalicelib.domain import errors
 
 if TYPE_CHECKING:
-    from chalicelib.idempotency import KeyStore, StoredResponse
+    from chalicelib.domain.idempotency import KeyStore, StoredResponse
 
 STATUS: dict[type[errors.WorkflowError], int] = {
     errors.PayloadTooLarge: 413,
@@ -36,7 +37,9 @@ Headers = dict[str, Union[str, list[str]]]
 JSON_HEADERS: Mapping[str, str] = {"Content-Type": "application/json"}
 # Where a request's verified caller is kept for its view (see JsonApi.caller).
 _CALLER = "approval-workflows.caller"
-_OPENAPI_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "openapi.json")
+_OPENAPI_PATH = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "openapi.json"
+)
 
 
 class Answer(Protocol):
@@ -166,7 +169,7 @@ class JsonApi:
     ) -> Callable[[Callable[..., Answer]], Callable[..., Response]]:
         """Serialise what the view returns with `status` (and a Location header
         from `location`); domain errors become 4xx/5xx. A POST with an
-        Idempotency-Key runs once per key (chalicelib/idempotency.py). A request
+        Idempotency-Key runs once per key (chalicelib/domain/idempotency.py). A request
         that prefers return=minimal gets `minimal` of what the view returns
         instead, where the route has one, and is told so."""
 
@@ -218,7 +221,7 @@ class JsonApi:
         """respond()'s response to the first request with `key` (of this caller,
         where callers are verified), replayed to its retries."""
         # Imported here: a request without a key (a cold start's GET) needs none of it.
-        from chalicelib import idempotency
+        from chalicelib.domain import idempotency
 
         request = self.request
         try:
@@ -272,7 +275,7 @@ def _raw_body(request: Request) -> bytes:
 
 def _kept(response: Response) -> StoredResponse:
     """The parts of our response that a replay repeats: status, body, Location."""
-    from chalicelib.idempotency import StoredResponse
+    from chalicelib.domain.idempotency import StoredResponse
 
     # Not ASCII-escaped: CJK text takes 3 bytes, not 6. A replay parses it and
     # encodes it again as json_response does, so the replayed bytes are the first ones.

@@ -97,7 +97,7 @@ def _table_keys(indexes: list[dict[str, Any]]) -> dict[str, Any]:
             key["AttributeName"] for index in indexes for key in index["KeySchema"]
         ),
         "BillingMode": "PAY_PER_REQUEST",
-        # Carries the event items to the relay (chalicelib/relay.py) when deployed.
+        # Carries the event items to the relay (chalicelib/delivery/relay.py) when deployed.
         "StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
         "GlobalSecondaryIndexes": indexes,
     }

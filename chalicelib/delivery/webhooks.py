@@ -8,7 +8,7 @@
 
 The secret is `whsec_` + base64 of the key (WORKFLOW_WEBHOOK_SECRET); the
 body is the CloudEvent exactly as stored. Any answer but 2xx, or none within
-TIMEOUT_SECONDS, is a failure, retried later (chalicelib/delivery.py) with
+TIMEOUT_SECONDS, is a failure, retried later (chalicelib/delivery/dispatch.py) with
 the same id and body.
 """
 
@@ -24,8 +24,8 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 
-from chalicelib.models import Event
-from chalicelib.records import Record
+from chalicelib.domain.models import Event
+from chalicelib.domain.record import Record
 
 SECRET_PREFIX = "whsec_"
 TIMEOUT_SECONDS = 10

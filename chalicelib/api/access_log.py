@@ -24,7 +24,7 @@ from typing import Any, Optional, TextIO
 
 from chalice.app import Chalice, Request, Response
 
-from chalicelib import validation
+from chalicelib.api import validation
 
 # Where the lines go: None is the process's standard output at the time of
 # writing (so that whoever replaces sys.stdout, a test's capture included, gets
