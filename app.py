@@ -13,9 +13,9 @@ from typing import Any, Optional
 from chalice.app import Chalice, CloudWatchEvent, DynamoDBEvent, Rate, Response, SQSEvent
 
 from chalicelib import engine
-from chalicelib.api import access_log, http, identity, validation
-from chalicelib.domain.models import Page, Run, RunAudit, Step, Workflow
-from chalicelib.storage import Backend, create_storage
+from chalicelib.api import access_log, http, identity, representations, validation
+from chalicelib.domain.models import Event, Page, Run, RunAudit, Step, Workflow
+from chalicelib.storage import Backend
 
 app = Chalice(app_name="approval-workflows")
 # Stand-ins that `chalice package` needs; scripts/package.py replaces both with
@@ -32,7 +32,7 @@ def get_storage() -> Backend:
     """The process's storage, created on first use so cold starts stay light."""
     global _STORAGE
     if _STORAGE is None:
-        _STORAGE = create_storage()
+        _STORAGE = engine.open_storage()
     return _STORAGE
 
 
@@ -57,7 +57,7 @@ def create_workflow() -> Workflow:
 
 @app.route("/workflows", methods=["GET"])
 @api.answers(200)
-def list_workflows() -> Page:
+def list_workflows() -> Page[Workflow]:
     query = validation.workflow_query(api.query())
     return engine.list_workflows(get_storage(), query.limit, query.cursor)
 
@@ -87,7 +87,7 @@ def start_run() -> Run:
 
 @app.route("/runs", methods=["GET"])
 @api.answers(200)
-def list_runs() -> Page:
+def list_runs() -> Page[Run]:
     query = validation.run_query(api.query())
     return engine.list_runs(
         get_storage(), query.workflow_id, query.status, query.limit, query.cursor
@@ -108,20 +108,20 @@ def audit_run(run_id: str) -> RunAudit:
 
 @app.route("/runs/{run_id}/events", methods=["GET"])
 @api.answers(200)
-def run_events(run_id: str) -> Page:
+def run_events(run_id: str) -> Page[Event]:
     rid = validation.path_id(run_id, "Run")
     query = validation.event_query(api.query())
     return engine.run_events(get_storage(), rid, query.limit, query.cursor)
 
 
 @app.route("/runs/{run_id}/approve", methods=["POST"])
-@api.answers(200, minimal=Run.listed)
+@api.answers(200, minimal=representations.listed_run)
 def approve(run_id: str) -> Run:
     return _decide(run_id, engine.approve)
 
 
 @app.route("/runs/{run_id}/reject", methods=["POST"])
-@api.answers(200, minimal=Run.listed)
+@api.answers(200, minimal=representations.listed_run)
 def reject(run_id: str) -> Run:
     return _decide(run_id, engine.reject)
 
@@ -146,7 +146,7 @@ def _decide(run_id: str, decide: Callable[..., Run]) -> Run:
 
 
 @app.route("/runs/{run_id}/cancel", methods=["POST"])
-@api.answers(200, minimal=Run.listed)
+@api.answers(200, minimal=representations.listed_run)
 def cancel(run_id: str) -> Run:
     body = api.body()
     rid = validation.path_id(run_id, "Run")
@@ -165,7 +165,7 @@ def cancel(run_id: str) -> Run:
 
 @app.route("/inbox", methods=["GET"])
 @api.answers(200)
-def inbox() -> Page:
+def inbox() -> Page[Run]:
     caller = api.caller()
     query = validation.inbox_query(api.query(), verified=caller is not None)
     actor = identity.actor_of(caller, query.actor)

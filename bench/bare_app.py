@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chalice import Chalice
+from chalice.app import Chalice
 
 app = Chalice(app_name="bare")
 

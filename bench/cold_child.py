@@ -53,7 +53,7 @@ elif MODE == "bare_jwt":
 elif MODE == "boto3":
     import boto3
 
-    answer = boto3.client("dynamodb").query(**EVENT)
+    answer = dict(boto3.client("dynamodb").query(**EVENT))
     ok = answer["ResponseMetadata"]["HTTPStatusCode"] == 200
 else:
     raise SystemExit(f"unknown mode {MODE}")

@@ -36,6 +36,8 @@ from bench._common import (
     scaled,
     workdir,
 )
+from chalicelib.storage.dynamodb import client as dynamodb_client
+from tests.support.stored import stored_run, stored_workflow
 
 ROUNDS = scaled(21, 3)
 GOAL = 1.3
@@ -68,10 +70,10 @@ def sqlite_setup(tmp: str) -> tuple[dict[str, str], int]:
 
     path = os.path.join(tmp, "cold.sqlite3")
     storage = sqlite.SQLiteStorage(path)
-    workflow = storage.create_workflow(
-        "po", "", [StepRule("Manager"), StepRule("Finance")], "2026-01-01T00:00:00Z"
+    workflow = stored_workflow(
+        storage, "po", "", [StepRule("Manager"), StepRule("Finance")], "2026-01-01T00:00:00Z"
     )
-    run = storage.create_run(workflow, "PO-1", "2026-01-01T00:00:00Z")
+    run = stored_run(storage, workflow, "PO-1", "2026-01-01T00:00:00Z")
     storage.close()
     env = {key: value for key, value in os.environ.items() if not key.startswith("WORKFLOW_")}
     env.update(WORKFLOW_STORAGE="sqlite", WORKFLOW_SQLITE_PATH=path)
@@ -92,13 +94,13 @@ def dynamodb_setup(endpoint: str) -> tuple[dict[str, str], int]:
         from chalicelib.storage.dynamodb import adapter as dynamodb
         from chalicelib.storage.dynamodb import schema as dynamodb_schema
 
-        client = dynamodb.create_client()
+        client = dynamodb_client.create_client()
         dynamodb_schema.ensure_table(client, "cold")
         storage = dynamodb.DynamoDBStorage(client, "cold")
-        workflow = storage.create_workflow(
-            "po", "", [StepRule("Manager"), StepRule("Finance")], "2026-01-01T00:00:00Z"
+        workflow = stored_workflow(
+            storage, "po", "", [StepRule("Manager"), StepRule("Finance")], "2026-01-01T00:00:00Z"
         )
-        run = storage.create_run(workflow, "PO-1", "2026-01-01T00:00:00Z")
+        run = stored_run(storage, workflow, "PO-1", "2026-01-01T00:00:00Z")
     finally:
         os.environ.clear()
         os.environ.update(saved)

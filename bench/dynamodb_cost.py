@@ -30,15 +30,20 @@ the assumptions below gives the Lambda duration.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import math
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from bench._common import Figure, Report, offline_aws_env, quiet_access_log, scaled
+from chalicelib.storage.dynamodb import client as dynamodb_client
+from chalicelib.storage.dynamodb import items as dynamodb_items
+from chalicelib.storage.dynamodb.adapter import DynamoDBStorage
+from tests.support.stored import stored_run
 
 CALLS = scaled(60, 6)
 
@@ -307,13 +312,13 @@ class Workload:
                 )
         for run_id in runs:
             response = self.around(
-                "GET /runs/{id}", lambda run_id=run_id: self.http.get(f"/runs/{run_id}")
+                "GET /runs/{id}", functools.partial(self.http.get, f"/runs/{run_id}")
             )
             assert response.status_code == 200
         for route in ("GET /runs?limit=50", "GET /runs?status=completed&limit=50"):
             for _ in range(max(1, CALLS // 6)):
                 path = route.removeprefix("GET ")
-                response = self.around(route, lambda path=path: self.http.get(path))
+                response = self.around(route, functools.partial(self.http.get, path))
                 assert response.status_code == 200 and response.json_body["items"]
         rejected = [
             self.post("POST /runs", "/runs", {"workflow_id": main, "title": "r"}, 201)["id"]
@@ -352,10 +357,10 @@ class Histories:
             for order in range(1, steps + 1)
         )
         workflow = Workflow(workflow_id, "long history", "", "2026-01-01T00:00:00.000Z", self.steps)
-        items = [dynamodb._workflow_item(workflow)]
-        items += [dynamodb._step_item(step) for step in self.steps]
+        items = [dynamodb_items.workflow_item(workflow)]
+        items += [dynamodb_items.step_item(step) for step in self.steps]
         items += [
-            {**dynamodb._step_count_key(workflow_id, copy), "step_count": dynamodb._n(steps)}
+            {**dynamodb._step_count_key(workflow_id, copy), "step_count": dynamodb_client.n(steps)}
             for copy in range(dynamodb.STEP_COUNT_COPIES)
         ]
         self._put(items)
@@ -370,8 +375,7 @@ class Histories:
         """A run of the long workflow with `actions` approvals recorded."""
         from chalicelib.domain.models import APPROVE, Action
 
-        dynamodb = self.dynamodb
-        run = self.storage.create_run(self.workflow, "long", "2026-01-01T00:00:00.000Z")
+        run = stored_run(self.storage, self.workflow, "long", "2026-01-01T00:00:00.000Z")
         history = [
             Action(
                 run.id * 10_000 + seq,
@@ -386,7 +390,9 @@ class Histories:
             )
             for seq, step in enumerate(self.steps[:actions], start=1)
         ]
-        self._put([dynamodb._action_item(action, seq) for seq, action in enumerate(history, 1)])
+        self._put(
+            [dynamodb_items.action_item(action, seq) for seq, action in enumerate(history, 1)]
+        )
         current = self.steps[actions]
         self.admin.update_item(
             TableName=self.table,
@@ -394,11 +400,11 @@ class Histories:
             UpdateExpression="SET seq = :seq, head_hash = :head, step_id = :id, "
             "step_name = :name, step_order = :order",
             ExpressionAttributeValues={
-                ":seq": dynamodb._n(actions),
+                ":seq": dynamodb_client.n(actions),
                 ":head": {"S": history[-1].hash or ""},
-                ":id": dynamodb._n(current.id),
+                ":id": dynamodb_client.n(current.id),
                 ":name": {"S": current.name},
-                ":order": dynamodb._n(current.step_order),
+                ":order": dynamodb_client.n(current.step_order),
             },
         )
         return run.id
@@ -482,10 +488,9 @@ def main() -> None:
         quiet_access_log(service)
         from chalice.test import Client
 
-        from chalicelib.storage.dynamodb import adapter as dynamodb
         from chalicelib.storage.dynamodb import schema as dynamodb_schema
 
-        admin = dynamodb.create_client()
+        admin = dynamodb_client.create_client()
         dynamodb_schema.ensure_table(admin, "cost")
         table = admin.describe_table(TableName="cost")["Table"]
         indexes = len(table.get("GlobalSecondaryIndexes", [])) + len(
@@ -494,7 +499,7 @@ def main() -> None:
         http = Client(service.app).http
 
         # Pass 1: requests and capacity units per route.
-        storage = service.get_storage()
+        storage = cast(DynamoDBStorage, service.get_storage())
         ledger = Ledger(storage.client, admin, "cost")
         per_route: dict[str, list[list[Request]]] = {route: [] for route in ROUTES}
 

@@ -63,11 +63,11 @@ def speed_up_moto() -> None:
     class NoTableCopy:
         @staticmethod
         def deepcopy(value: Any, memo: Any = None) -> Any:
-            if isinstance(value, moto_models.Table):
+            if isinstance(value, moto_models.Table):  # type: ignore[attr-defined]
                 return value
             return copy.deepcopy(value, memo)
 
-    moto_models.copy = NoTableCopy  # type: ignore[assignment]
+    moto_models.copy = NoTableCopy  # type: ignore[attr-defined, assignment]
     query, all_items = Table.query, Table.all_items
     signature = inspect.signature(query)
 

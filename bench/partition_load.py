@@ -49,6 +49,8 @@ from typing import Any, NamedTuple
 from bench import moto_process
 from bench._common import Figure, Report, offline_aws_env, scaled
 from bench.dynamodb_cost import item_size, projected, write_units
+from chalicelib.storage.dynamodb import client as dynamodb_client
+from chalicelib.storage.dynamodb import keys as dynamodb_keys
 
 RATE = 10_000  # decisions per second, service-wide
 PARTITION_LIMIT = 1_000  # write units per second per partition key
@@ -138,7 +140,7 @@ class Load:
             table_pk = f"table {key['PK']['S']}"
             self.writes[table_pk] += 1
             self.units[table_pk] += factor * write_units(item_size(before), item_size(after))
-            for index, (attribute, _) in dynamodb_schema.INDEXES.items():
+            for index, (attribute, _sort) in dynamodb_schema.INDEXES.items():
                 old, new = projected(before, index), projected(after, index)
                 if old is not None and new is not None and old[attribute] == new[attribute]:
                     if old != new:
@@ -224,17 +226,16 @@ def main() -> None:
     from moto import mock_aws
 
     from chalicelib.storage.dynamodb import adapter as dynamodb
-    from chalicelib.storage.dynamodb import lists as dynamodb_lists
     from chalicelib.storage.dynamodb import schema as dynamodb_schema
 
     moto_process.speed_up_moto()
     report = Report("partition_load", "5. Partition load at 10,000 decisions per second (DynamoDB)")
     tables: list[str] = []
-    shards = dynamodb_lists.configured_shards()
+    shards = dynamodb_keys.configured_shards()
     for workload in WORKLOADS:
         with mock_aws():
-            client = dynamodb.create_client()
-            admin = dynamodb.create_client()
+            client = dynamodb_client.create_client()
+            admin = dynamodb_client.create_client()
             dynamodb_schema.ensure_table(admin, "load")
             storage = dynamodb.DynamoDBStorage(client, "load", shards=shards)
             load = Load(client, admin, "load")

@@ -13,6 +13,7 @@ import json
 import os
 
 from bench._common import offline_aws_env, quiet_access_log, workdir
+from chalicelib.storage.dynamodb import client as dynamodb_client
 
 JSON = {"Content-Type": "application/json"}
 
@@ -41,10 +42,9 @@ def main() -> None:
             WORKFLOW_TABLE="bench",
             AWS_ENDPOINT_URL_DYNAMODB=server.endpoint,
         )
-        from chalicelib.storage.dynamodb import adapter as dynamodb
         from chalicelib.storage.dynamodb import schema as dynamodb_schema
 
-        dynamodb_schema.ensure_table(dynamodb.create_client(), "bench")
+        dynamodb_schema.ensure_table(dynamodb_client.create_client(), "bench")
     import app as service
 
     quiet_access_log(service)

@@ -24,6 +24,7 @@ import random
 import sqlite3
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from bench._common import Figure, Report, alternate, quiet_access_log, scaled, workdir
@@ -43,11 +44,11 @@ NOW = "2026-01-01T00:00:00.000Z"
 
 def build(path: str, runs: int) -> dict[str, Any]:
     """A database with `runs` runs of a 3-step workflow, plus two long-history runs."""
-    from chalicelib.storage.sqlite import adapter as service_sqlite
+    from chalicelib.storage.sqlite import schema as sqlite_schema
 
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
-    conn.executescript(service_sqlite.SCHEMA)
+    conn.executescript(sqlite_schema.SCHEMA)
     conn.execute("BEGIN")
     conn.execute("INSERT INTO workflows (id, name, created_at) VALUES (1, 'po', ?)", (NOW,))
     conn.executemany(
@@ -82,17 +83,18 @@ def build(path: str, runs: int) -> dict[str, Any]:
     )
     history_runs = {}
     for count in (HISTORY_SMALL, HISTORY_BIG):
-        run_id = conn.execute(
+        history_run = conn.execute(
             "INSERT INTO workflow_runs (workflow_id, title, status, current_step_id, created_at, "
             "updated_at) VALUES (2, 'long', 'in_progress', ?, ?, ?)",
             (100 + count + 1, NOW, NOW),
         ).lastrowid
+        assert history_run is not None
         conn.executemany(
             "INSERT INTO workflow_actions (run_id, step_id, action, actor, comment, "
             "created_at) VALUES (?, ?, 'approve', 'approver', 'ok', ?)",
-            [(run_id, 100 + i, NOW) for i in range(1, count + 1)],
+            [(history_run, 100 + i, NOW) for i in range(1, count + 1)],
         )
-        history_runs[count] = run_id
+        history_runs[count] = history_run
     conn.execute("COMMIT")
     conn.execute("ANALYZE")
     conn.close()
@@ -108,7 +110,9 @@ class Target:
         from chalicelib.storage.sqlite import adapter as service_sqlite
 
         self.service = service
-        self.storage = service_sqlite.SQLiteStorage(path)
+        from chalicelib import engine
+
+        self.storage = service_sqlite.SQLiteStorage(path, engine.UPGRADES)
         self.http = Client(service.app).http
         self.built = built
         self.random = random.Random(seed)
@@ -250,10 +254,10 @@ def main() -> None:
     # Statements per request and their query plans, on the big database.
     approve_sql = traced(big, big.approve_once)
     get_sql = traced(big, big.get_once)
-    history_sql = {n: traced(small, lambda n=n: small.get_once(history[n])) for n in history}
-    decide_sql = {n: traced(small, lambda n=n: small.approve_history(history[n])) for n in history}
+    history_sql = {n: traced(small, partial(small.get_once, history[n])) for n in history}
+    decide_sql = {n: traced(small, partial(small.approve_history, history[n])) for n in history}
     minimal_sql = {
-        n: traced(small, lambda n=n: small.approve_history(history[n], MINIMAL)) for n in history
+        n: traced(small, partial(small.approve_history, history[n], MINIMAL)) for n in history
     }
     scans = full_scans(paths[BIG], approve_sql + get_sql)
     sizes = {n: len(small.http.get(f"/runs/{history[n]}").body) for n in history}

@@ -34,11 +34,12 @@ import statistics
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from bench._common import Figure, Report, alternate, per_unit, quiet_access_log, scaled, workdir
 from chalicelib.domain.models import StepRule
 from chalicelib.storage.sqlite import adapter as sqlite
+from tests.support.stored import stored_workflow
 
 GOAL = 0.7
 UNITS_PER_ROUND = scaled(200, 10)
@@ -99,7 +100,7 @@ class Floor:
     def __init__(self, path: str) -> None:
         # The service's schema, its migrations included, made by the service.
         storage = sqlite.SQLiteStorage(path)
-        workflow = storage.create_workflow("po", "", [StepRule(name) for name in STEPS], NOW)
+        workflow = stored_workflow(storage, "po", "", [StepRule(name) for name in STEPS], NOW)
         storage.close()
         self.conn = sqlite3.connect(path, isolation_level=None)
         for pragma in PRAGMAS:
@@ -363,7 +364,7 @@ def main() -> None:
     service_s, floor_s, bare_s = (rounds.median(n) for n in ("service", "floor", "bare"))
     statements = {
         "service": count_statements(
-            service.get_storage()._connection(),
+            cast(sqlite.SQLiteStorage, service.get_storage())._connection(),
             lambda: check_unit(service.app, created.json_body["id"]),
         ),
         "floor": count_statements(floor.conn, floor.unit),

@@ -2,8 +2,13 @@
 
 Every function takes the storage and plain, already validated values
 (chalicelib/api/validation.py turns requests into those), and returns models or
-raises a domain error from `errors`. No SQL, no boto3, no HTTP; the state
-machine itself is chalicelib/domain/decision.py.
+raises a domain error from `errors`. No SQL, no boto3, no HTTP: a use case
+reads the state, asks the rules (chalicelib/domain/decision.py) whether the
+caller may, has the change computed (chalicelib/domain/transitions.py) and
+hands it to the storage, which writes it or refuses it as a whole.
+
+transitions, and the events module behind it, are imported by the functions
+that write: a cold start that serves a read loads neither.
 """
 
 from __future__ import annotations
@@ -12,13 +17,15 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Optional
 
-from chalicelib.api.validation import MAX_ID
 from chalicelib.domain import audit, decision, errors
 from chalicelib.domain.models import (
     APPROVE,
     CANCEL,
     DEFAULT_POLICY,
+    MAX_ID,
     REJECT,
+    Event,
+    Listed,
     Page,
     Policy,
     Run,
@@ -28,7 +35,8 @@ from chalicelib.domain.models import (
     StepRule,
     Workflow,
 )
-from chalicelib.storage import Storage
+from chalicelib.storage import Backend, Storage, create_storage
+from chalicelib.storage.upgrades import Upgrades
 
 WORKFLOWS = "workflows"
 # Attempts of one decision that keeps losing its conditional write (see _decide).
@@ -38,10 +46,20 @@ INBOX = "inbox"
 EVENTS = "events"
 # Runs whose deadline is due, read per page of a sweep.
 SWEEP_PAGE = 100
+# Reads of the storage one inbox page may take to fill itself with runs the
+# caller may decide (the storage reads by inbox keys; the rule leaves some out).
+INBOX_READS = 8
 NO_GROUPS: frozenset[str] = frozenset()
+# What the storage's one-time upgrades of older data need from the rules.
+UPGRADES = Upgrades(chain=audit.recomputed, awaited_by=decision.awaited_by)
 
 Clock = Callable[[], str]
 Filter = Mapping[str, Any]
+
+
+def open_storage() -> Backend:
+    """The storage the environment configures, able to upgrade older data."""
+    return create_storage(UPGRADES)
 
 
 def utc_now() -> str:
@@ -62,8 +80,12 @@ def create_workflow(
 ) -> Workflow:
     """Define a workflow, optionally with its first steps (a name alone is a
     step anyone may decide with one approval)."""
+    from chalicelib.domain import transitions
+
     rules = [StepRule(step) if isinstance(step, str) else step for step in steps]
-    return storage.create_workflow(name, description, rules, clock(), policy)
+    return storage.create_workflow(
+        transitions.define_workflow(name, description, rules, policy, clock())
+    )
 
 
 def get_workflow(storage: Storage, workflow_id: int) -> Workflow:
@@ -75,8 +97,10 @@ def append_step(
     storage: Storage, workflow_id: int, step: StepRule | str, clock: Clock = utc_now
 ) -> Step:
     """Append a step after the workflow's last one; runs in progress reach it too."""
+    from chalicelib.domain import transitions
+
     rule = StepRule(step) if isinstance(step, str) else step
-    return storage.append_step(workflow_id, rule, clock())
+    return storage.append_step(transitions.append_step(workflow_id, rule, clock()))
 
 
 # -- runs ------------------------------------------------------------------
@@ -97,7 +121,9 @@ def start_run(
         raise errors.Conflict(
             f"Workflow {workflow_id} has no steps; append one before starting a run"
         )
-    return storage.create_run(workflow, title, clock(), requested_by)
+    from chalicelib.domain import transitions
+
+    return storage.create_run(transitions.start_run(workflow, title, requested_by, clock()))
 
 
 def get_run(storage: Storage, run_id: int) -> Run:
@@ -183,6 +209,8 @@ def _decide(
     deciders by its remaining approvals; past it the answer is 503, and nothing
     is written.
     """
+    from chalicelib.domain import transitions
+
     for _ in range(DECISION_ATTEMPTS):
         run = storage.get_run(run_id, history)
         current = decision.step_to_decide(run, expected_step_id)
@@ -195,11 +223,10 @@ def _decide(
             if decision.needs_next_step(run, action)
             else None
         )
+        change = transitions.decide(run, action, actor, comment, next_step, clock())
         try:
-            return storage.record_decision(
-                run, decision.decide(run, action, actor, comment, next_step, clock())
-            )
-        except errors.StaleRun:
+            return storage.record_change(change)
+        except errors.LostWrite:
             continue
     raise errors.Unavailable("Too many decisions on this run at once; retry shortly")
 
@@ -210,23 +237,39 @@ def inbox(
     groups: frozenset[str],
     limit: int,
     cursor: Optional[str] = None,
-) -> Page:
+) -> Page[Run]:
     """One page of the runs that wait for a decision `actor` (a member of
     `groups`) may make now, the longest waiting first.
 
-    The storage finds the runs whose current step admits the caller; the rule
-    itself (decision.awaits) has the last word on each, so every backend's
-    inbox is the same. A page may then hold fewer than `limit` runs while
-    next_cursor says more may follow."""
+    The storage reads the runs in the inboxes of the caller's keys
+    (decision.inbox_keys); the rule (decision.awaits) has the last word on
+    each, so every backend's inbox is the same. The page reads on until it
+    holds `limit` runs and knows whether one more follows, so next_cursor is
+    set exactly when more follow, unless the rule left out so many that
+    INBOX_READS reads did not reach them: then the page is shorter and
+    next_cursor continues where the reading stopped."""
     filters = inbox_filters(actor, groups)
     after = _position(cursor, INBOX, filters)
-    found = storage.inbox(actor, groups, tuple(after) if after else None, limit)
-    runs = tuple(run for run in found.items if decision.awaits(run, actor, groups))
-    if not found.more:
-        return Page(runs, None)
-    last = found.items[-1] if found.items else None
-    resume = found.resume or (last and (last.current_step_since, last.id))
-    return Page(runs, _cursor(INBOX, filters, list(resume)) if resume else None)
+    keys = decision.inbox_keys(actor, groups)
+    position: Optional[tuple[str, int]] = (after[0], after[1]) if after else None
+    runs: list[Run] = []
+    for _ in range(INBOX_READS):
+        found = storage.inbox(keys, position, limit + 1 - len(runs))
+        runs += [run for run in found.items if decision.awaits(run, actor, groups)]
+        if len(runs) > limit:
+            last = _waiting_position(runs[limit - 1])
+            return Page(tuple(runs[:limit]), _cursor(INBOX, filters, list(last)))
+        if not found.more or (found.resume is None and not found.items):
+            return Page(tuple(runs), None)
+        position = found.resume or _waiting_position(found.items[-1])
+    assert position is not None
+    return Page(tuple(runs), _cursor(INBOX, filters, list(position)))
+
+
+def _waiting_position(run: Run) -> tuple[str, int]:
+    """Where a run stands in the inboxes: when it reached its step, then its id."""
+    assert run.current_step_since is not None, "only a waiting run is in an inbox"
+    return run.current_step_since, run.id
 
 
 # -- deadlines -----------------------------------------------------------------
@@ -248,20 +291,16 @@ def sweep(storage: Storage, clock: Clock = utc_now, page: int = SWEEP_PAGE) -> i
 def _apply_deadline(storage: Storage, run_id: int, now: str) -> bool:
     """Apply the run's due deadline with the conditional write of a decision;
     False if none is due or another write won."""
-    # Imported here, as events below: reading a run (a cold start's usual
+    # Imported here, as in the decisions: reading a run (a cold start's usual
     # first request) needs neither.
-    from chalicelib.domain import deadlines
+    from chalicelib.domain import transitions
 
-    run = storage.get_run(run_id)
-    action = deadlines.action_due(run, now)
-    if action is None:
+    change = transitions.deadline_passed(storage.get_run(run_id), now)
+    if change is None:
         return False  # decided meanwhile, or an index that lags the table
     try:
-        if action == REJECT:
-            storage.record_decision(run, deadlines.expiry(now))
-        else:
-            storage.record_deadline(run, now)
-    except errors.StaleRun:
+        storage.record_change(change)
+    except errors.LostWrite:
         return False  # a decision was recorded first: it stands
     return True
 
@@ -269,7 +308,7 @@ def _apply_deadline(storage: Storage, run_id: int, now: str) -> bool:
 # -- lists -------------------------------------------------------------------
 
 
-def list_workflows(storage: Storage, limit: int, cursor: Optional[str] = None) -> Page:
+def list_workflows(storage: Storage, limit: int, cursor: Optional[str] = None) -> Page[Workflow]:
     """One page of workflows by id ascending."""
     after = _position(cursor, WORKFLOWS, {})
     return _page(storage.list_workflows(after, limit), WORKFLOWS, {})
@@ -281,7 +320,7 @@ def list_runs(
     status: Optional[str],
     limit: int,
     cursor: Optional[str] = None,
-) -> Page:
+) -> Page[Run]:
     """One page of runs newest first, of that workflow and status where given."""
     filters = {"workflow_id": workflow_id, "status": status}
     before = _position(cursor, RUNS, filters)
@@ -290,7 +329,9 @@ def list_runs(
     return _page(storage.list_runs(workflow_id, status, before, limit), RUNS, filters)
 
 
-def run_events(storage: Storage, run_id: int, limit: int, cursor: Optional[str] = None) -> Page:
+def run_events(
+    storage: Storage, run_id: int, limit: int, cursor: Optional[str] = None
+) -> Page[Event]:
     """One page of the run's events, oldest first, as they are delivered."""
     from chalicelib.domain import events
 
@@ -324,11 +365,11 @@ def _cursor(list_name: str, filters: Filter, position: Any) -> str:
 
 
 def _page(
-    found: Slice[Any],
+    found: Slice[Listed],
     list_name: str,
     filters: Filter,
     position: Callable[[Any], int] = lambda item: int(item.id),
-) -> Page:
+) -> Page[Listed]:
     """The page of `found`, with a cursor that continues after its last item
     (at its `position` in the list: its id, or an event's sequence), or where
     the storage says the next page resumes (it may read entries it leaves out)."""

@@ -8,7 +8,7 @@ from the stored values in history order (chalicelib/domain/audit.py) and stores
 them, each write conditional, so it is safe beside live traffic and safe to
 run again (a second run finds nothing). Decisions recorded meanwhile chain
 themselves onto the hashes this stores. SQLite files need none of this: they
-migrate on open (MIGRATIONS in chalicelib/storage/sqlite/adapter.py).
+migrate on open (MIGRATIONS in chalicelib/storage/sqlite/schema.py).
 
 Why a script and not hashes computed when a run is read: a service that fills
 in a missing hash would also fill in one that someone removed, after editing
@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from chalicelib.domain import errors
+from chalicelib.domain import audit, errors
+from chalicelib.storage.dynamodb import migrations
 from scripts.table_of_environment import open_table
 
 if TYPE_CHECKING:
@@ -43,9 +44,9 @@ def main(client: Optional[DynamoDBClient] = None) -> int:
     table = storage.table
     runs = stored = 0
     disagreeing: list[str] = []
-    for run_id in storage.unchained_run_ids():
+    for run_id in migrations.unchained_run_ids(storage.requests):
         try:
-            stored += storage.chain_recorded_history(run_id)
+            stored += migrations.chain_recorded_history(storage.requests, run_id, audit.recomputed)
         except (errors.Conflict, errors.NotFound) as exc:
             # A history edited since it was chained, or actions without their run.
             disagreeing.append(exc.message)

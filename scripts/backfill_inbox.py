@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from chalicelib.domain import decision
+from chalicelib.storage.dynamodb import migrations
 from scripts.table_of_environment import open_table
 
 if TYPE_CHECKING:
@@ -46,11 +48,15 @@ def main(client: Optional[DynamoDBClient] = None) -> int:
     if storage is None:
         return 2
     table = storage.table
-    indexed = sum(storage.index_waiting_run(run_id) for run_id in storage.unindexed_run_ids())
+    requests, shards = storage.requests, storage.shards
+    indexed = sum(
+        migrations.index_waiting_run(requests, run_id, decision.awaited_by, shards)
+        for run_id in migrations.unindexed_run_ids(requests)
+    )
     print(f"Put {indexed} runs in progress of table {table!r} into the inbox")
     moved = dropped = 0
-    for entry in storage.legacy_inbox_entries():
-        if storage.move_legacy_inbox_entry(entry):
+    for entry in migrations.legacy_inbox_entries(requests):
+        if migrations.move_legacy_inbox_entry(requests, entry, shards):
             moved += 1
         else:
             dropped += 1

@@ -19,23 +19,23 @@ from typing import TYPE_CHECKING
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from chalicelib.domain import errors
-from chalicelib.storage.dynamodb import adapter as dynamodb
+from chalicelib.storage.dynamodb import client as dynamodb_client
 from chalicelib.storage.dynamodb import schema as dynamodb_schema
 
 if TYPE_CHECKING:
-    from botocore.client import BaseClient
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 
-def main(client: BaseClient | None = None) -> int:
+def main(client: DynamoDBClient | None = None) -> int:
     """0 once the table exists with its Time to Live on. Otherwise one line on
     standard error, no traceback: what to set (exit 2), or what the endpoint
     refused or why it could not be reached (exit 1)."""
     from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
     try:
-        table = dynamodb.table_name()
+        table = dynamodb_client.table_name()
         if client is None:
-            client = dynamodb.create_client()  # falls back to AWS_REGION itself
+            client = dynamodb_client.create_client()  # falls back to AWS_REGION itself
     except errors.Unavailable:
         return 2  # the storage module has logged what to set, in one line
     where = client.meta.endpoint_url

@@ -227,10 +227,8 @@ class Background:
     def storage(self) -> Any:
         """Created on first use, as the app does: a storage misconfigured now
         answers 503 to requests, and is tried again here."""
-        from chalicelib.storage import create_storage
-
         if not self._storage:
-            self._storage.append(create_storage())
+            self._storage.append(engine.open_storage())
         return self._storage[0]
 
     def start(self) -> Background:

@@ -8,7 +8,7 @@ order, each step safe to repeat and safe beside live traffic:
 
 1. adds the indexes of `dynamodb_schema.INDEX_KEYS` the table lacks, one at a
    time (DynamoDB builds one new index per UpdateTable), each waited for;
-2. gives every run its sharded list keys (`dynamodb_lists.run_keys`, with the
+2. gives every run its sharded list keys (`keys.run_keys`, with the
    service's WORKFLOW_LIST_SHARDS) and removes the legacy ones (all_pk,
    workflow_pk, status_pk, workflow_status_pk), each write conditional on the
    status it read (a decision meanwhile makes it read the run again); and gives
@@ -34,14 +34,15 @@ import argparse
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, NamedTuple, Optional, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from chalicelib.domain import errors
-from chalicelib.storage.dynamodb import adapter as dynamodb
-from chalicelib.storage.dynamodb import lists as dynamodb_lists
+from chalicelib.storage.dynamodb import client as dynamodb_client
+from chalicelib.storage.dynamodb import keys, migrations
 from chalicelib.storage.dynamodb import schema as dynamodb_schema
+from chalicelib.storage.dynamodb.adapter import STEP_COUNT_COPIES, DynamoDBStorage
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -62,22 +63,24 @@ class Migrated(NamedTuple):
 
 
 def migrate(
-    storage: dynamodb.DynamoDBStorage, drop_legacy: bool = False, add_indexes: bool = True
+    storage: DynamoDBStorage, drop_legacy: bool = False, add_indexes: bool = True
 ) -> Migrated:
     """The three steps of the module docstring, on `storage`'s table."""
     client, table = storage.client, storage.table
     added = dynamodb_schema.ensure_indexes(client, table) if add_indexes else []
     moved = already = counted = 0
     for item in _scan(client, table):
-        if item["SK"]["S"] == dynamodb.RUN_SK:
+        if item["SK"]["S"] == keys.RUN_SK:
             if _move_run(storage, item):
                 moved += 1
             else:
                 already += 1
-        elif item["SK"]["S"] == dynamodb.WORKFLOW_SK:
+        elif item["SK"]["S"] == keys.WORKFLOW_SK:
             steps = len(item["steps"]["L"])
             workflow_id = int(item["id"]["N"])
-            if storage.raise_step_count(workflow_id, steps, range(dynamodb.STEP_COUNT_COPIES)):
+            if migrations.raise_step_count(
+                storage.requests, workflow_id, steps, range(STEP_COUNT_COPIES)
+            ):
                 counted += 1
     dropped = dynamodb_schema.drop_legacy_indexes(client, table) if drop_legacy else []
     return Migrated(added, moved, already, counted, dropped)
@@ -90,13 +93,13 @@ def _scan(client: DynamoDBClient, table: str) -> Iterator[Item]:
         "ConsistentRead": True,
         "FilterExpression": "SK IN (:run, :workflow)",
         "ExpressionAttributeValues": {
-            ":run": {"S": dynamodb.RUN_SK},
-            ":workflow": {"S": dynamodb.WORKFLOW_SK},
+            ":run": {"S": keys.RUN_SK},
+            ":workflow": {"S": keys.WORKFLOW_SK},
         },
     }
     while True:
         page = client.scan(**params)
-        yield from page["Items"]
+        yield from cast(list[Item], page["Items"])
         if "LastEvaluatedKey" not in page:
             return
         params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
@@ -107,7 +110,7 @@ def wanted_keys(item: Item, shards: int) -> Item:
     still fit its status (a run keeps its shards), the rest computed."""
     run_id, workflow_id = int(item["id"]["N"]), int(item["workflow_id"]["N"])
     status = item["status"]["S"]
-    wanted = dynamodb_lists.run_keys(run_id, workflow_id, status, shards)
+    wanted = keys.run_keys(run_id, workflow_id, status, shards)
     fits = {
         "runs_pk": "RUNS#",
         "workflow_runs_pk": f"WF#{workflow_id}#",
@@ -122,7 +125,7 @@ def wanted_keys(item: Item, shards: int) -> Item:
     return wanted
 
 
-def _move_run(storage: dynamodb.DynamoDBStorage, item: Item) -> bool:
+def _move_run(storage: DynamoDBStorage, item: Item) -> bool:
     """Give one run its sharded keys and take its legacy ones; False if it had
     them already. Conditional on the status read: a decision meanwhile moved
     the run, so it is read again."""
@@ -153,9 +156,8 @@ def _move_run(storage: dynamodb.DynamoDBStorage, item: Item) -> bool:
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
-        item = storage.client.get_item(TableName=storage.table, Key=key, ConsistentRead=True)[
-            "Item"
-        ]
+        read = storage.client.get_item(TableName=storage.table, Key=key, ConsistentRead=True)
+        item = cast(Item, read["Item"])
     raise errors.Unavailable(f"Run {item['id']['N']} kept changing status; run the script again")
 
 
@@ -175,8 +177,8 @@ def main(argv: Optional[Sequence[str]] = None, client: Optional[DynamoDBClient] 
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
-        table = dynamodb.table_name()
-        storage = dynamodb.DynamoDBStorage(client or dynamodb.create_client(), table)
+        table = dynamodb_client.table_name()
+        storage = DynamoDBStorage(client or dynamodb_client.create_client(), table)
     except errors.Unavailable as exc:
         print(exc.message, file=sys.stderr)
         return 2

@@ -52,7 +52,10 @@ class MotoServer:
     """moto on 127.0.0.1 (port 0: a free one), one request at a time, with faults."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        from moto.server import DomainDispatcherApplication, create_backend_app
+        from moto.server import (  # type: ignore[attr-defined]
+            DomainDispatcherApplication,
+            create_backend_app,
+        )
         from werkzeug.serving import make_server
 
         self.faults: dict[str, Fault] = {}

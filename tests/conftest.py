@@ -32,6 +32,7 @@ Fixtures build on each other: storage_factory -> storage -> client -> api.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -41,6 +42,7 @@ from chalice.test import Client
 import app as app_module
 from chalicelib.storage import Backend
 from chalicelib.storage.dynamodb import adapter as dynamodb
+from chalicelib.storage.dynamodb import client as dynamodb_client
 from tests.support import tokens
 from tests.support.api import Api
 from tests.support.backends import (
@@ -122,14 +124,14 @@ def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
         botocore.retries.standard.ExponentialBackoff, "delay_amount", lambda self, context: 0
     )
-    monkeypatch.setattr(dynamodb.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr(time, "sleep", lambda seconds: None)
 
 
 @pytest.fixture
 def unreachable_dynamodb(no_backoff: None, serve: None) -> None:
     """DynamoDB only: the app on an endpoint where nothing listens."""
     with aws_env(AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:9"):
-        unreachable = dynamodb.create_client(session())
+        unreachable = dynamodb_client.create_client(session())
     app_module.use_storage(dynamodb.DynamoDBStorage(unreachable, "any"))
 
 

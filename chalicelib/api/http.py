@@ -1,8 +1,9 @@
 """HTTP around the routes: JSON in and out, domain errors as status codes, safe
 retries with an Idempotency-Key, and the paths API Gateway puts before ours.
 
-The one place that knows status codes: a view returns a model or raises a
-domain error, and `JsonApi.answers` turns either into a response.
+The one place that knows status codes: a view returns a record or raises a
+domain error, and `JsonApi.answers` turns either into a response (the
+record's shape: chalicelib/api/representations.py).
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Optional, Protocol, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from chalice.app import Chalice, CORSConfig, Request, Response
 
-from chalicelib.api import access_log, identity, validation
+from chalicelib.api import access_log, identity, representations, validation
+from chalicelib.api.representations import Answer
 from chalicelib.domain import errors
 
 if TYPE_CHECKING:
@@ -40,14 +42,6 @@ _CALLER = "approval-workflows.caller"
 _OPENAPI_PATH = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "openapi.json"
 )
-
-
-class Answer(Protocol):
-    """What a view returns: a model that serialises itself."""
-
-    def to_dict(self) -> dict[str, Any]: ...
-
-    def about(self) -> dict[str, int]: ...
 
 
 class StageCORS(CORSConfig):
@@ -181,13 +175,13 @@ class JsonApi:
                         result = view(*args, **kwargs)
                     except errors.WorkflowError as exc:
                         return domain_error_response(exc)
-                    access_log.note_ids(self.request, result.about())
+                    access_log.note_ids(self.request, representations.about(result))
                     headers = (
                         {"Location": self.base_path() + location(result)} if location else None
                     )
                     if minimal is not None and self.prefers_minimal():
                         return json_response(minimal(result), status, MINIMAL_APPLIED)
-                    return json_response(result.to_dict(), status, headers)
+                    return json_response(representations.shape(result), status, headers)
 
                 request = self.request
                 try:

@@ -17,6 +17,7 @@ from chalicelib.domain.models import (
     DEADLINE_ACTIONS,
     ESCALATE,
     GROUP_PREFIX,
+    MAX_ID,
     REMIND,
     RUN_STATUSES,
     USER_PREFIX,
@@ -24,6 +25,7 @@ from chalicelib.domain.models import (
     Policy,
     StepRule,
 )
+from chalicelib.domain.names import has_control_characters, is_blank
 from chalicelib.domain.record import Record
 
 MAX_NAME = 200
@@ -39,28 +41,12 @@ MAX_GROUPS = 100
 MAX_DEADLINE_SECONDS = 31_536_000
 MAX_ESCALATE_TO = 20
 STEP_DEADLINE_FIELDS = ("deadline_seconds", "on_deadline", "escalate_to")
-# Ids are 64-bit in SQLite and exact up to 2**53 in JSON numbers everywhere.
-MAX_ID = 2**53 - 1
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 100
 # Refused with 413 before any parsing: no request of this API comes near it.
 MAX_BODY_BYTES = 1024 * 1024
 # A path id longer than this is not shown back in full in the 404.
 SHOWN_ID_CHARACTERS = 40
-
-# Unicode's Default_Ignorable_Code_Point: characters that render as nothing
-# (zero-width spaces and joiners, the BOM, bidi and variation controls). A
-# required string made of these and whitespace alone is blank.
-INVISIBLE_RANGES = (
-    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160),
-    (0x17B4, 0x17B5), (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E),
-    (0x2060, 0x206F), (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF),
-    (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A),
-    (0xE0000, 0xE0FFF),
-)  # fmt: skip
-# Control characters (Unicode category Cc) other than tab and newline are
-# refused in names, titles and actors: they corrupt logs and screens.
-ALLOWED_CONTROLS = "\t\n"
 
 
 class NewWorkflow(Record):
@@ -530,24 +516,6 @@ def _text(fields: Mapping[str, Any], name: str, limit: int, required: bool = Tru
     if is_blank(value):
         raise errors.InvalidInput(f"{name!r} must not be blank")
     return value
-
-
-def is_blank(value: str) -> bool:
-    """Whether `value` shows nothing: whitespace and invisible characters only."""
-    return all(char.isspace() or _invisible(char) for char in value)
-
-
-def has_control_characters(value: str) -> bool:
-    import unicodedata
-
-    return any(
-        unicodedata.category(char) == "Cc" and char not in ALLOWED_CONTROLS for char in value
-    )
-
-
-def _invisible(char: str) -> bool:
-    code = ord(char)
-    return any(low <= code <= high for low, high in INVISIBLE_RANGES)
 
 
 def _shown(raw: str) -> str:

@@ -26,10 +26,11 @@ import os
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Optional, Protocol
+from typing import Optional
 
 from chalicelib.domain.models import Event
 from chalicelib.domain.record import Record
+from chalicelib.storage import Outbox
 
 LOGGER = logging.getLogger("approval-workflows.events")
 _HANDLER = logging.StreamHandler()
@@ -48,35 +49,6 @@ SUBJECTS_PER_PASS = 100
 # Sends one event at a time (Unix seconds); True once it is delivered.
 Sink = Callable[[Event, float], bool]
 Clock = Callable[[], float]
-
-
-class Pending(Record):
-    """An event not delivered yet, and how its delivery went so far."""
-
-    event: Event
-    attempts: int
-    next_attempt_at: Optional[str]
-
-
-class Outbox(Protocol):
-    """The delivery state the storage keeps beside each recorded event."""
-
-    def pending_subjects(self, now: str, limit: int) -> list[str]:
-        """Subjects with an event not delivered yet that is due at `now` (or
-        waits behind one that is); at most `limit`, each once."""
-        ...
-
-    def first_pending(self, subject: str) -> Optional[Pending]:
-        """The subject's first event not delivered yet (lowest sequence)."""
-        ...
-
-    def mark_delivered(self, pending: Pending, now: str) -> None:
-        """Record that the event was delivered (again: harmless)."""
-        ...
-
-    def mark_failed(self, pending: Pending, next_attempt_at: str) -> None:
-        """Record one more failed attempt, and when to try again."""
-        ...
 
 
 class Blocked(Record):

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from chalicelib.delivery import dispatch
+from chalicelib.storage import Outbox
 
 BUS_VARIABLE = "WORKFLOW_EVENT_BUS"
 QUEUE_VARIABLE = "WORKFLOW_WEBHOOK_QUEUE_URL"
@@ -80,7 +81,7 @@ def relay(records: Iterable[Record], put_events: PutEvents, bus: str) -> dict[st
 
 def deliver_messages(
     records: Iterable[Record],
-    outbox: dispatch.Outbox,
+    outbox: Outbox,
     sink: dispatch.Sink,
     clock: dispatch.Clock,
     hide: Callable[[str, int], None],

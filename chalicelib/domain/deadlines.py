@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Optional
 
 from chalicelib.domain.events import DEADLINE_ACTOR
-from chalicelib.domain.models import IN_PROGRESS, REJECT, REJECTED, Decision, Run
+from chalicelib.domain.models import IN_PROGRESS, REJECT, REJECTED, Decision, Run, Step
 
 EXPIRED_COMMENT = "The step's deadline passed"
 
@@ -37,3 +37,15 @@ def action_due(run: Run, now: str) -> Optional[str]:
 def expiry(at: str) -> Decision:
     """The rejection a passed `reject` deadline records."""
     return Decision(REJECT, DEADLINE_ACTOR, EXPIRED_COMMENT, REJECTED, None, at)
+
+
+def step_due_at(step: Optional[Step], since: str) -> Optional[str]:
+    """When `step`'s deadline passes if a run reaches it at `since` (ISO 8601
+    UTC); None when it has no deadline."""
+    if step is None or step.deadline is None:
+        return None
+    from datetime import datetime, timedelta  # only runs of steps with deadlines
+
+    start = datetime.fromisoformat(since.replace("Z", "+00:00"))
+    due = start + timedelta(seconds=step.deadline.seconds)
+    return due.isoformat(timespec="milliseconds").replace("+00:00", "Z")

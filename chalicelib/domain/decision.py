@@ -8,29 +8,39 @@
 
 No storage and no clock: the engine reads the run (with its current step's
 rules and its workflow's policy flags), asks these functions whether the caller
-may decide and what follows, and records the answer with one conditional write
-that holds only if the run is still as it was read (the adapters condition on
-its history's head), so two approvals read at once cannot both count.
+may decide and what follows, and chalicelib/domain/transitions.py turns the
+answer into the change the storage writes, with one conditional write that
+holds only if the run is still as it was read, so two approvals read at once
+cannot both count.
+
+Who awaits a run is decided here once, in two parts: `awaited_by` names the
+principals whose inboxes hold a run waiting at its step (the storage keeps
+those keys and reads by them), and `awaits` is the rule that has the last word
+on each run read: the decision rule itself, so the inbox and the decision
+routes cannot disagree.
 """
 
 from __future__ import annotations
 
 from typing import Optional
 
-from chalicelib.api.validation import is_blank
 from chalicelib.domain import errors
 from chalicelib.domain.models import (
+    ANYONE,
     APPROVE,
     CANCEL,
     CANCELLED,
     COMPLETED,
+    GROUP_PREFIX,
     IN_PROGRESS,
     REJECT,
     REJECTED,
+    USER_PREFIX,
     Decision,
     Run,
     Step,
 )
+from chalicelib.domain.names import is_blank
 
 NOT_IN_PROGRESS = "Run is not in progress"
 
@@ -49,6 +59,25 @@ def step_to_decide(run: Run, expected_step_id: Optional[int] = None) -> Step:
     return step
 
 
+def admits(
+    step: Step, actor: str, groups: frozenset[str], escalated_to: tuple[str, ...] = ()
+) -> bool:
+    """Whether `actor`, a member of `groups`, may decide `step` (its approvers,
+    and those it was escalated to once its deadline passed)."""
+    if not step.approvers:
+        return True
+    principals = (*step.approvers, *escalated_to)
+    return USER_PREFIX + actor in principals or any(
+        GROUP_PREFIX + group in principals for group in groups
+    )
+
+
+def approved_another_step(run: Run, actor: str) -> bool:
+    """Whether `actor` approved a step of `run` other than the current one
+    (one visit per step: approving the current one twice is refused anyway)."""
+    return actor in run.approvers and actor not in run.current_step_approved_by
+
+
 def check_decider(
     run: Run, action: str, actor: str, groups: frozenset[str], comment: str = ""
 ) -> None:
@@ -58,7 +87,7 @@ def check_decider(
     step = run.current_step
     assert step is not None, "step_to_decide comes first"
     escalated_to = run.current_step_escalated_to
-    if not step.admits(actor, groups, escalated_to):
+    if not admits(step, actor, groups, escalated_to):
         who = ", ".join((*step.approvers, *escalated_to))
         raise errors.Forbidden(f"{actor!r} may not decide step {step.name!r}: only {who} may")
     if not run.policy.allow_self_approval and actor == run.requested_by:
@@ -66,7 +95,7 @@ def check_decider(
             f"{actor!r} requested this run and may not approve or reject it: its workflow "
             "does not allow self-approval"
         )
-    if action == APPROVE and run.policy.distinct_approvers and run.approved_another_step(actor):
+    if action == APPROVE and run.policy.distinct_approvers and approved_another_step(run, actor):
         raise errors.Forbidden(
             f"{actor!r} already approved another step of this run: its workflow requires "
             "distinct approvers"
@@ -86,6 +115,25 @@ def awaits(run: Run, actor: str, groups: frozenset[str]) -> bool:
     except (errors.Forbidden, errors.Conflict):
         return False
     return True
+
+
+def awaited_by(run: Run) -> tuple[str, ...]:
+    """The principals whose inboxes hold `run` while it waits at its current
+    step: its approvers and those its deadline escalated it to, or ANYONE for a
+    step that names none; nobody once it has ended. Who among them may decide
+    it now is `awaits`'s to say."""
+    step = run.current_step
+    if run.status != IN_PROGRESS or step is None:
+        return ()
+    if not step.approvers:
+        return (ANYONE,)
+    return tuple(dict.fromkeys((*step.approvers, *run.current_step_escalated_to)))
+
+
+def inbox_keys(actor: str, groups: frozenset[str]) -> tuple[str, ...]:
+    """The inbox keys whose runs may wait for `actor`, a member of `groups`: the
+    user's own, each group's and ANYONE's, in that order."""
+    return (USER_PREFIX + actor, *(GROUP_PREFIX + group for group in sorted(groups)), ANYONE)
 
 
 def check_canceller(run: Run, actor: str, admin: bool) -> None:

@@ -52,9 +52,16 @@ class Unavailable(WorkflowError):
 
 
 class StaleRun(Conflict):
-    """The run is no longer at the step the caller decided on."""
+    """The run is no longer at the step the caller named (expected_step_id): the
+    caller's view is stale, which is theirs to know (409)."""
 
     default_message = "Run is no longer at the step decided on; reload it"
+
+
+class LostWrite(Exception):
+    """Another write changed the run (or its workflow's steps) since it was read,
+    and the storage wrote nothing: the engine reads again and decides again.
+    Never a caller's answer, so not a WorkflowError."""
 
 
 class IdempotencyMismatch(WorkflowError):

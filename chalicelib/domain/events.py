@@ -4,7 +4,8 @@ Each transition's storage write records its events in the same atomic write
 (the outbox: a table on SQLite, items in the same TransactWriteItems on
 DynamoDB); chalicelib/delivery/dispatch.py sends them on. This module is pure: it
 turns a transition (the models before and after it) into drafts, and a draft
-with its place in its subject's stream into the envelope that is delivered.
+into the envelope that is delivered, written but for its place in its
+subject's stream (models.EventDraft), which the storage fills in.
 
 Streams: a run's events have the subject `runs/<id>`, a workflow's
 `workflows/<id>`; each stream numbers its events from 1, gap-free, in the
@@ -41,11 +42,13 @@ from chalicelib.domain.models import (
     REJECTED,
     Decision,
     Event,
+    EventDraft,
     Run,
     Step,
     Workflow,
 )
 from chalicelib.domain.record import Record
+from chalicelib.domain.shapes import step_shape, workflow_shape
 
 PREFIX = "approval."
 WORKFLOW_CREATED = "approval.workflow.created"
@@ -110,9 +113,9 @@ def source() -> str:
     return f"/approval-workflows/{stage}"
 
 
-def recorded(draft: Draft, sequence: int, new_id: Optional[Callable[[], str]] = None) -> Event:
-    """`draft` as the `sequence`th event of its subject, with a new unique id,
-    its CloudEvent serialised once: what is stored is what is delivered."""
+def prepared(draft: Draft, new_id: Optional[Callable[[], str]] = None) -> EventDraft:
+    """`draft` as a CloudEvent with a new unique id, serialised once but for its
+    sequence, which the storage gives it in the write that records it."""
     event_id = new_id() if new_id else _uuid()
     envelope = {
         "specversion": "1.0",
@@ -122,11 +125,17 @@ def recorded(draft: Draft, sequence: int, new_id: Optional[Callable[[], str]] = 
         "subject": draft.subject,
         "time": draft.time,
         "datacontenttype": "application/json",
-        "sequence": sequence,
-        "data": draft.data,
     }
-    body = _encode(envelope)
-    return Event(event_id, draft.subject, sequence, draft.type, body)
+    # The text _encode gives the whole envelope, cut where the sequence goes.
+    head = _encode(envelope)[:-1] + ',"sequence":'
+    tail = ',"data":' + _encode(draft.data) + "}"
+    return EventDraft(event_id, draft.subject, draft.type, draft.time, head, tail)
+
+
+def recorded(draft: Draft, sequence: int, new_id: Optional[Callable[[], str]] = None) -> Event:
+    """`draft` as the `sequence`th event of its subject, with a new unique id:
+    what is stored is what is delivered."""
+    return prepared(draft, new_id).numbered(sequence)
 
 
 def _uuid() -> str:
@@ -141,7 +150,7 @@ def _uuid() -> str:
 def workflow_created(workflow: Workflow) -> list[Draft]:
     """A workflow was defined (its first steps with it: no step_added for them)."""
     data = _workflow_data(workflow.id, None)
-    data["workflow"] = workflow.to_dict()
+    data["workflow"] = workflow_shape(workflow)
     return [Draft(WORKFLOW_CREATED, workflow_subject(workflow.id), workflow.created_at, data)]
 
 
@@ -156,7 +165,7 @@ def _workflow_data(workflow_id: int, step: Optional[Step]) -> dict[str, Any]:
         "workflow_id": workflow_id,
         "run_id": None,
         "status": None,
-        "step": step.to_dict() if step else None,
+        "step": step_shape(step) if step else None,
         "actor": None,
     }
 
@@ -257,7 +266,7 @@ def _run_data(run: Run, step: Optional[Step], actor: Optional[str], comment: str
         "title": run.title,
         "requested_by": run.requested_by,
         "status": run.status,
-        "step": step.to_dict() if step else None,
+        "step": step_shape(step) if step else None,
         "actor": actor,
         "head_hash": run.head_hash,
     }

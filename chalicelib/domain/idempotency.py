@@ -12,8 +12,9 @@ request: its request is presumed dead, as API Gateway gives up on any request
 after 29 s. If it died after its change was written but before its response
 was stored, the retry does the change again: that window is the residual risk.
 
-Pure rules except `respond_once`, which takes the key store as engine functions
-take the storage. Every storage adapter implements `KeyStore`.
+Pure rules, and `respond_once`, which runs a request once per key over any
+KeyStore (every storage adapter is one), as the engine's functions take the
+storage.
 
 Not AWS Lambda Powertools' idempotency utility: its lease is the Lambda's
 remaining time (none under `chalice local` or in tests, so a dead request would

@@ -1,4 +1,6 @@
-"""The service's records, as the engine and the storage adapters exchange them.
+"""The service's records: what the rules compute, the engine hands on and the
+storage adapters store. Records and nothing else: how a change is computed is
+chalicelib/domain/transitions.py, how a record is shown chalicelib/api/representations.py.
 
 Immutable records rather than frozen dataclasses: importing dataclasses (and
 the inspect module it pulls in) and generating five frozen classes took 6.8 ms
@@ -11,7 +13,8 @@ dataclasses out of the import path of app.py.
 
 from __future__ import annotations
 
-from typing import Any, Generic, Optional, TypeVar, Union
+from collections.abc import Callable
+from typing import Any, Generic, Optional, TypeVar
 
 from chalicelib.domain.record import Record
 
@@ -34,6 +37,11 @@ DEADLINE_ACTIONS = (REMIND, ESCALATE, REJECT)
 # Principals that a step's approvers list: a user, or every member of a group.
 USER_PREFIX = "user:"
 GROUP_PREFIX = "group:"
+# Ids are 64-bit in SQLite and exact up to 2**53 in JSON numbers everywhere.
+MAX_ID = 2**53 - 1
+
+# The inbox key of a step that names no approvers: anyone may decide it.
+ANYONE = "*"
 
 
 class Deadline(Record):
@@ -55,36 +63,6 @@ class Step(Record):
     # Distinct approvals that complete it.
     required_approvals: int = 1
     deadline: Optional[Deadline] = None
-
-    def to_dict(self) -> dict[str, Any]:
-        deadline = self.deadline
-        return {
-            "id": self.id,
-            "workflow_id": self.workflow_id,
-            "name": self.name,
-            "step_order": self.step_order,
-            "approvers": list(self.approvers),
-            "required_approvals": self.required_approvals,
-            "deadline_seconds": deadline.seconds if deadline else None,
-            "on_deadline": deadline.action if deadline else None,
-            "escalate_to": list(deadline.escalate_to) if deadline else [],
-        }
-
-    def admits(
-        self, actor: str, groups: frozenset[str], escalated_to: tuple[str, ...] = ()
-    ) -> bool:
-        """Whether `actor`, a member of `groups`, may decide this step (its
-        approvers, and those it was escalated to once its deadline passed)."""
-        if not self.approvers:
-            return True
-        principals = (*self.approvers, *escalated_to)
-        return USER_PREFIX + actor in principals or any(
-            GROUP_PREFIX + group in principals for group in groups
-        )
-
-    def about(self) -> dict[str, int]:
-        """The ids of what this record is about, for the access log."""
-        return {"workflow_id": self.workflow_id}
 
 
 class StepRule(Record):
@@ -118,9 +96,6 @@ class Policy(Record):
     # A rejection must say why.
     reject_requires_comment: bool = False
 
-    def to_dict(self) -> dict[str, bool]:
-        return self._asdict()
-
 
 # The flags of a workflow that sets none: the strictest separation of duties
 # but for distinct approvers and reasons for rejections, which are opt-in.
@@ -134,23 +109,6 @@ class Workflow(Record):
     created_at: str
     steps: tuple[Step, ...] = ()
     policy: Policy = DEFAULT_POLICY
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "name": self.name,
-            "description": self.description,
-            "created_at": self.created_at,
-            **self.policy.to_dict(),
-            "steps": [step.to_dict() for step in self.steps],
-        }
-
-    def listed(self) -> dict[str, Any]:
-        """The workflow as lists show it: all of it, steps included."""
-        return self.to_dict()
-
-    def about(self) -> dict[str, int]:
-        return {"workflow_id": self.id}
 
 
 class Action(Record):
@@ -166,36 +124,6 @@ class Action(Record):
     # the chain does not reach it yet (DynamoDB history from before the chain,
     # until scripts/backfill_audit_chain.py runs) or someone removed it.
     hash: Optional[str] = None
-
-    @classmethod
-    def recording(cls, action_id: int, run: Run, decision: Decision, hash: str) -> Action:
-        """The record of `decision` on `run`'s current step, with its id and chain hash."""
-        step = run.current_step
-        assert step is not None, "only a run in progress has a decision to record"
-        return cls(
-            action_id,
-            run.id,
-            step.id,
-            step.name,
-            decision.action,
-            decision.actor,
-            decision.comment,
-            decision.at,
-            hash,
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "run_id": self.run_id,
-            "step_id": self.step_id,
-            "step_name": self.step_name,
-            "action": self.action,
-            "actor": self.actor,
-            "comment": self.comment,
-            "created_at": self.created_at,
-            "hash": self.hash,
-        }
 
 
 class Run(Record):
@@ -232,26 +160,6 @@ class Run(Record):
     # `actions`.
     action_count: Optional[int] = None
 
-    @classmethod
-    def started(
-        cls, run_id: int, workflow: Workflow, title: str, now: str, requested_by: Optional[str]
-    ) -> Run:
-        """A new run of `workflow`, at its first step since `now`, under its policy."""
-        return cls(
-            run_id,
-            workflow.id,
-            title,
-            IN_PROGRESS,
-            workflow.steps[0],
-            now,
-            now,
-            (),
-            requested_by,
-            current_step_since=now,
-            policy=workflow.policy,
-            current_step_due_at=step_due_at(workflow.steps[0], now),
-        )
-
     @property
     def current_step_id(self) -> Optional[int]:
         return self.current_step.id if self.current_step else None
@@ -270,78 +178,6 @@ class Run(Record):
             return deadline.escalate_to
         return ()
 
-    def approved_another_step(self, actor: str) -> bool:
-        """Whether `actor` approved a step of this run other than the current one
-        (one visit per step: approving the current one twice is refused anyway)."""
-        return actor in self.approvers and actor not in self.current_step_approved_by
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**self.listed(), "actions": [action.to_dict() for action in self.actions]}
-
-    def about(self) -> dict[str, int]:
-        return {"workflow_id": self.workflow_id, "run_id": self.id}
-
-    def decided(self, decision: Decision, action: Action, head_hash: str) -> Run:
-        """The run as `decision` leaves it, `action` (its record, whose hash is
-        `head_hash`) last in its history."""
-        return self._replace(
-            status=decision.status,
-            current_step=decision.next_step,
-            updated_at=decision.at,
-            # A history that was not read stays unread: only counted.
-            actions=(*self.actions, action) if self.action_count is None else (),
-            action_count=None if self.action_count is None else self.action_count + 1,
-            head_hash=head_hash,
-            current_step_approved_by=decision.approved_by,
-            current_step_since=(
-                None
-                if decision.next_step is None
-                else (self.current_step_since if decision.stays else decision.at)
-            ),
-            approvers=(
-                (*self.approvers, decision.actor)
-                if decision.action == APPROVE and decision.actor not in self.approvers
-                else self.approvers
-            ),
-            current_step_due_at=(
-                self.current_step_due_at
-                if decision.stays
-                else step_due_at(decision.next_step, decision.at)
-            ),
-            deadline_passed=self.deadline_passed and decision.stays,
-        )
-
-    def listed(self) -> dict[str, Any]:
-        """The run as lists show it: everything but its actions."""
-        return {
-            "id": self.id,
-            "workflow_id": self.workflow_id,
-            "title": self.title,
-            "requested_by": self.requested_by,
-            "status": self.status,
-            "current_step_id": self.current_step_id,
-            "current_step": self.current_step.to_dict() if self.current_step else None,
-            "current_step_approved_by": list(self.current_step_approved_by),
-            "current_step_since": self.current_step_since,
-            "current_step_due_at": self.current_step_due_at,
-            "current_step_escalated_to": list(self.current_step_escalated_to),
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "head_hash": self.head_hash,
-        }
-
-
-def step_due_at(step: Optional[Step], since: str) -> Optional[str]:
-    """When `step`'s deadline passes if a run reaches it at `since` (ISO 8601
-    UTC); None when it has no deadline."""
-    if step is None or step.deadline is None:
-        return None
-    from datetime import datetime, timedelta  # only runs of steps with deadlines
-
-    start = datetime.fromisoformat(since.replace("Z", "+00:00"))
-    due = start + timedelta(seconds=step.deadline.seconds)
-    return due.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
 
 class RunAudit(Record):
     """A run's audit chain, recomputed from what is stored (chalicelib/domain/audit.py)."""
@@ -352,19 +188,6 @@ class RunAudit(Record):
     head_hash: Optional[str]
     first_invalid_seq: Optional[int]
     entries: tuple[dict[str, Any], ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "genesis": self.genesis,
-            "head_hash": self.head_hash,
-            "valid": self.first_invalid_seq is None,
-            "first_invalid_seq": self.first_invalid_seq,
-            "entries": list(self.entries),
-        }
-
-    def about(self) -> dict[str, int]:
-        return {"workflow_id": self.workflow_id, "run_id": self.run_id}
 
 
 class Decision(Record):
@@ -397,11 +220,32 @@ class Event(Record):
     type: str
     body: str
 
-    def listed(self) -> dict[str, Any]:
-        import json
 
-        envelope: dict[str, Any] = json.loads(self.body)
-        return envelope
+class EventDraft(Record):
+    """An event made but for its place in its subject's stream, which the storage
+    allocates inside the write that records it: its CloudEvent's JSON text is
+    written but for its `sequence`, between `head` and `tail`."""
+
+    id: str
+    subject: str
+    type: str
+    time: str
+    head: str
+    tail: str
+
+    def numbered(self, sequence: int) -> Event:
+        """The event as the `sequence`th of its subject: what is stored is what is delivered."""
+        return Event(
+            self.id, self.subject, sequence, self.type, f"{self.head}{sequence}{self.tail}"
+        )
+
+
+class Pending(Record):
+    """An event not delivered yet, and how its delivery went so far."""
+
+    event: Event
+    attempts: int
+    next_attempt_at: Optional[str]
 
 
 Listed = TypeVar("Listed", Workflow, Run, Event)
@@ -419,14 +263,84 @@ class Slice(Record, Generic[Listed]):
     resume: Any = None
 
 
-class Page(Record):
+class Page(Record, Generic[Listed]):
     """One page of a list, and the cursor of the next (None after the last)."""
 
-    items: tuple[Union[Workflow, Run, Event], ...]
+    items: tuple[Listed, ...]
     next_cursor: Optional[str]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"items": [item.listed() for item in self.items], "next_cursor": self.next_cursor}
 
-    def about(self) -> dict[str, int]:
-        return {}
+# -- changes: what the rules computed, for the storage to write (transitions.py) --------
+
+
+class RunChange(Record):
+    """One change of a run, computed from the run as read: a decision (with the
+    action it records) or a deadline that reminds or escalates (none).
+
+    The storage writes it only if the run is still as `before` was read: its
+    history (head and length) and its deadline's state; and, where the change
+    completes the run, only if no step follows `last_step_order` in its
+    workflow. It stores `after`, the action, the events (numbered as it
+    allocates) and the inbox keys the run leaves and enters, and nothing else."""
+
+    before: Run
+    # The run as the change leaves it; the action it records is last in its
+    # history (where the history was read), its id 0 until the storage gives one.
+    after: Run
+    action: Optional[Action]
+    events: tuple[EventDraft, ...]
+    # The principals (inbox keys, chalicelib/domain/decision.py) whose inboxes the
+    # run leaves, at before.current_step_since, and enters at after's.
+    leaves: tuple[str, ...] = ()
+    enters: tuple[str, ...] = ()
+    # A completion: the step it found to be its workflow's last.
+    last_step_order: Optional[int] = None
+
+    def recorded(self, action_id: int) -> Run:
+        """The run after, its action with the id the storage gave it."""
+        after = self.after
+        if self.action is None or after.action_count is not None:
+            return after
+        return after._replace(actions=(*after.actions[:-1], self.action._replace(id=action_id)))
+
+
+class Started(Record):
+    """A new run, its events and the principals whose inboxes it enters."""
+
+    run: Run
+    events: tuple[EventDraft, ...]
+    enters: tuple[str, ...]
+
+
+class RunStart(Record):
+    """A run to start of `workflow`: `made` gives it once the storage has given it its id."""
+
+    workflow: Workflow
+    made: Callable[[int], Started]
+
+
+class Defined(Record):
+    workflow: Workflow
+    events: tuple[EventDraft, ...]
+
+
+class WorkflowDefinition(Record):
+    """A workflow to define, named `name`, with `steps` first steps: `made` gives
+    it once the storage has given it its id and its steps theirs."""
+
+    name: str
+    steps: int
+    made: Callable[[int, tuple[int, ...]], Defined]
+
+
+class Appended(Record):
+    step: Step
+    events: tuple[EventDraft, ...]
+
+
+class StepAppend(Record):
+    """A step to append to workflow `workflow_id`: `made` gives it once the
+    storage has given it its id and its order (the one after the last)."""
+
+    workflow_id: int
+    made: Callable[[int, int], Appended]

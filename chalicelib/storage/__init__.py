@@ -1,4 +1,12 @@
-"""The storage interface every backend implements, and the factory that picks one."""
+"""What every backend stores, as protocols, and the factory that picks one.
+
+A storage writes what the rules computed (chalicelib/domain/transitions.py)
+and reads it back: each change is one atomic write, conditional only on the
+state it was computed from (its optimistic guard) and on keys being free
+(uniqueness). It stamps what it allocates, ids and event sequence numbers, and
+decides nothing else: no rule of the domain is restated in SQL or in a
+condition expression, and no module here imports one.
+"""
 
 from __future__ import annotations
 
@@ -7,17 +15,19 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Optional, Protocol
 
 from chalicelib.domain.models import (
-    DEFAULT_POLICY,
-    Decision,
     Event,
-    Policy,
+    Pending,
     Run,
+    RunChange,
+    RunStart,
     Slice,
     Step,
-    StepRule,
+    StepAppend,
     Workflow,
+    WorkflowDefinition,
 )
 from chalicelib.storage import failures
+from chalicelib.storage.upgrades import Upgrades
 
 # os.path, not pathlib: pathlib is not imported by Chalice, and importing it
 # cost every cold start 1.2 ms.
@@ -26,35 +36,31 @@ DEFAULT_SQLITE_PATH = os.path.join(PROJECT_DIR, ".data", "workflows.sqlite3")
 
 
 class Storage(Protocol):
-    """Durable state of workflows and runs; every mutation is one atomic write."""
+    """Durable state of workflows and runs; every mutation is one atomic write
+    that records the events of its change with it, each numbered the next of
+    its subject's stream."""
 
-    def create_workflow(
-        self,
-        name: str,
-        description: str,
-        steps: Sequence[StepRule],
-        now: str,
-        policy: Policy = DEFAULT_POLICY,
-    ) -> Workflow:
-        """Store a workflow with its first steps and its policy flags; Conflict if
-        the name is taken.
-
-        Every write here records the events of its change in the same atomic
-        write (chalicelib/domain/events.py), each the next of its subject's stream."""
+    def create_workflow(self, definition: WorkflowDefinition) -> Workflow:
+        """Store the workflow `definition` makes with the ids given to it and its
+        steps; Conflict if its name is taken."""
         ...
 
     def get_workflow(self, workflow_id: int) -> Workflow:
         """The workflow with its steps in step_order; NotFound if absent."""
         ...
 
-    def append_step(self, workflow_id: int, step: StepRule, now: str) -> Step:
-        """Append a step at max(step_order) + 1, atomically; NotFound if absent."""
+    def append_step(self, append: StepAppend) -> Step:
+        """Store the step `append` makes at max(step_order) + 1, atomically;
+        NotFound if its workflow is absent."""
         ...
 
-    def create_run(
-        self, workflow: Workflow, title: str, now: str, requested_by: Optional[str] = None
-    ) -> Run:
-        """Store a new run in progress at the workflow's first step."""
+    def next_step(self, workflow_id: int, after_order: int) -> Optional[Step]:
+        """The step that follows step_order `after_order`, or None after the last."""
+        ...
+
+    def create_run(self, start: RunStart) -> Run:
+        """Store the run `start` makes with the id given to it, at its workflow's
+        first step, with its events and its inbox keys."""
         ...
 
     def get_run(self, run_id: int, history: bool = True) -> Run:
@@ -64,14 +70,11 @@ class Storage(Protocol):
         a decision needs, whatever the length of the history."""
         ...
 
-    def next_step(self, workflow_id: int, after_order: int) -> Optional[Step]:
-        """The step that follows step_order `after_order`, or None after the last."""
-        ...
-
-    def record_decision(self, run: Run, decision: Decision) -> Run:
-        """Record the decision and move the run (or keep it at its step, one more
-        approval counted), only if its history is still as read: nothing
-        recorded since. Otherwise raise StaleRun and write nothing."""
+    def record_change(self, change: RunChange) -> Run:
+        """Write `change` (its run after, its action, its events, its inbox keys)
+        only if the run is still as change.before was read: the same history
+        and deadline state, and, for a completion, no step after the one it
+        found last. Otherwise raise LostWrite and write nothing."""
         ...
 
     def list_workflows(self, after_id: Optional[int], limit: int) -> Slice[Workflow]:
@@ -90,27 +93,17 @@ class Storage(Protocol):
         ...
 
     def inbox(
-        self,
-        actor: str,
-        groups: frozenset[str],
-        after: Optional[tuple[str, int]],
-        limit: int,
+        self, keys: Sequence[str], after: Optional[tuple[str, int]], limit: int
     ) -> Slice[Run]:
-        """At most `limit` runs in progress whose current step admits `actor` or one
-        of `groups` (or anyone), after (current_step_since, id) `after` in that
-        order; without actions. It may leave out runs that decision.awaits
-        refuses, and may include some: the engine applies the rule."""
+        """At most `limit` runs, without actions, whose current step holds them in
+        the inbox of one of `keys` (chalicelib/domain/decision.py), each once,
+        after (current_step_since, id) `after` in that order. Who among those
+        keys may decide them is the engine's to say, not the storage's."""
         ...
 
     def due_runs(self, now: str, limit: int) -> list[int]:
         """At most `limit` runs whose current step's deadline passed by `now` and
         is still to apply, soonest due first."""
-        ...
-
-    def record_deadline(self, run: Run, at: str) -> Run:
-        """Mark the current step's deadline passed (its remind or escalate applied)
-        with its event, only if the run is still as read and the deadline still
-        to apply; otherwise raise StaleRun and write nothing."""
         ...
 
     def list_events(self, subject: str, after_sequence: Optional[int], limit: int) -> Slice[Event]:
@@ -119,14 +112,35 @@ class Storage(Protocol):
         ...
 
 
+class Outbox(Protocol):
+    """The delivery state the storage keeps beside each recorded event
+    (chalicelib/delivery/dispatch.py sends them)."""
+
+    def pending_subjects(self, now: str, limit: int) -> list[str]:
+        """Subjects with an event not delivered yet that is due at `now` (or
+        waits behind one that is); at most `limit`, each once."""
+        ...
+
+    def first_pending(self, subject: str) -> Optional[Pending]:
+        """The subject's first event not delivered yet (lowest sequence)."""
+        ...
+
+    def mark_delivered(self, pending: Pending, now: str) -> None:
+        """Record that the event was delivered (again: harmless)."""
+        ...
+
+    def mark_failed(self, pending: Pending, next_attempt_at: str) -> None:
+        """Record one more failed attempt, and when to try again."""
+        ...
+
+
 if TYPE_CHECKING:
-    from chalicelib.delivery.dispatch import Outbox
     from chalicelib.domain.idempotency import KeyStore
 
     class Backend(Storage, KeyStore, Outbox, Protocol):
         """What each adapter is: the service's state, the Idempotency-Key store
-        beside it (chalicelib/domain/idempotency.py) and the events' delivery state
-        (chalicelib/delivery/dispatch.py), so that all share one database."""
+        beside it (chalicelib/domain/idempotency.py) and the events' delivery
+        state, so that all share one database."""
 
 else:
     # At run time only a name in annotations: the protocols it joins are not
@@ -134,18 +148,20 @@ else:
     Backend = Storage
 
 
-def create_storage() -> Backend:
-    """The backend that the environment names (WORKFLOW_STORAGE, default sqlite)."""
+def create_storage(upgrades: Optional[Upgrades] = None) -> Backend:
+    """The backend that the environment names (WORKFLOW_STORAGE, default sqlite),
+    upgrading a SQLite file from before a feature with `upgrades`."""
     kind = os.environ.get("WORKFLOW_STORAGE", "sqlite").strip().lower()
     if kind == "sqlite":
-        from chalicelib.storage.sqlite import adapter as sqlite
+        from chalicelib.storage.sqlite.adapter import SQLiteStorage
 
         path = os.environ.get("WORKFLOW_SQLITE_PATH") or DEFAULT_SQLITE_PATH
-        return sqlite.SQLiteStorage(path)
+        return SQLiteStorage(path, upgrades)
     if kind == "dynamodb":
-        from chalicelib.storage.dynamodb import adapter as dynamodb
+        from chalicelib.storage.dynamodb import client
+        from chalicelib.storage.dynamodb.adapter import DynamoDBStorage
 
-        return dynamodb.DynamoDBStorage(dynamodb.create_client(), dynamodb.table_name())
+        return DynamoDBStorage(client.create_client(), client.table_name())
     raise failures.unavailable(
         f"WORKFLOW_STORAGE is {kind!r}, which is no storage: set it to 'sqlite' (the default) "
         "or 'dynamodb'"

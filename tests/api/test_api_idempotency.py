@@ -12,7 +12,7 @@ import app as app_module
 from chalicelib import engine
 from chalicelib.domain import errors, idempotency
 from chalicelib.domain.models import Run
-from chalicelib.storage import Storage
+from chalicelib.storage import Backend
 from tests.support.api import JSON_HEADERS, Api
 from tests.support.idempotency import (
     IN_PROGRESS,
@@ -227,7 +227,7 @@ def test_every_post_route_refuses_a_bad_key_with_400(api: Api, route: str, key: 
 
 
 def test_a_request_while_the_first_is_in_flight_answers_409_and_does_nothing(
-    api: Api, storage: Storage, clock: FakeClock
+    api: Api, storage: Backend, clock: FakeClock
 ) -> None:
     body = {"name": "In flight"}
     storage.claim_idempotency_key(claim("busy", "/workflows", body, clock.now))
@@ -241,7 +241,7 @@ def test_a_request_while_the_first_is_in_flight_answers_409_and_does_nothing(
 
 
 def test_a_retry_takes_over_a_claim_whose_lease_ran_out(
-    api: Api, storage: Storage, clock: FakeClock
+    api: Api, storage: Backend, clock: FakeClock
 ) -> None:
     _, run = api.started_run()
     path = f"/runs/{run['id']}/approve"

@@ -20,8 +20,9 @@ from openapi_spec_validator import validate
 
 import app as app_module
 from chalicelib.api import validation
-from chalicelib.domain import audit, errors
-from chalicelib.domain.models import Action, Run, Step, Workflow
+from chalicelib.api.representations import shape
+from chalicelib.domain import audit, errors, names
+from chalicelib.domain.models import MAX_ID, Action, Run, Step, Workflow
 from tests.support import openapi_contract
 from tests.support.api import Api
 
@@ -163,7 +164,7 @@ def test_request_limits_are_the_engines() -> None:
     assert decision["comment"]["maxLength"] == validation.MAX_TEXT
     assert decision["groups"]["maxItems"] == validation.MAX_GROUPS
     assert decision["groups"]["items"]["maxLength"] == validation.MAX_ACTOR
-    assert schema("Id")["maximum"] == validation.MAX_ID
+    assert schema("Id")["maximum"] == MAX_ID
     for name in ("NewWorkflow", "NewStep", "NewRun", "Decision", "Cancellation"):
         assert schema(name)["additionalProperties"] is False, name
 
@@ -188,9 +189,9 @@ def test_required_text_pattern_is_the_rule_validation_applies() -> None:
         char = chr(code)
         if 0xD800 <= code <= 0xDFFF:
             continue  # lone surrogates are not text; JSON bodies cannot carry them
-        accepted = not validation.is_blank(char) and not validation.has_control_characters(char)
+        accepted = not names.is_blank(char) and not names.has_control_characters(char)
         assert bool(valid.search(char)) is accepted, hex(code)
-        assert bool(valid.search(f"x{char}")) is not validation.has_control_characters(char)
+        assert bool(valid.search(f"x{char}")) is not names.has_control_characters(char)
 
 
 @pytest.mark.parametrize(
@@ -246,7 +247,7 @@ def test_shared_responses_are_each_used_more_than_once() -> None:
 def test_documented_shapes_are_the_models() -> None:
     step = Step(1, 1, "Manager", 1)
     assert_valid(
-        Workflow(1, "Purchase", "", "2026-11-29T09:24:05.616Z", (step,)).to_dict(), "Workflow"
+        shape(Workflow(1, "Purchase", "", "2026-11-29T09:24:05.616Z", (step,))), "Workflow"
     )
     action = Action(1, 1, 1, "Manager", "approve", "maria", "", "2026-11-29T09:24:05.616Z")
     for run in (
@@ -264,12 +265,12 @@ def test_documented_shapes_are_the_models() -> None:
             (action,),
         ),
     ):
-        assert_valid(run.to_dict(), "Run")
-        summary = {key: value for key, value in run.to_dict().items() if key != "actions"}
+        assert_valid(shape(run), "Run")
+        summary = {key: value for key, value in shape(run).items() if key != "actions"}
         assert_valid({"items": [summary], "next_cursor": None}, "RunPage")
         with pytest.raises(jsonschema.ValidationError):
-            assert_valid({"items": [run.to_dict()], "next_cursor": None}, "RunPage")
-        assert_valid(audit.audit_of(run).to_dict(), "RunAudit")
+            assert_valid({"items": [shape(run)], "next_cursor": None}, "RunPage")
+        assert_valid(shape(audit.audit_of(run)), "RunAudit")
     assert_valid({"items": [], "next_cursor": "opaque"}, "WorkflowPage")
     assert_valid({"error": "Run is at step 'Finance'", "current_step_id": 2}, "Error")
 

@@ -9,6 +9,7 @@ from itertools import count
 import pytest
 
 from chalicelib import engine
+from chalicelib.api.representations import listed_event
 from chalicelib.domain import audit, errors
 from chalicelib.domain.models import (
     APPROVE,
@@ -402,7 +403,7 @@ def test_a_quorum_tells_each_approval_and_activates_the_next_step_once(
         "approval.step.approved",  # cfo: two of two
         "approval.step.activated",  # CFO
     ]
-    activated = engine.run_events(storage, run.id, 100).items[3].listed()
+    activated = listed_event(engine.run_events(storage, run.id, 100).items[3])
     assert activated["data"]["step"]["approvers"] == ["group:finance", "user:cfo"]
     assert activated["data"]["step"]["required_approvals"] == 2
 
@@ -411,7 +412,7 @@ def test_a_cancellation_is_told_with_its_reason(storage: Storage, clock: engine.
     run = at_finance(storage, clock)
     engine.cancel(storage, run.id, "ann", "bought elsewhere", clock=clock)
 
-    last = engine.run_events(storage, run.id, 100).items[-1].listed()
+    last = listed_event(engine.run_events(storage, run.id, 100).items[-1])
     assert last["type"] == "approval.run.cancelled"
     assert (last["data"]["status"], last["data"]["actor"], last["data"]["comment"]) == (
         CANCELLED,

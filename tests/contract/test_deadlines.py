@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from chalicelib import engine
+from chalicelib.api.representations import shape
 from chalicelib.domain import errors, events
 from chalicelib.domain.models import COMPLETED, IN_PROGRESS, REJECTED, Deadline, Run, StepRule
 from chalicelib.storage import Backend
@@ -75,7 +76,7 @@ def test_an_escalate_deadline_lets_its_principals_decide_too(storage: Backend) -
     assert engine.sweep(storage, lambda: DUE) == 1
     escalated = storage.get_run(run.id)
     assert escalated.current_step_escalated_to == ("user:boss", "group:finance")
-    assert escalated.to_dict()["current_step_escalated_to"] == ["user:boss", "group:finance"]
+    assert shape(escalated)["current_step_escalated_to"] == ["user:boss", "group:finance"]
     last = stream(storage, events.run_subject(run.id))[-1]
     assert last["type"] == events.STEP_ESCALATED
     assert last["data"]["escalated_to"] == ["user:boss", "group:finance"]
@@ -97,17 +98,19 @@ def test_a_stale_sweep_loses_to_the_decision_recorded_first(storage: Backend) ->
     run = started(storage, Deadline(60, "reject"))
     seen = storage.get_run(run.id)  # what a sweeper read
     engine.approve(storage, run.id, "maria", clock=lambda: DUE)
-    from chalicelib.domain import deadlines
+    from chalicelib.domain import transitions
 
-    with pytest.raises(errors.StaleRun):
-        storage.record_decision(seen, deadlines.expiry(DUE))
+    expiry = transitions.deadline_passed(seen, DUE)
+    assert expiry is not None
+    with pytest.raises(errors.LostWrite):
+        storage.record_change(expiry)
     final = storage.get_run(run.id)
     assert [a.actor for a in final.actions] == ["maria"] and final.status == COMPLETED
 
 
 def test_steps_without_deadlines_show_none(storage: Backend) -> None:
     workflow = engine.create_workflow(storage, "Plain", "", ["A"], lambda: T0)
-    assert workflow.steps[0].to_dict()["deadline_seconds"] is None
+    assert shape(workflow.steps[0])["deadline_seconds"] is None
     run = engine.start_run(storage, workflow.id, "t", None, lambda: T0)
     assert run.current_step_due_at is None
     assert engine.sweep(storage, lambda: LATER) == 0

@@ -11,7 +11,7 @@ from chalicelib.delivery import dispatch
 from chalicelib.domain.models import Event
 from chalicelib.storage import Backend
 from tests.support.backends import Opener
-from tests.support.stored import NOW, decide, workflow_with_steps
+from tests.support.stored import NOW, decide, stored_run, workflow_with_steps
 
 T = 1_900_000_000.0
 
@@ -41,8 +41,8 @@ def deliver(outbox: Backend, sink: Sink, at: float) -> int:
 
 def two_runs(storage: Backend) -> tuple[str, str]:
     workflow = workflow_with_steps(storage, "A", "B")
-    first = decide(storage, storage.create_run(workflow, "one", NOW))
-    second = storage.create_run(workflow, "two", NOW)
+    first = decide(storage, stored_run(storage, workflow, "one", NOW))
+    second = stored_run(storage, workflow, "two", NOW)
     return f"runs/{first.id}", f"runs/{second.id}"
 
 

@@ -13,10 +13,13 @@ from chalice.test import Client
 
 import app as app_module
 from chalicelib.storage.dynamodb import adapter as dynamodb
+from chalicelib.storage.dynamodb import client as dynamodb_client
+from chalicelib.storage.dynamodb import ids as dynamodb_ids
+from chalicelib.storage.dynamodb import keys as dynamodb_keys
 from scripts.moto_server import Fault, MotoServer
 from tests.support.backends import dynamodb_race_backend, moto_server
 from tests.support.dynamodb_requests import RequestLog
-from tests.support.stored import rules
+from tests.support.stored import rules, stored_run, stored_workflow
 
 JSON = {"Content-Type": "application/json"}
 # Enough calls to average over (an id block is one request per 1,000 ids); more would
@@ -110,15 +113,15 @@ def test_mutations_stay_within_their_request_budget(ddb: dynamodb.DynamoDBStorag
 
 def test_id_blocks_add_well_under_one_request_per_entity(ddb: dynamodb.DynamoDBStorage) -> None:
     log = RequestLog(ddb)
-    ids = dynamodb.IdBlocks(functools.partial(ddb._reserve_ids, "run"), block=100)
+    ids = dynamodb_ids.IdBlocks(functools.partial(ddb.counters.reserve, "run"), block=100)
     taken = [i for _ in range(1000) for i in ids.take()]
     assert len(set(taken)) == 1000
     assert log.counts["UpdateItem"] == 10
 
 
 def test_id_blocks_of_two_containers_never_overlap(ddb: dynamodb.DynamoDBStorage) -> None:
-    first = dynamodb.IdBlocks(functools.partial(ddb._reserve_ids, "run"), block=7)
-    second = dynamodb.IdBlocks(functools.partial(ddb._reserve_ids, "run"), block=7)
+    first = dynamodb_ids.IdBlocks(functools.partial(ddb.counters.reserve, "run"), block=7)
+    second = dynamodb_ids.IdBlocks(functools.partial(ddb.counters.reserve, "run"), block=7)
     taken = [i for _ in range(50) for ids in (first, second) for i in ids.take(3)]
     assert len(taken) == len(set(taken)) == 300
 
@@ -185,7 +188,7 @@ def test_exhausted_retries_answer_503_and_write_nothing(
     assert response.status_code == 503
     assert set(response.json_body) == {"error"}
     assert "retry" in response.json_body["error"]
-    assert fault.seen == dynamodb.MAX_ATTEMPTS
+    assert fault.seen == dynamodb_client.MAX_ATTEMPTS
     fault.remaining = 0
     assert _get_run(run_id) == before
 
@@ -206,7 +209,7 @@ def test_transaction_conflicts_are_retried_then_answer_503(served: MotoServer, r
     fault = served.inject("TransactWriteItems", Fault(400, CONFLICTED))
     response = _decide(run_id, "reject")
     assert response.status_code == 503
-    assert fault.seen == dynamodb.CONFLICT_RETRIES + 1
+    assert fault.seen == dynamodb_client.CONFLICT_RETRIES + 1
     fault.remaining = 0
     assert _get_run(run_id) == before
 
@@ -410,12 +413,12 @@ def test_a_table_from_the_one_counter_days_hands_out_ids_above_it(
 ) -> None:
     # Tables made before each kind had its counter kept one counter for all.
     ddb.client.put_item(
-        TableName=ddb.table, Item={**dynamodb.LEGACY_COUNTER_KEY, "next_id": {"N": "2000"}}
+        TableName=ddb.table, Item={**dynamodb_keys.LEGACY_COUNTER_KEY, "next_id": {"N": "2000"}}
     )
     storage = dynamodb.DynamoDBStorage(ddb.client, ddb.table)
 
-    workflow = storage.create_workflow("Old table", "", rules("a"), "2030-01-01T00:00:00.000Z")
-    run = storage.create_run(workflow, "t", "2030-01-01T00:00:00.000Z")
+    workflow = stored_workflow(storage, "Old table", "", rules("a"), "2030-01-01T00:00:00.000Z")
+    run = stored_run(storage, workflow, "t", "2030-01-01T00:00:00.000Z")
 
     assert min(workflow.id, workflow.steps[0].id, run.id) > 2000
 

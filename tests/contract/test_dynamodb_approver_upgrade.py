@@ -11,11 +11,13 @@ from __future__ import annotations
 import pytest
 
 from chalicelib import engine
+from chalicelib.api.representations import shape
 from chalicelib.domain.models import COMPLETED, Run, StepRule, Workflow
 from chalicelib.storage.dynamodb import adapter as dynamodb
+from chalicelib.storage.dynamodb import migrations
 from scripts import backfill_inbox
 from tests.support import chain
-from tests.support.stored import LATER, NOW, rules
+from tests.support.stored import LATER, NOW, rules, stored_run, stored_workflow
 
 RUN_ADDITIONS = (
     "current_step_since",
@@ -59,9 +61,9 @@ def from_before(ddb: dynamodb.DynamoDBStorage, workflow: Workflow, runs: list[Ru
 def test_runs_from_before_the_rules_are_decided_and_backfilled_into_the_inbox(
     ddb: dynamodb.DynamoDBStorage, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    workflow = ddb.create_workflow("Old", "", rules("A", "B"), NOW)
-    waiting = ddb.create_run(workflow, "waiting", NOW)
-    moving = ddb.create_run(workflow, "moving", NOW)
+    workflow = stored_workflow(ddb, "Old", "", rules("A", "B"), NOW)
+    waiting = stored_run(ddb, workflow, "waiting", NOW)
+    moving = stored_run(ddb, workflow, "moving", NOW)
     from_before(ddb, workflow, [waiting, moving])
 
     old = ddb.get_run(waiting.id)
@@ -87,7 +89,7 @@ def test_runs_from_before_the_rules_are_decided_and_backfilled_into_the_inbox(
 
     done = engine.approve(ddb, engine.approve(ddb, waiting.id, "bob").id, "cy")
     assert done.status == COMPLETED
-    chain.assert_chained(done.to_dict())
+    chain.assert_chained(shape(done))
     assert [r.id for r in engine.inbox(ddb, "ann", frozenset(), 10).items] == [moving.id]
 
 
@@ -110,13 +112,17 @@ def test_inbox_entries_from_before_the_shards_move_into_them(
     ddb: dynamodb.DynamoDBStorage, capsys: pytest.CaptureFixture[str]
 ) -> None:
     finance = frozenset({"finance"})
-    workflow = ddb.create_workflow(
-        "Pay", "", [StepRule("Finance", ("group:finance", "user:ann")), StepRule("Anyone")], NOW
+    workflow = stored_workflow(
+        ddb,
+        "Pay",
+        "",
+        [StepRule("Finance", ("group:finance", "user:ann")), StepRule("Anyone")],
+        NOW,
     )
-    waiting = ddb.create_run(workflow, "waiting", NOW)
-    moving = ddb.create_run(workflow, "moving", NOW)
+    waiting = stored_run(ddb, workflow, "waiting", NOW)
+    moving = stored_run(ddb, workflow, "moving", NOW)
     opened = engine.approve(
-        ddb, ddb.create_run(workflow, "open", NOW).id, "bob", groups=finance, clock=lambda: LATER
+        ddb, stored_run(ddb, workflow, "open", NOW).id, "bob", groups=finance, clock=lambda: LATER
     )
     assert unshard_inboxes(ddb) == 3  # group and open entries; ann's stay as they were
     assert engine.inbox(ddb, "cy", finance, 10).items == ()
@@ -136,6 +142,6 @@ def test_inbox_entries_from_before_the_shards_move_into_them(
     expected = [waiting.id, moved_on.id, opened.id]
     assert [r.id for r in engine.inbox(ddb, "cy", finance, 10).items] == expected
     assert [r.id for r in engine.inbox(ddb, "ann", frozenset(), 10).items] == expected
-    assert list(ddb.legacy_inbox_entries()) == []
+    assert list(migrations.legacy_inbox_entries(ddb.requests)) == []
     assert backfill_inbox.main(ddb.client) == 0
     assert capsys.readouterr().out.splitlines()[1].startswith("Moved 0 inbox entries")

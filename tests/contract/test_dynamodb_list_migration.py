@@ -7,7 +7,7 @@ legacy list keys in place of the sharded ones, as such a table holds them."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -15,8 +15,16 @@ from chalicelib import engine
 from chalicelib.domain.models import COMPLETED, IN_PROGRESS, REJECT, REJECTED
 from chalicelib.storage.dynamodb import adapter as dynamodb
 from chalicelib.storage.dynamodb import schema as dynamodb_schema
+from chalicelib.storage.dynamodb.keys import Item
 from scripts import migrate_list_indexes
-from tests.support.stored import NOW, decide, rules, workflow_with_steps
+from tests.support.stored import (
+    NOW,
+    decide,
+    rules,
+    stored_run,
+    stored_workflow,
+    workflow_with_steps,
+)
 
 LEGACY = "legacy"
 LEGACY_INDEXES = {"all": "all_pk", **dynamodb_schema.LEGACY_INDEX_KEYS}
@@ -96,9 +104,9 @@ def test_a_legacy_table_moves_to_the_sharded_lists_once(
 ) -> None:
     _legacy_table(ddb.client)
     storage = dynamodb.DynamoDBStorage(ddb.client, LEGACY, shards=3)
-    first = storage.create_workflow("First", "", rules("Manager", "Finance"), NOW)
-    second = storage.create_workflow("Second", "", rules("Manager"), NOW)
-    runs = [storage.create_run((first, second)[i % 2], f"t{i}", NOW) for i in range(7)]
+    first = stored_workflow(storage, "First", "", rules("Manager", "Finance"), NOW)
+    second = stored_workflow(storage, "Second", "", rules("Manager"), NOW)
+    runs = [stored_run(storage, (first, second)[i % 2], f"t{i}", NOW) for i in range(7)]
     done = decide(storage, decide(storage, runs[0]))
     rejected = decide(storage, runs[1], REJECT)
     _make_legacy(storage)
@@ -139,7 +147,7 @@ def test_a_run_decided_while_the_script_reads_it_gets_the_keys_of_its_new_status
 ) -> None:
     _legacy_table(ddb.client)
     storage = dynamodb.DynamoDBStorage(ddb.client, LEGACY)
-    run = storage.create_run(workflow_with_steps(storage, "Manager"), "t", NOW)
+    run = stored_run(storage, workflow_with_steps(storage, "Manager"), "t", NOW)
     _make_legacy(storage)
     key = {"PK": {"S": f"RUN#{run.id}"}, "SK": {"S": "#RUN"}}
     read = ddb.client.get_item(TableName=LEGACY, Key=key)["Item"]
@@ -153,7 +161,7 @@ def test_a_run_decided_while_the_script_reads_it_gets_the_keys_of_its_new_status
     )
     dynamodb_schema.ensure_indexes(ddb.client, LEGACY)
 
-    assert migrate_list_indexes._move_run(storage, read)
+    assert migrate_list_indexes._move_run(storage, cast(Item, read))
 
     assert _ids(storage, status=COMPLETED) == [run.id]
     assert _ids(storage, status=IN_PROGRESS) == []
@@ -166,7 +174,7 @@ def test_the_script_says_what_it_did(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv("WORKFLOW_TABLE", ddb.table)
-    ddb.create_run(workflow_with_steps(ddb, "Manager"), "t", NOW)
+    stored_run(ddb, workflow_with_steps(ddb, "Manager"), "t", NOW)
 
     assert migrate_list_indexes.main([], ddb.client) == 0
 

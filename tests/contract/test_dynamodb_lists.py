@@ -16,9 +16,20 @@ from chalicelib import engine
 from chalicelib.api import validation
 from chalicelib.domain.models import COMPLETED, IN_PROGRESS, Step
 from chalicelib.storage.dynamodb import adapter as dynamodb
-from chalicelib.storage.dynamodb import lists as dynamodb_lists
+from chalicelib.storage.dynamodb import items as dynamodb_items
+from chalicelib.storage.dynamodb import keys as dynamodb_keys
+from chalicelib.storage.dynamodb import migrations
+from chalicelib.storage.dynamodb import schema as dynamodb_schema
 from tests.support.dynamodb_requests import QueryLog
-from tests.support.stored import NOW, decide, rules, workflow_with_steps
+from tests.support.stored import (
+    NOW,
+    decide,
+    rules,
+    stored_run,
+    stored_step,
+    stored_workflow,
+    workflow_with_steps,
+)
 
 JSON = {"Content-Type": "application/json"}
 
@@ -52,7 +63,7 @@ def _walk(
             assert len({query["ExpressionAttributeValues"][":pk"]["S"] for query in queries}) == (
                 shards
             )
-        assert {query["IndexName"] for query in queries} <= set(dynamodb.INDEX_KEYS)
+        assert {query["IndexName"] for query in queries} <= set(dynamodb_schema.INDEX_KEYS)
         assert len({query["IndexName"] for query in queries}) == 1
         pages.append(response.json_body["items"])
         cursor = response.json_body["next_cursor"]
@@ -112,7 +123,7 @@ def test_a_page_cut_short_at_one_megabyte_still_walks_every_workflow_once(
 ) -> None:
     # About 20 KB each (4-byte characters): 60 of them are more than one Query reads.
     big = "\N{GRINNING FACE}" * validation.MAX_TEXT
-    created = [ddb.create_workflow(f"big {i}", big, rules("A"), NOW).id for i in range(60)]
+    created = [stored_workflow(ddb, f"big {i}", big, rules("A"), NOW).id for i in range(60)]
     log = QueryLog(ddb)
 
     with Client(app_module.app) as client:
@@ -127,7 +138,7 @@ def test_a_step_that_would_outgrow_the_workflow_item_answers_409_and_writes_noth
 ) -> None:
     from botocore.exceptions import ClientError
 
-    workflow = ddb.create_workflow("Long", "", rules("A"), NOW)
+    workflow = stored_workflow(ddb, "Long", "", rules("A"), NOW)
     # Fill the item's step list until the table refuses more, in ever smaller
     # writes: then less room is left than one filler takes, and a filler is
     # smaller than the step appended below, whatever the table's size rules
@@ -180,7 +191,7 @@ def test_a_list_entry_that_has_not_moved_yet_is_left_out_and_the_walk_goes_on(
     ddb: dynamodb.DynamoDBStorage, limit: int
 ) -> None:
     workflow = workflow_with_steps(ddb, "Manager")
-    runs = [ddb.create_run(workflow, f"t{i}", NOW) for i in range(6)]
+    runs = [stored_run(ddb, workflow, f"t{i}", NOW) for i in range(6)]
     moved = runs[2]
     # The run completed, and DynamoDB has not moved its index entries yet.
     ddb.client.update_item(
@@ -201,9 +212,9 @@ def test_runs_written_with_fewer_shards_are_listed_once_the_shards_are_raised(
 ) -> None:
     few = dynamodb.DynamoDBStorage(ddb.client, ddb.table, shards=2)
     workflow = workflow_with_steps(few, "Manager", "Finance")
-    before = [few.create_run(workflow, f"t{i}", NOW) for i in range(7)]
+    before = [stored_run(few, workflow, f"t{i}", NOW) for i in range(7)]
     many = dynamodb.DynamoDBStorage(ddb.client, ddb.table, shards=5)
-    after = [many.create_run(workflow, f"u{i}", NOW) for i in range(7)]
+    after = [stored_run(many, workflow, f"u{i}", NOW) for i in range(7)]
     # Runs of both settings decided with the higher one move within its shards.
     for run in (before[0], after[0]):
         decide(many, decide(many, run))
@@ -220,7 +231,7 @@ def test_a_decision_that_keeps_the_status_writes_no_list_key(
     ddb: dynamodb.DynamoDBStorage,
 ) -> None:
     workflow = workflow_with_steps(ddb, "Manager", "Finance")
-    run = ddb.create_run(workflow, "t", NOW)
+    run = stored_run(ddb, workflow, "t", NOW)
     log = QueryLog(ddb)
 
     decide(ddb, decide(ddb, run))
@@ -233,7 +244,7 @@ def test_a_decision_that_keeps_the_status_writes_no_list_key(
         if "Update" in entry
     ]
     named = [set(update["ExpressionAttributeNames"].values()) for update in updates]
-    keys = set(dynamodb.INDEX_KEYS.values())
+    keys = set(dynamodb_schema.INDEX_KEYS.values())
     assert [bool(names & keys) for names in named] == [False, True]
     assert named[1] & keys == {"status_runs_pk", "workflow_status_runs_pk"}
 
@@ -241,24 +252,24 @@ def test_a_decision_that_keeps_the_status_writes_no_list_key(
 def test_list_shards_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     from chalicelib.domain import errors
 
-    monkeypatch.delenv(dynamodb_lists.SHARDS_VARIABLE, raising=False)
-    assert dynamodb_lists.configured_shards() == dynamodb_lists.DEFAULT_SHARDS
-    monkeypatch.setenv(dynamodb_lists.SHARDS_VARIABLE, "16")
-    assert dynamodb_lists.configured_shards() == 16
+    monkeypatch.delenv(dynamodb_keys.SHARDS_VARIABLE, raising=False)
+    assert dynamodb_keys.configured_shards() == dynamodb_keys.DEFAULT_SHARDS
+    monkeypatch.setenv(dynamodb_keys.SHARDS_VARIABLE, "16")
+    assert dynamodb_keys.configured_shards() == 16
     for wrong in ("0", "-1", "eight", "101"):
-        monkeypatch.setenv(dynamodb_lists.SHARDS_VARIABLE, wrong)
+        monkeypatch.setenv(dynamodb_keys.SHARDS_VARIABLE, wrong)
         with pytest.raises(errors.Unavailable):
-            dynamodb_lists.configured_shards()
+            dynamodb_keys.configured_shards()
 
 
 def test_a_step_appended_after_a_container_read_the_steps_is_not_skipped(
     ddb: dynamodb.DynamoDBStorage,
 ) -> None:
     workflow = workflow_with_steps(ddb, "Manager")
-    run = ddb.create_run(workflow, "t", NOW)
+    run = stored_run(ddb, workflow, "t", NOW)
     assert ddb.next_step(workflow.id, 1) is None  # this container knows one step
     other = dynamodb.DynamoDBStorage(ddb.client, ddb.table)
-    appended = other.append_step(workflow.id, rules("Finance")[0], NOW)
+    appended = stored_step(other, workflow.id, rules("Finance")[0], NOW)
 
     with Client(app_module.app) as client:
         response = client.http.post(
@@ -277,7 +288,7 @@ def test_a_workflow_never_appended_to_completes_without_step_count_copies(
     ddb: dynamodb.DynamoDBStorage,
 ) -> None:
     workflow = workflow_with_steps(ddb, "Manager")
-    runs = [ddb.create_run(workflow, f"t{i}", NOW) for i in range(3)]
+    runs = [stored_run(ddb, workflow, f"t{i}", NOW) for i in range(3)]
     log = QueryLog(ddb)
 
     completed = [engine.approve(ddb, run.id, "ann").status for run in runs]
@@ -288,7 +299,7 @@ def test_a_workflow_never_appended_to_completes_without_step_count_copies(
     copies = ddb.client.scan(
         TableName=ddb.table,
         FilterExpression="SK = :steps",
-        ExpressionAttributeValues={":steps": {"S": dynamodb.STEP_COUNT_SK}},
+        ExpressionAttributeValues={":steps": {"S": dynamodb_keys.STEP_COUNT_SK}},
     )["Items"]
     assert copies == []
 
@@ -297,15 +308,21 @@ def test_step_count_copies_raised_for_an_append_from_before_them_stop_a_skip(
     ddb: dynamodb.DynamoDBStorage,
 ) -> None:
     workflow = workflow_with_steps(ddb, "Manager")
-    run = ddb.create_run(workflow, "t", NOW)  # this container knows one step
+    run = stored_run(ddb, workflow, "t", NOW)  # this container knows one step
     # A step appended by a version that kept no step count copies.
     step = Step(999, workflow.id, "Finance", 2)
-    ddb.client.put_item(TableName=ddb.table, Item=dynamodb._step_item(step))
+    ddb.client.put_item(TableName=ddb.table, Item=dynamodb_items.step_item(step))
     ddb.client.update_item(**ddb._listed_step(step)["Update"])
 
     # What scripts/migrate_list_indexes.py does for every workflow.
-    assert ddb.raise_step_count(workflow.id, 2, range(dynamodb.STEP_COUNT_COPIES)) == 16
+    assert (
+        migrations.raise_step_count(ddb.requests, workflow.id, 2, range(dynamodb.STEP_COUNT_COPIES))
+        == 16
+    )
 
     decided = engine.approve(ddb, run.id, "ann")
     assert (decided.status, decided.current_step) == (IN_PROGRESS, step)
-    assert ddb.raise_step_count(workflow.id, 1, range(dynamodb.STEP_COUNT_COPIES)) == 0
+    assert (
+        migrations.raise_step_count(ddb.requests, workflow.id, 1, range(dynamodb.STEP_COUNT_COPIES))
+        == 0
+    )

@@ -9,13 +9,14 @@ from __future__ import annotations
 import pytest
 
 from chalicelib import engine
-from chalicelib.domain import errors
+from chalicelib.domain import decision, errors
 from chalicelib.domain.models import Deadline, StepRule
 from chalicelib.storage.dynamodb import adapter as dynamodb
-from chalicelib.storage.dynamodb import lists as dynamodb_lists
+from chalicelib.storage.dynamodb import keys as dynamodb_keys
+from chalicelib.storage.dynamodb import outbox as dynamodb_outbox
 from chalicelib.storage.dynamodb.schema import DUE_AT, DUE_KEY
 from tests.support.dynamodb_requests import QueryLog
-from tests.support.stored import LATER, NOW, rules
+from tests.support.stored import LATER, NOW, rules, stored_run, stored_workflow
 
 SHARDS = 4
 FINANCE = frozenset({"finance"})
@@ -40,9 +41,9 @@ def test_group_and_open_inboxes_are_spread_over_the_shards_and_a_user_s_is_one(
     sharded: dynamodb.DynamoDBStorage,
 ) -> None:
     approvers = ("group:finance", "user:ann")
-    named = sharded.create_workflow("Named", "", [StepRule("Pay", approvers)], NOW)
-    open_to_all = sharded.create_workflow("Open", "", rules("Any"), NOW)
-    runs = [sharded.create_run(w, f"r{i}", NOW) for w in (named, open_to_all) for i in range(8)]
+    named = stored_workflow(sharded, "Named", "", [StepRule("Pay", approvers)], NOW)
+    open_to_all = stored_workflow(sharded, "Open", "", rules("Any"), NOW)
+    runs = [stored_run(sharded, w, f"r{i}", NOW) for w in (named, open_to_all) for i in range(8)]
 
     inboxes = partitions(sharded, "INBOX#")
 
@@ -62,12 +63,12 @@ def test_group_and_open_inboxes_are_spread_over_the_shards_and_a_user_s_is_one(
 def test_an_inbox_page_reads_every_shard_once_and_pages_through_in_order(
     sharded: dynamodb.DynamoDBStorage,
 ) -> None:
-    workflow = sharded.create_workflow("Named", "", [StepRule("Pay", ("group:finance",))], NOW)
-    open_to_all = sharded.create_workflow("Open", "", rules("Any"), NOW)
-    runs = [sharded.create_run(w, "r", NOW) for _ in range(7) for w in (workflow, open_to_all)]
+    workflow = stored_workflow(sharded, "Named", "", [StepRule("Pay", ("group:finance",))], NOW)
+    open_to_all = stored_workflow(sharded, "Open", "", rules("Any"), NOW)
+    runs = [stored_run(sharded, w, "r", NOW) for _ in range(7) for w in (workflow, open_to_all)]
     log = QueryLog(sharded)
 
-    first = sharded.inbox("cy", FINANCE, None, 5)
+    first = sharded.inbox(decision.inbox_keys("cy", FINANCE), None, 5)
 
     # The user's inbox, then each shard of the group's and of the open steps'.
     assert log.counts["Query"] == 1 + 2 * SHARDS
@@ -75,7 +76,7 @@ def test_an_inbox_page_reads_every_shard_once_and_pages_through_in_order(
     seen = [run.id for run in first.items]
     page = first
     while page.more:
-        page = sharded.inbox("cy", FINANCE, page.resume, 5)
+        page = sharded.inbox(decision.inbox_keys("cy", FINANCE), page.resume, 5)
         seen += [run.id for run in page.items]
     assert seen == sorted(run.id for run in runs)  # all reached at NOW: id order
 
@@ -83,10 +84,10 @@ def test_an_inbox_page_reads_every_shard_once_and_pages_through_in_order(
 def test_decisions_move_sharded_entries_and_leave_none_behind(
     sharded: dynamodb.DynamoDBStorage,
 ) -> None:
-    workflow = sharded.create_workflow(
-        "Two", "", [StepRule("Pay", ("group:finance",)), StepRule("Any")], NOW
+    workflow = stored_workflow(
+        sharded, "Two", "", [StepRule("Pay", ("group:finance",)), StepRule("Any")], NOW
     )
-    runs = [sharded.create_run(workflow, "r", NOW) for _ in range(5)]
+    runs = [stored_run(sharded, workflow, "r", NOW) for _ in range(5)]
     for run in runs:
         engine.approve(sharded, run.id, "bob", groups=FINANCE, clock=lambda: LATER)
 
@@ -104,8 +105,8 @@ def test_deadlines_are_spread_over_the_shards_and_those_from_before_still_apply(
     sharded: dynamodb.DynamoDBStorage,
 ) -> None:
     deadline = Deadline(60, "remind")
-    workflow = sharded.create_workflow("Due", "", [StepRule("Ops", deadline=deadline)], NOW)
-    runs = [sharded.create_run(workflow, "r", NOW) for _ in range(6)]
+    workflow = stored_workflow(sharded, "Due", "", [StepRule("Ops", deadline=deadline)], NOW)
+    runs = [stored_run(sharded, workflow, "r", NOW) for _ in range(6)]
     legacy = runs[0]
     # A run written before the shards: in the one partition deadlines had.
     sharded.client.update_item(
@@ -119,7 +120,7 @@ def test_deadlines_are_spread_over_the_shards_and_those_from_before_still_apply(
         for item in sharded.client.scan(TableName=sharded.table)["Items"]
         if DUE_KEY in item and item["PK"]["S"].startswith("RUN#")
     }
-    deadline_shards = SHARDS * dynamodb_lists.DEADLINE_SHARDS_PER_SHARD
+    deadline_shards = SHARDS * dynamodb_keys.DEADLINE_SHARDS_PER_SHARD
     assert keys == {
         run.id: "DEADLINE" if run is legacy else f"DEADLINE#{run.id % deadline_shards}"
         for run in runs
@@ -138,9 +139,9 @@ def test_deadlines_are_spread_over_the_shards_and_those_from_before_still_apply(
 def test_where_the_stream_delivers_events_they_stay_out_of_the_due_index(
     ddb: dynamodb.DynamoDBStorage, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(dynamodb.DELIVERY_VARIABLE, "stream")
+    monkeypatch.setenv(dynamodb_outbox.DELIVERY_VARIABLE, "stream")
     streamed = dynamodb.DynamoDBStorage(ddb.client, ddb.table)
-    run = streamed.create_run(streamed.create_workflow("S", "", rules("A"), NOW), "r", NOW)
+    run = stored_run(streamed, stored_workflow(streamed, "S", "", rules("A"), NOW), "r", NOW)
 
     events = [
         item
@@ -153,13 +154,13 @@ def test_where_the_stream_delivers_events_they_stay_out_of_the_due_index(
     assert streamed.pending_subjects(FAR_FUTURE, 10) == []
     assert len(streamed.list_events(f"runs/{run.id}", None, 10).items) == 2
     # Where this service sends them itself (the default), they are found there.
-    monkeypatch.delenv(dynamodb.DELIVERY_VARIABLE)
+    monkeypatch.delenv(dynamodb_outbox.DELIVERY_VARIABLE)
     table = dynamodb.DynamoDBStorage(ddb.client, ddb.table)
-    second = table.create_run(table.get_workflow(run.workflow_id), "r2", NOW)
+    second = stored_run(table, table.get_workflow(run.workflow_id), "r2", NOW)
     assert table.pending_subjects(FAR_FUTURE, 10) == [f"runs/{second.id}"]
 
 
 def test_an_unknown_delivery_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(dynamodb.DELIVERY_VARIABLE, "carrier pigeon")
+    monkeypatch.setenv(dynamodb_outbox.DELIVERY_VARIABLE, "carrier pigeon")
     with pytest.raises(errors.Unavailable):
-        dynamodb.configured_delivery()
+        dynamodb_outbox.configured_delivery()

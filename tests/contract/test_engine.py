@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from chalicelib import engine
+from chalicelib.api.representations import shape
 from chalicelib.domain import errors
 from chalicelib.domain.models import Run, Step, Workflow
 from chalicelib.storage import Storage
@@ -111,7 +112,7 @@ def test_create_workflow_returns_the_stored_workflow_with_numbered_steps(storage
         (2, "Finance", workflow.id),
     ]
     assert engine.get_workflow(storage, workflow.id) == workflow
-    assert_workflow(workflow.to_dict())
+    assert_workflow(shape(workflow))
 
 
 def test_create_workflow_accepts_up_to_50_initial_steps(storage: Storage) -> None:
@@ -194,7 +195,7 @@ def test_approve_advances_then_completes(storage: Storage) -> None:
     assert [a.comment for a in done.actions] == ["ok", ""]
     assert [a.step_id for a in done.actions] == [s.id for s in workflow.steps]
     assert engine.get_run(storage, run.id) == done
-    assert_run(done.to_dict())
+    assert_run(shape(done))
 
 
 @pytest.mark.parametrize("approvals", [0, 1, 2], ids=["first", "middle", "last"])

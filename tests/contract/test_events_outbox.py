@@ -11,7 +11,17 @@ import pytest
 from chalicelib.domain import errors, events
 from chalicelib.domain.models import APPROVE, IN_PROGRESS, REJECT, Decision, StepRule
 from chalicelib.storage import Storage
-from tests.support.stored import LATER, NOW, decide, rules, workflow_with_steps
+from tests.support.stored import (
+    LATER,
+    NOW,
+    decide,
+    record,
+    rules,
+    stored_run,
+    stored_step,
+    stored_workflow,
+    workflow_with_steps,
+)
 
 
 def _stream(storage: Storage, subject: str) -> list[dict[str, Any]]:
@@ -28,7 +38,7 @@ def _types(storage: Storage, subject: str) -> list[str]:
 
 def test_a_run_records_an_event_per_transition_in_order(storage: Storage) -> None:
     workflow = workflow_with_steps(storage, "A", "B")
-    run = storage.create_run(workflow, "t", NOW, "rita")
+    run = stored_run(storage, workflow, "t", NOW, "rita")
     run = decide(storage, run)
     decided = decide(storage, run, actor="bob")
 
@@ -58,7 +68,7 @@ def test_a_run_records_an_event_per_transition_in_order(storage: Storage) -> Non
 
 def test_a_rejection_records_the_step_and_the_run_rejected(storage: Storage) -> None:
     workflow = workflow_with_steps(storage, "A", "B")
-    run = decide(storage, storage.create_run(workflow, "t", NOW), REJECT, "bob")
+    run = decide(storage, stored_run(storage, workflow, "t", NOW), REJECT, "bob")
     assert _types(storage, f"runs/{run.id}") == [
         "run.started",
         "step.activated",
@@ -69,10 +79,10 @@ def test_a_rejection_records_the_step_and_the_run_rejected(storage: Storage) -> 
 
 def test_a_workflow_stream_numbers_creation_and_appended_steps(storage: Storage) -> None:
     workflow = workflow_with_steps(storage, "A", "B")
-    storage.append_step(workflow.id, StepRule("C"), LATER)
-    storage.append_step(workflow.id, StepRule("D"), LATER)
-    empty = storage.create_workflow("Empty", "", rules(), NOW)
-    storage.append_step(empty.id, StepRule("X"), LATER)
+    stored_step(storage, workflow.id, StepRule("C"), LATER)
+    stored_step(storage, workflow.id, StepRule("D"), LATER)
+    empty = stored_workflow(storage, "Empty", "", rules(), NOW)
+    stored_step(storage, empty.id, StepRule("X"), LATER)
 
     stream = _stream(storage, f"workflows/{workflow.id}")
     assert [(body["sequence"], body["type"]) for body in stream] == [
@@ -87,27 +97,25 @@ def test_a_workflow_stream_numbers_creation_and_appended_steps(storage: Storage)
 
 def test_a_refused_decision_records_no_event(storage: Storage) -> None:
     workflow = workflow_with_steps(storage, "A", "B")
-    run = storage.create_run(workflow, "t", NOW)
+    run = stored_run(storage, workflow, "t", NOW)
     decide(storage, run)
-    with pytest.raises(errors.StaleRun):
+    with pytest.raises(errors.LostWrite):
         # The run as read before the first decision: its write is refused.
-        storage.record_decision(
-            run, Decision(APPROVE, "eve", "", IN_PROGRESS, workflow.steps[1], LATER)
-        )
+        record(storage, run, Decision(APPROVE, "eve", "", IN_PROGRESS, workflow.steps[1], LATER))
     assert len(_stream(storage, f"runs/{run.id}")) == 4
 
 
 def test_a_refused_workflow_records_no_event(storage: Storage) -> None:
     first = workflow_with_steps(storage, "A")
     with pytest.raises(errors.Conflict):
-        storage.create_workflow(first.name, "", rules("x"), NOW)
+        stored_workflow(storage, first.name, "", rules("x"), NOW)
     assert _stream(storage, f"workflows/{first.id + 1}") == []
     assert len(_stream(storage, f"workflows/{first.id}")) == 1
 
 
 def test_events_page_from_a_sequence(storage: Storage) -> None:
     workflow = workflow_with_steps(storage, "A", "B", "C")
-    run = decide(storage, decide(storage, storage.create_run(workflow, "t", NOW)))
+    run = decide(storage, decide(storage, stored_run(storage, workflow, "t", NOW)))
     subject = f"runs/{run.id}"
 
     first = storage.list_events(subject, None, 4)

@@ -8,6 +8,7 @@ from chalicelib.domain import audit
 from chalicelib.domain.models import COMPLETED
 from chalicelib.storage import Backend
 from chalicelib.storage.dynamodb import adapter as dynamodb
+from chalicelib.storage.dynamodb import keys as dynamodb_keys
 from tests.support.dynamodb_requests import QueryLog
 from tests.support.stored import NOW, workflow_with_steps
 
@@ -57,4 +58,4 @@ def test_on_dynamodb_such_a_decision_reads_one_item_however_long_the_history(
 
     assert log.counts == {"Query": 1, "TransactWriteItems": 1}
     ((_, query),) = [entry for entry in log.params if entry[0] == "Query"]
-    assert query["ExpressionAttributeValues"][":sk"] == {"S": dynamodb.RUN_SK}
+    assert query["ExpressionAttributeValues"][":sk"] == {"S": dynamodb_keys.RUN_SK}

@@ -10,7 +10,7 @@ import pytest
 
 from chalicelib.domain import errors, idempotency
 from chalicelib.domain.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
-from chalicelib.storage import Storage
+from chalicelib.storage import Backend
 from chalicelib.storage.sqlite.adapter import EXPIRED_KEYS_PER_CLAIM, SQLiteStorage
 from tests.support.idempotency import (
     DONE,
@@ -25,7 +25,7 @@ from tests.support.idempotency import (
 
 @HELD_KEY_CASES
 def test_storage_decides_as_the_rules_do(
-    storage: Storage, held: Optional[IdempotencyRecord], now: float, fingerprint: str, expected: Any
+    storage: Backend, held: Optional[IdempotencyRecord], now: float, fingerprint: str, expected: Any
 ) -> None:
     if held is not None:
         first = IdempotencyClaim(
@@ -39,7 +39,7 @@ def test_storage_decides_as_the_rules_do(
     check_claim(storage.claim_idempotency_key, attempt, expected)
 
 
-def test_storage_lets_a_claim_repeat_itself(storage: Storage) -> None:
+def test_storage_lets_a_claim_repeat_itself(storage: Backend) -> None:
     # botocore retries a put whose answer was lost: it must find its own claim.
     first = claim("k", "/runs", {"a": 1})
     assert storage.claim_idempotency_key(first) is None
@@ -48,7 +48,7 @@ def test_storage_lets_a_claim_repeat_itself(storage: Storage) -> None:
         storage.claim_idempotency_key(claim("k", "/runs", {"a": 1}, T0 + 2))
 
 
-def test_storage_claims_a_free_key_once(storage: Storage) -> None:
+def test_storage_claims_a_free_key_once(storage: Backend) -> None:
     assert storage.claim_idempotency_key(claim("k", "/runs", {"a": 1})) is None
     with pytest.raises(errors.RequestInProgress):
         storage.claim_idempotency_key(claim("k", "/runs", {"a": 1}, T0 + 29))
@@ -62,7 +62,7 @@ def test_storage_claims_a_free_key_once(storage: Storage) -> None:
     [DONE, StoredResponse(409, '{"error":"x"}')],
     ids=["with-location", "without-location"],
 )
-def test_storage_replays_the_saved_response(storage: Storage, response: StoredResponse) -> None:
+def test_storage_replays_the_saved_response(storage: Backend, response: StoredResponse) -> None:
     first = claim("k", "/runs", {"a": 1})
     assert storage.claim_idempotency_key(first) is None
     storage.save_idempotent_response(first, response)
@@ -72,7 +72,7 @@ def test_storage_replays_the_saved_response(storage: Storage, response: StoredRe
         storage.claim_idempotency_key(claim("k", "/runs/1", {"a": 1}, T0 + 3600))
 
 
-def test_storage_keeps_a_response_larger_than_a_dynamodb_item(storage: Storage) -> None:
+def test_storage_keeps_a_response_larger_than_a_dynamodb_item(storage: Backend) -> None:
     # A run's answer holds its whole history: 200 decisions with 5,000-character
     # comments make a megabyte, over DynamoDB's 400 KB per item.
     actions = [
@@ -91,7 +91,7 @@ def test_storage_keeps_a_response_larger_than_a_dynamodb_item(storage: Storage) 
     )
 
 
-def test_storage_lets_a_retry_take_over_after_the_lease(storage: Storage) -> None:
+def test_storage_lets_a_retry_take_over_after_the_lease(storage: Backend) -> None:
     first = claim("k", "/runs", {"a": 1})
     assert storage.claim_idempotency_key(first) is None
     retry = claim("k", "/runs", {"a": 1}, T0 + idempotency.LEASE_SECONDS)
@@ -106,14 +106,14 @@ def test_storage_lets_a_retry_take_over_after_the_lease(storage: Storage) -> Non
     assert storage.claim_idempotency_key(claim("k", "/runs", {"a": 1}, T0 + 32)) == DONE
 
 
-def test_storage_forgets_a_released_key(storage: Storage) -> None:
+def test_storage_forgets_a_released_key(storage: Backend) -> None:
     first = claim("k", "/runs", {"a": 1})
     assert storage.claim_idempotency_key(first) is None
     storage.release_idempotency_key(first)
     assert storage.claim_idempotency_key(claim("k", "/runs", {"b": 2}, T0 + 1)) is None
 
 
-def test_storage_forgets_a_key_after_24_hours(storage: Storage) -> None:
+def test_storage_forgets_a_key_after_24_hours(storage: Backend) -> None:
     first = claim("k", "/runs", {"a": 1})
     assert storage.claim_idempotency_key(first) is None
     storage.save_idempotent_response(first, DONE)

@@ -11,12 +11,13 @@ from typing import Any
 import pytest
 
 import app as app_module
+from chalicelib.api.representations import listed_event
 from chalicelib.delivery import dispatch, relay
 from chalicelib.domain.models import Event
 from chalicelib.storage.dynamodb import adapter as dynamodb
 from chalicelib.storage.dynamodb import schema as dynamodb_schema
 from tests.support.backends import aws_env
-from tests.support.stored import NOW, decide, workflow_with_steps
+from tests.support.stored import NOW, decide, stored_run, workflow_with_steps
 
 T = 1_900_000_000.0
 TABLE = "relayed"
@@ -70,7 +71,7 @@ class Cloud:
 
     def messages(self) -> list[dict[str, Any]]:
         """The queue's messages, as Lambda hands them to a function."""
-        found = []
+        found: list[dict[str, Any]] = []
         while True:
             answer = self.sqs.receive_message(QueueUrl=self.queue, MaxNumberOfMessages=10)
             if not answer.get("Messages"):
@@ -96,7 +97,9 @@ def cloud() -> Iterator[Cloud]:
 
 def history(cloud: Cloud) -> tuple[int, int]:
     workflow = workflow_with_steps(cloud.storage, "A", "B")
-    run = decide(cloud.storage, decide(cloud.storage, cloud.storage.create_run(workflow, "t", NOW)))
+    run = decide(
+        cloud.storage, decide(cloud.storage, stored_run(cloud.storage, workflow, "t", NOW))
+    )
     return workflow.id, run.id
 
 
@@ -109,8 +112,11 @@ def test_the_relay_puts_every_event_item_on_the_bus_and_nothing_else(cloud: Clou
 
     assert answer == {"batchItemFailures": []}
     bodies = [json.loads(message["body"]) for message in cloud.messages()]
-    stored = [e.listed() for e in cloud.storage.list_events(f"runs/{run_id}", None, 100).items] + [
-        e.listed() for e in cloud.storage.list_events(f"workflows/{workflow_id}", None, 100).items
+    stored = [
+        listed_event(e) for e in cloud.storage.list_events(f"runs/{run_id}", None, 100).items
+    ] + [
+        listed_event(e)
+        for e in cloud.storage.list_events(f"workflows/{workflow_id}", None, 100).items
     ]
     assert sorted(body["detail"]["id"] for body in bodies) == sorted(e["id"] for e in stored)
     for body in bodies:

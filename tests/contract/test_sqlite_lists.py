@@ -10,7 +10,7 @@ import pytest
 
 from chalicelib.domain.models import APPROVE, REJECT
 from chalicelib.storage.sqlite.adapter import SQLiteStorage
-from tests.support.stored import NOW, decide, rules
+from tests.support.stored import NOW, decide, rules, stored_run, stored_workflow
 
 
 class Statements:
@@ -36,10 +36,10 @@ class Statements:
 @pytest.fixture
 def sqlite(tmp_path: Path) -> Iterator[SQLiteStorage]:
     storage = SQLiteStorage(str(tmp_path / "lists.sqlite3"))
-    first = storage.create_workflow("First", "", rules("A", "B"), NOW)
-    second = storage.create_workflow("Second", "", rules("X"), NOW)
+    first = stored_workflow(storage, "First", "", rules("A", "B"), NOW)
+    second = stored_workflow(storage, "Second", "", rules("X"), NOW)
     for i in range(30):
-        run = storage.create_run((first, second)[i % 2], f"Run {i}", NOW)
+        run = stored_run(storage, (first, second)[i % 2], f"Run {i}", NOW)
         if i % 3:
             decide(storage, run, (APPROVE, REJECT)[i % 3 - 1])
     yield storage
@@ -77,7 +77,7 @@ def test_a_run_page_is_one_statement_on_the_index_of_its_filter(
 
 def test_a_workflow_page_is_two_statements_whatever_its_size(sqlite: SQLiteStorage) -> None:
     for i in range(20):
-        sqlite.create_workflow(f"More {i}", "", rules("A", "B", "C"), NOW)
+        stored_workflow(sqlite, f"More {i}", "", rules("A", "B", "C"), NOW)
     statements = Statements(sqlite)
 
     page = sqlite.list_workflows(1, 15)

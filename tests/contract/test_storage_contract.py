@@ -19,12 +19,21 @@ from chalicelib.domain.models import (
     Workflow,
 )
 from chalicelib.storage import Storage
-from tests.support.stored import LATER, NOW, decide, rules, workflow_with_steps
+from tests.support.stored import (
+    LATER,
+    NOW,
+    decide,
+    rules,
+    stored_run,
+    stored_step,
+    stored_workflow,
+    workflow_with_steps,
+)
 
 
 def test_ids_and_orders_are_python_ints(storage: Storage) -> None:
     workflow = workflow_with_steps(storage, "A")
-    run = decide(storage, storage.create_run(workflow, "t", NOW))
+    run = decide(storage, stored_run(storage, workflow, "t", NOW))
     stored = storage.get_run(run.id)
 
     values = [
@@ -43,7 +52,7 @@ def test_ids_and_orders_are_python_ints(storage: Storage) -> None:
 
 def test_next_step_follows_step_order_and_is_none_after_the_last(storage: Storage) -> None:
     workflow = workflow_with_steps(storage, "A", "B")
-    c = storage.append_step(workflow.id, StepRule("C"), NOW)
+    c = stored_step(storage, workflow.id, StepRule("C"), NOW)
 
     assert storage.next_step(workflow.id, 0) == workflow.steps[0]
     assert storage.next_step(workflow.id, 1) == workflow.steps[1]
@@ -53,7 +62,7 @@ def test_next_step_follows_step_order_and_is_none_after_the_last(storage: Storag
 
 def test_next_step_never_crosses_into_another_workflow(storage: Storage) -> None:
     first = workflow_with_steps(storage, "A")
-    storage.create_workflow("Other", "", rules("X", "Y"), NOW)
+    stored_workflow(storage, "Other", "", rules("X", "Y"), NOW)
 
     assert storage.next_step(first.id, 1) is None
 
@@ -62,25 +71,25 @@ def test_losing_create_writes_none_of_its_steps(storage: Storage) -> None:
     winner = workflow_with_steps(storage, "Mine")
 
     with pytest.raises(errors.Conflict):
-        storage.create_workflow("Purchase", "other", rules("Theirs", "More"), NOW)
+        stored_workflow(storage, "Purchase", "other", rules("Theirs", "More"), NOW)
 
     assert storage.get_workflow(winner.id) == winner
 
 
 def test_missing_records_raise_not_found(storage: Storage) -> None:
     workflow = workflow_with_steps(storage, "A")
-    run = storage.create_run(workflow, "t", NOW)
+    run = stored_run(storage, workflow, "t", NOW)
 
     with pytest.raises(errors.NotFound):
         storage.get_workflow(workflow.id + 1000)
     with pytest.raises(errors.NotFound):
-        storage.append_step(workflow.id + 1000, StepRule("x"), NOW)
+        stored_step(storage, workflow.id + 1000, StepRule("x"), NOW)
     with pytest.raises(errors.NotFound):
         storage.get_run(run.id + 1000)
 
 
 def test_record_decision_returns_what_get_run_reads_back(storage: Storage) -> None:
-    run = storage.create_run(workflow_with_steps(storage, "A", "B"), "t", NOW)
+    run = stored_run(storage, workflow_with_steps(storage, "A", "B"), "t", NOW)
 
     moved = decide(storage, run)
     done = decide(storage, moved)
@@ -91,13 +100,13 @@ def test_record_decision_returns_what_get_run_reads_back(storage: Storage) -> No
 
 @pytest.mark.parametrize("second", [APPROVE, REJECT])
 @pytest.mark.parametrize("first", [APPROVE, REJECT])
-def test_decision_on_a_stale_snapshot_raises_stale_run_and_writes_nothing(
+def test_decision_on_a_stale_snapshot_is_a_lost_write_and_writes_nothing(
     storage: Storage, first: str, second: str
 ) -> None:
-    run = storage.create_run(workflow_with_steps(storage, "A", "B", "C"), "t", NOW)
+    run = stored_run(storage, workflow_with_steps(storage, "A", "B", "C"), "t", NOW)
     after_first = decide(storage, run, first, "winner")
 
-    with pytest.raises(errors.StaleRun):
+    with pytest.raises(errors.LostWrite):
         decide(storage, run, second, "loser")
 
     assert storage.get_run(run.id) == after_first
@@ -107,18 +116,23 @@ def test_stale_run_is_a_conflict() -> None:
     assert issubclass(errors.StaleRun, errors.Conflict)
 
 
+def test_a_lost_write_is_no_caller_s_answer() -> None:
+    """Retried by the engine, never turned into a status: not a domain error."""
+    assert not issubclass(errors.LostWrite, errors.WorkflowError)
+
+
 def test_another_storage_on_the_same_data_shares_state_and_refuses_stale_decisions(
     storage: Storage, storage_factory: Callable[[], Storage]
 ) -> None:
     workflow = workflow_with_steps(storage, "A", "B")
-    initial = storage.create_run(workflow, "t", NOW)
+    initial = stored_run(storage, workflow, "t", NOW)
     moved = decide(storage, initial)
 
     other = storage_factory()
 
     assert other.get_workflow(workflow.id) == workflow
     assert other.get_run(initial.id) == moved
-    with pytest.raises(errors.StaleRun):
+    with pytest.raises(errors.LostWrite):
         decide(other, initial)
     done = decide(other, moved)
     assert storage.get_run(initial.id) == done
@@ -134,11 +148,11 @@ def test_empty_store_lists_nothing(storage: Storage) -> None:
 
 
 def test_list_workflows_gives_them_by_id_as_get_workflow_reads_them(storage: Storage) -> None:
-    first = storage.create_workflow("First", "one", rules("A", "B"), NOW)
-    storage.append_step(first.id, StepRule("C"), NOW)
-    second = storage.create_workflow("Second", "", rules(), NOW)
-    third = storage.create_workflow("Third", "", rules("X"), LATER)
-    storage.append_step(second.id, StepRule("Y"), NOW)
+    first = stored_workflow(storage, "First", "one", rules("A", "B"), NOW)
+    stored_step(storage, first.id, StepRule("C"), NOW)
+    second = stored_workflow(storage, "Second", "", rules(), NOW)
+    third = stored_workflow(storage, "Third", "", rules("X"), LATER)
+    stored_step(storage, second.id, StepRule("Y"), NOW)
 
     listed = storage.list_workflows(None, 10)
 
@@ -153,7 +167,7 @@ def test_list_workflows_gives_them_by_id_as_get_workflow_reads_them(storage: Sto
 
 
 def test_list_workflows_says_more_exactly_when_another_follows(storage: Storage) -> None:
-    ids = sorted(storage.create_workflow(f"W{i}", "", rules(), NOW).id for i in range(3))
+    ids = sorted(stored_workflow(storage, f"W{i}", "", rules(), NOW).id for i in range(3))
 
     assert [w.id for w in storage.list_workflows(None, 2).items] == ids[:2]
     assert storage.list_workflows(None, 2).more
@@ -167,7 +181,7 @@ def test_list_workflows_says_more_exactly_when_another_follows(storage: Storage)
 def _runs(storage: Storage) -> tuple[Workflow, Workflow, list[Run]]:
     """Two workflows, and runs of them that are in progress, completed and rejected."""
     first = workflow_with_steps(storage, "A", "B")
-    second = storage.create_workflow("Other", "", rules("X"), NOW)
+    second = stored_workflow(storage, "Other", "", rules("X"), NOW)
     runs = []
     for i, (workflow, action) in enumerate(
         [
@@ -179,7 +193,7 @@ def _runs(storage: Storage) -> tuple[Workflow, Workflow, list[Run]]:
             (first, None),
         ]
     ):
-        run = storage.create_run(workflow, f"Run {i}", NOW)
+        run = stored_run(storage, workflow, f"Run {i}", NOW)
         runs.append(decide(storage, run, action) if action else run)
     return first, second, runs
 
@@ -234,7 +248,7 @@ def test_list_runs_filters_by_workflow_and_status_and_pages_by_id(
 
 def test_list_runs_of_a_workflow_without_runs_is_empty(storage: Storage) -> None:
     first, _, _ = _runs(storage)
-    idle = storage.create_workflow("Idle", "", rules("A"), NOW)
+    idle = stored_workflow(storage, "Idle", "", rules("A"), NOW)
 
     assert storage.list_runs(idle.id, None, None, 10) == Slice((), False)
     assert storage.list_runs(first.id + 10_000, None, None, 10) == Slice((), False)

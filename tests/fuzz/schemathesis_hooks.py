@@ -21,7 +21,7 @@ import schemathesis
 
 from chalicelib import cursors, engine
 from chalicelib.api import validation
-from chalicelib.domain import errors
+from chalicelib.domain import errors, names
 
 LISTS = {
     "/workflows": "workflows",
@@ -35,7 +35,7 @@ LISTS = {
 def map_case(context: Any, case: Any) -> Any:
     if case.operation.path == "/runs/{run_id}/reject" and isinstance(case.body, dict):
         comment = case.body.get("comment")
-        if comment is None or (isinstance(comment, str) and validation.is_blank(comment)):
+        if comment is None or (isinstance(comment, str) and names.is_blank(comment)):
             case.body["comment"] = "generated reason"
     if case.operation.path == "/workflows/{workflow_id}/steps":
         _meetable(case.body)
@@ -50,7 +50,7 @@ def map_case(context: Any, case: Any) -> Any:
     try:
         if list_name == "runs":
             parsed = validation.run_query(query)
-            filters = {"workflow_id": parsed.workflow_id, "status": parsed.status}
+            filters: dict[str, Any] = {"workflow_id": parsed.workflow_id, "status": parsed.status}
         elif list_name == "inbox":
             named = case.query.get("group", [])
             named = [str(group) for group in (named if isinstance(named, list) else [named])]

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from chalicelib import engine
+from chalicelib.api.representations import shape
 from chalicelib.domain import errors
 from chalicelib.domain.models import COMPLETED, IN_PROGRESS, REJECTED, Run, Step, Workflow
 from chalicelib.storage import Storage
@@ -137,7 +138,7 @@ def assert_approved_once_per_step_in_order(final: Run, workflow: Workflow) -> No
 def assert_winners_match_history(final: Run, attempts: Attempts) -> None:
     """Every success is in the history exactly once, at the place its caller was
     told, and the history is one audit chain: no two winners extended one head."""
-    chain.assert_chained(final.to_dict())
+    chain.assert_chained(shape(final))
     wins = {actor: outcome for actor, outcome in attempts if isinstance(outcome, Run)}
     assert len(wins) == len(final.actions), (len(wins), len(final.actions))
     assert {action.actor for action in final.actions} == set(wins)
@@ -360,7 +361,7 @@ def race_processes(
 
 
 def assert_process_winners_match_history(final: Run, attempts: list[tuple[str, str, int]]) -> None:
-    chain.assert_chained(final.to_dict())
+    chain.assert_chained(shape(final))
     won = sorted((position, actor) for actor, outcome, position in attempts if outcome == "won")
     assert won == [(n, action.actor) for n, action in enumerate(final.actions, start=1)]
 

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 from chalicelib import engine
+from chalicelib.api.representations import shape
 from chalicelib.domain import errors, idempotency
 from chalicelib.domain.idempotency import StoredResponse
 from chalicelib.domain.models import Run
-from chalicelib.storage import Storage
+from chalicelib.storage import Backend
 from tests.support.idempotency import (
     claim,
 )
@@ -23,17 +24,17 @@ from tests.support.races import THREADS, run_together
 # -- races ------------------------------------------------------------------------------
 
 
-def approve_as_the_app_does(storage: Storage, run_id: int) -> StoredResponse:
+def approve_as_the_app_does(storage: Backend, run_id: int) -> StoredResponse:
     # A slow clock widens the window in which the others find the key in flight.
     def slow_clock() -> str:
         time.sleep(0.05)
         return engine.utc_now()
 
     run = engine.approve(storage, run_id, "alice", clock=slow_clock)
-    return StoredResponse(200, json.dumps(run.to_dict(), separators=(",", ":")))
+    return StoredResponse(200, json.dumps(shape(run), separators=(",", ":")))
 
 
-def retry_until_answered(storage: Storage, run_id: int) -> list[Any]:
+def retry_until_answered(storage: Backend, run_id: int) -> list[Any]:
     """A client that retries while the key is in flight: each attempt's outcome."""
     path = f"/runs/{run_id}/approve"
     attempts: list[Any] = []
@@ -57,7 +58,7 @@ def retry_until_answered(storage: Storage, run_id: int) -> list[Any]:
     "per_thread", [False, True], ids=["one-shared-storage", "storage-per-thread"]
 )
 def test_concurrent_retries_with_one_key_run_the_request_once(
-    race_storage_factory: Callable[[], Storage], per_thread: bool
+    race_storage_factory: Callable[[], Backend], per_thread: bool
 ) -> None:
     storage = race_storage_factory()
     _, run = _new_run(storage)
@@ -79,9 +80,9 @@ def test_concurrent_retries_with_one_key_run_the_request_once(
     assert all(response == firsts[0] for response, _ in answered)
     final = storage.get_run(run.id)
     assert [action.actor for action in final.actions] == ["alice"]
-    assert json.loads(firsts[0].body) == final.to_dict()
+    assert json.loads(firsts[0].body) == shape(final)
 
 
-def _new_run(storage: Storage) -> tuple[Any, Run]:
+def _new_run(storage: Backend) -> tuple[Any, Run]:
     workflow = engine.create_workflow(storage, "Retried", steps=["A", "B"])
     return workflow, engine.start_run(storage, workflow.id, "t")

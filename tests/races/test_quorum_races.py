@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from chalicelib import engine
+from chalicelib.api.representations import shape
 from chalicelib.domain import errors
 from chalicelib.domain.models import APPROVE, COMPLETED, REJECT, REJECTED, Run, StepRule, Workflow
 from chalicelib.storage import Storage
@@ -72,7 +73,7 @@ def storm(storage: Storage, run_id: int, actor: str, rejects_after: float = -1.0
 def assert_quorums_held(final: Run, workflow: Workflow) -> None:
     """Every step passed has exactly its quorum of distinct approvers, in step
     order, none skipped; nothing follows a rejection; one audit chain."""
-    chain.assert_chained(final.to_dict())
+    chain.assert_chained(shape(final))
     visited: list[int] = []
     for action in final.actions:
         if not visited or visited[-1] != action.step_id:

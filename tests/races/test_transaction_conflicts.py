@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from chalicelib import engine
+from chalicelib.api.representations import shape
 from chalicelib.domain import errors, idempotency
 from chalicelib.domain.idempotency import StoredResponse
 from chalicelib.domain.models import COMPLETED, IN_PROGRESS, Run, Step, Workflow
@@ -128,7 +129,7 @@ def test_concurrent_retries_of_one_key_under_conflicts_run_it_once(
 
     def approve(storage: Backend) -> StoredResponse:
         decided = engine.approve(storage, run.id, "alice")
-        return StoredResponse(200, json.dumps(decided.to_dict()))
+        return StoredResponse(200, json.dumps(shape(decided)))
 
     def client(storage: Backend) -> list[Any]:
         attempts: list[Any] = []

@@ -33,6 +33,7 @@ from unittest import mock
 
 from chalicelib.storage import Backend
 from chalicelib.storage.dynamodb import adapter as dynamodb
+from chalicelib.storage.dynamodb import client as dynamodb_client
 from chalicelib.storage.dynamodb import schema as dynamodb_schema
 from chalicelib.storage.sqlite.adapter import SQLiteStorage
 
@@ -97,7 +98,7 @@ def client(endpoint: Optional[str] = None) -> DynamoDBClient:
     """A DynamoDB client from the shared session, at moto's mock or at `endpoint`."""
     extra = {"AWS_ENDPOINT_URL_DYNAMODB": endpoint} if endpoint else {}
     with aws_env(**extra):
-        return dynamodb.create_client(session())
+        return dynamodb_client.create_client(session())
 
 
 @functools.cache

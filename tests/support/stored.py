@@ -1,15 +1,20 @@
-"""Records written straight through a storage adapter, as the engine would."""
+"""Records written straight through a storage adapter, as the engine would:
+each change computed by the rules (chalicelib/domain/transitions.py), then
+handed to the storage."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Optional
+
+from chalicelib.domain import transitions
 from chalicelib.domain.models import (
     APPROVE,
-    COMPLETED,
-    IN_PROGRESS,
-    REJECT,
-    REJECTED,
+    DEFAULT_POLICY,
     Decision,
+    Policy,
     Run,
+    Step,
     StepRule,
     Workflow,
 )
@@ -24,14 +29,51 @@ def rules(*names: str) -> list[StepRule]:
     return [StepRule(name) for name in names]
 
 
+def stored_workflow(
+    storage: Storage,
+    name: str,
+    description: str,
+    steps: Sequence[StepRule],
+    now: str,
+    policy: Policy = DEFAULT_POLICY,
+) -> Workflow:
+    """The workflow `storage` stores for this definition."""
+    return storage.create_workflow(
+        transitions.define_workflow(name, description, steps, policy, now)
+    )
+
+
+def stored_step(storage: Storage, workflow_id: int, step: StepRule, now: str) -> Step:
+    """The step `storage` appends to the workflow."""
+    return storage.append_step(transitions.append_step(workflow_id, step, now))
+
+
+def stored_run(
+    storage: Storage, workflow: Workflow, title: str, now: str, requested_by: Optional[str] = None
+) -> Run:
+    """The run of `workflow` that `storage` starts."""
+    return storage.create_run(transitions.start_run(workflow, title, requested_by, now))
+
+
 def workflow_with_steps(storage: Storage, *names: str) -> Workflow:
-    return storage.create_workflow("Purchase", "", rules(*names), NOW)
+    return stored_workflow(storage, "Purchase", "", rules(*names), NOW)
 
 
 def decide(storage: Storage, run: Run, action: str = APPROVE, actor: str = "alice") -> Run:
+    """`action` by `actor` on the run as read, with no rule checked (as the
+    engine checks them): what the storage writes of it."""
     assert run.current_step is not None
-    if action == REJECT:
-        return storage.record_decision(run, Decision(REJECT, actor, "", REJECTED, None, LATER))
-    following = storage.next_step(run.workflow_id, run.current_step.step_order)
-    status = IN_PROGRESS if following else COMPLETED
-    return storage.record_decision(run, Decision(APPROVE, actor, "", status, following, LATER))
+    following = (
+        storage.next_step(run.workflow_id, run.current_step.step_order)
+        if action == APPROVE
+        else None
+    )
+    return storage.record_change(transitions.decide(run, action, actor, "", following, LATER))
+
+
+def record(storage: Storage, run: Run, decision: Decision) -> Run:
+    """`decision` on the run as read, as the storage writes it."""
+    change = transitions.decide(
+        run, decision.action, decision.actor, decision.comment, decision.next_step, decision.at
+    )
+    return storage.record_change(change)

@@ -6,8 +6,10 @@ from typing import Optional
 
 import pytest
 
+from chalicelib.storage.dynamodb import keys as dynamodb_keys
 from chalicelib.storage.dynamodb import lists as dynamodb_lists
-from chalicelib.storage.dynamodb.lists import Item, ShardPage
+from chalicelib.storage.dynamodb.keys import Item
+from chalicelib.storage.dynamodb.lists import ShardPage
 
 
 def _entry(run_id: int) -> Item:
@@ -20,7 +22,7 @@ def _shards(ids: list[int], shards: int) -> dict[str, list[int]]:
     }
 
 
-def _query(stored: dict[str, list[int]], cut_at: Optional[int] = None):  # type: ignore[no-untyped-def]
+def _query(stored: dict[str, list[int]], cut_at: Optional[int] = None):
     """A shard Query over `stored`; with `cut_at`, each reads at most that many
     entries however many are asked for (as DynamoDB stops a Query at 1 MB)."""
 
@@ -72,15 +74,15 @@ def test_an_empty_list_is_one_empty_page() -> None:
 
 
 def test_a_run_keeps_its_shard_in_every_list_and_its_status_keys_follow_its_status() -> None:
-    keys = dynamodb_lists.run_keys(42, 7, "in_progress", 8)
+    keys = dynamodb_keys.run_keys(42, 7, "in_progress", 8)
     assert {name: value["S"] for name, value in keys.items()} == {
         "runs_pk": "RUNS#2",
         "workflow_runs_pk": "WF#7#2",
         "status_runs_pk": "in_progress#2",
         "workflow_status_runs_pk": "WF#7#in_progress#2",
     }
-    assert dynamodb_lists.partitions(7, "completed", 3) == (
+    assert dynamodb_keys.partitions(7, "completed", 3) == (
         "runs_by_workflow_status",
         ["WF#7#completed#0", "WF#7#completed#1", "WF#7#completed#2"],
     )
-    assert dynamodb_lists.partitions(None, None, 2) == ("runs", ["RUNS#0", "RUNS#1"])
+    assert dynamodb_keys.partitions(None, None, 2) == ("runs", ["RUNS#0", "RUNS#1"])

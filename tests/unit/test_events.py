@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from chalicelib.api.representations import listed_event, shape
 from chalicelib.domain import events
 from chalicelib.domain.models import (
     APPROVE,
@@ -41,11 +42,11 @@ def test_starting_a_run_is_run_started_then_the_first_step_activated() -> None:
         "title": "PO-1",
         "requested_by": "rita",
         "status": IN_PROGRESS,
-        "step": FIRST.to_dict(),
+        "step": shape(FIRST),
         "actor": "rita",
         "head_hash": "a" * 64,
     }
-    assert activated.data["step"] == FIRST.to_dict() and activated.data["actor"] is None
+    assert activated.data["step"] == shape(FIRST) and activated.data["actor"] is None
 
 
 def test_an_approval_that_moves_on_activates_the_next_step() -> None:
@@ -53,10 +54,10 @@ def test_an_approval_that_moves_on_activates_the_next_step() -> None:
     after = RUN._replace(current_step=SECOND, head_hash="b" * 64)
     approved, activated = events.decided(RUN, decision, after)
     assert (approved.type, activated.type) == (events.STEP_APPROVED, events.STEP_ACTIVATED)
-    assert approved.data["step"] == FIRST.to_dict()
+    assert approved.data["step"] == shape(FIRST)
     assert (approved.data["actor"], approved.data["comment"]) == ("maria", "fine")
     assert approved.data["head_hash"] == "b" * 64
-    assert activated.data["step"] == SECOND.to_dict()
+    assert activated.data["step"] == shape(SECOND)
     assert "comment" not in activated.data
 
 
@@ -101,13 +102,13 @@ def test_a_workflow_is_created_with_its_steps_and_a_step_is_added() -> None:
     workflow = Workflow(3, "Purchase", "", T0, (FIRST,))
     (created,) = events.workflow_created(workflow)
     assert (created.type, created.subject) == (events.WORKFLOW_CREATED, "workflows/3")
-    assert created.data["workflow"] == workflow.to_dict()
+    assert created.data["workflow"] == shape(workflow)
     assert created.data["run_id"] is None and created.data["step"] is None
     (added,) = events.step_added(SECOND, T1)
     assert (added.type, added.time, added.data["step"]) == (
         events.STEP_ADDED,
         T1,
-        SECOND.to_dict(),
+        shape(SECOND),
     )
 
 
@@ -134,7 +135,7 @@ def test_a_recorded_event_is_a_cloudevent_with_its_sequence(
         "sequence": 4,
         "data": draft.data,
     }
-    assert event.listed() == json.loads(event.body)
+    assert listed_event(event) == json.loads(event.body)
 
 
 def test_ids_are_unique_and_the_stage_defaults_to_dev(monkeypatch: pytest.MonkeyPatch) -> None:

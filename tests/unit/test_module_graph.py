@@ -1,4 +1,4 @@
-"""chalicelib's modules import each other in one direction only: no circle."""
+"""chalicelib's modules import each other in one direction only, layer by layer."""
 
 from __future__ import annotations
 
@@ -36,3 +36,65 @@ def test_chalicelib_has_no_import_circle() -> None:
 
     for name in sorted(graph):
         visit(name, ())
+
+
+# Each layer of chalicelib and the layers (and outside packages) it may not import.
+EDGE = ("chalicelib.api", "app")
+STORAGE = "chalicelib.storage"
+DELIVERY = "chalicelib.delivery"
+# The rule modules the storage is handed the results of, and never imports.
+RULES = tuple(f"chalicelib.domain.{name}" for name in ("audit", "events", "decision", "deadlines"))
+FORBIDDEN = {
+    "chalicelib.domain": (*EDGE, STORAGE, DELIVERY, "chalicelib.engine", "boto3", "botocore"),
+    STORAGE: (*EDGE, DELIVERY, "chalicelib.engine", "chalicelib.domain.transitions", *RULES),
+    DELIVERY: (*EDGE, "chalicelib.engine"),
+}
+# And what no module of the domain imports at all: it computes, it does not store.
+DOMAIN_NEVER = ("sqlite3",)
+MAX_LINES = 600
+
+
+def every_import(path: Path) -> set[str]:
+    """Every module `path` imports, by its full name, at the top or lazily alike."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return found
+
+
+def test_each_layer_imports_only_the_layers_below_it() -> None:
+    crossings = []
+    for path in sorted(CHALICELIB.rglob("*.py")):
+        name = module_name(path)
+        imported = every_import(path)
+        for layer, forbidden in FORBIDDEN.items():
+            if name != layer and not name.startswith(layer + "."):
+                continue
+            crossings += [
+                f"{name} imports {module}"
+                for module in sorted(imported)
+                if any(module == banned or module.startswith(banned + ".") for banned in forbidden)
+            ]
+        if name.startswith("chalicelib.domain"):
+            crossings += [f"{name} imports {m}" for m in sorted(imported) if m in DOMAIN_NEVER]
+    assert crossings == []
+
+
+def test_the_layering_test_sees_a_crossing(tmp_path: Path) -> None:
+    """every_import finds what a storage module importing a rule would write."""
+    module = tmp_path / "leaky.py"
+    module.write_text("def f():\n    from chalicelib.domain import audit\n")
+    assert "chalicelib.domain.audit" in every_import(module)
+
+
+def test_no_module_of_chalicelib_is_over_600_lines() -> None:
+    long = {
+        str(path.relative_to(CHALICELIB.parent)): lines
+        for path in CHALICELIB.rglob("*.py")
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert long == {}

@@ -78,7 +78,7 @@ def test_a_record_is_immutable_and_keeps_its_class_attributes() -> None:
     with pytest.raises(AttributeError):
         record.name = "b"  # type: ignore[misc]
     with pytest.raises(ValueError):
-        record._replace(colour="red")
+        record._replace(colour="red")  # type: ignore[call-arg]
     assert Fast._fields == Typed._fields
     assert Fast._field_defaults == Typed._field_defaults
     assert Fast._make([2, "b", (), None]) == Fast(2, "b")
@@ -91,4 +91,4 @@ def test_fields_with_defaults_come_last() -> None:
 
         class Wrong(Record):
             note: str = ""
-            id: int
+            id: int  # type: ignore[misc]

@@ -10,7 +10,7 @@ from chalice.app import MultiDict
 
 from chalicelib.api import validation
 from chalicelib.domain import errors
-from chalicelib.domain.models import Policy, StepRule
+from chalicelib.domain.models import MAX_ID, Policy, StepRule
 
 # -- bodies ------------------------------------------------------------------------
 
@@ -185,7 +185,7 @@ def test_run_query_refuses_what_it_does_not_know(query: dict[str, str]) -> None:
 
 
 def test_a_workflow_id_beyond_every_id_is_one_past_the_largest() -> None:
-    assert validation.run_query({"workflow_id": "9" * 40}).workflow_id == validation.MAX_ID + 1
+    assert validation.run_query({"workflow_id": "9" * 40}).workflow_id == MAX_ID + 1
 
 
 # -- text ------------------------------------------------------------------------------

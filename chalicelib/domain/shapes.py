@@ -1,0 +1,39 @@
+"""The JSON shapes of a workflow and its steps: what the API answers and what
+events carry (chalicelib/domain/events.py), written once so that the two never
+drift apart. Every other shape is the API's (chalicelib/api/representations.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chalicelib.domain.models import Policy, Step, Workflow
+
+
+def step_shape(step: Step) -> dict[str, Any]:
+    deadline = step.deadline
+    return {
+        "id": step.id,
+        "workflow_id": step.workflow_id,
+        "name": step.name,
+        "step_order": step.step_order,
+        "approvers": list(step.approvers),
+        "required_approvals": step.required_approvals,
+        "deadline_seconds": deadline.seconds if deadline else None,
+        "on_deadline": deadline.action if deadline else None,
+        "escalate_to": list(deadline.escalate_to) if deadline else [],
+    }
+
+
+def policy_shape(policy: Policy) -> dict[str, bool]:
+    return policy._asdict()
+
+
+def workflow_shape(workflow: Workflow) -> dict[str, Any]:
+    return {
+        "id": workflow.id,
+        "name": workflow.name,
+        "description": workflow.description,
+        "created_at": workflow.created_at,
+        **policy_shape(workflow.policy),
+        "steps": [step_shape(step) for step in workflow.steps],
+    }

@@ -1,0 +1,292 @@
+"""DynamoDB items <-> records: every attribute the adapter writes, and what it reads back.
+
+Items written before a feature read with its defaults: a workflow without
+policy flags has none set, a step without a quorum needs one approval, a run
+without current_step_since reached its step with its last update, an item
+without event_seq has recorded no event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Optional
+
+from chalicelib.domain.models import Action, Deadline, Event, Policy, Run, Step, Workflow
+from chalicelib.storage.dynamodb import keys
+from chalicelib.storage.dynamodb.client import n, s
+from chalicelib.storage.dynamodb.keys import Item
+from chalicelib.storage.dynamodb.schema import DELIVERY_DUE, DUE_AT, DUE_KEY
+
+
+def key(pk: str, sk: str) -> Item:
+    """An item's key."""
+    return {"PK": s(pk), "SK": s(sk)}
+
+
+def strings(values: Sequence[str]) -> dict[str, Any]:
+    return {"L": [s(value) for value in values]}
+
+
+def texts(item: Item, name: str) -> tuple[str, ...]:
+    return tuple(value["S"] for value in item[name]["L"]) if name in item else ()
+
+
+def step_item(step: Step) -> Item:
+    return {
+        "PK": s(keys.workflow_pk(step.workflow_id)),
+        "SK": s(keys.step_sk(step.step_order)),
+        "id": n(step.id),
+        "name": s(step.name),
+        "step_order": n(step.step_order),
+        **rule_attrs(step),
+    }
+
+
+def rule_attrs(step: Step) -> Item:
+    """Who may decide a step, its quorum and its deadline, as its items keep them."""
+    return {
+        "approvers": strings(step.approvers),
+        "required_approvals": n(step.required_approvals),
+        **deadline_attrs(step, "deadline"),
+    }
+
+
+def deadline_attrs(step: Step, name: str) -> Item:
+    """The step's deadline as attribute `name` (none without a deadline)."""
+    deadline = step.deadline
+    if deadline is None:
+        return {}
+    escalate_to = {"L": [s(principal) for principal in deadline.escalate_to]}
+    value = {
+        "seconds": n(deadline.seconds),
+        "action": s(deadline.action),
+        "escalate_to": escalate_to,
+    }
+    return {name: {"M": value}}
+
+
+def deadline_of(item: Item, name: str) -> Optional[Deadline]:
+    if name not in item:
+        return None
+    value = item[name]["M"]
+    return Deadline(
+        int(value["seconds"]["N"]),
+        value["action"]["S"],
+        tuple(principal["S"] for principal in value["escalate_to"]["L"]),
+    )
+
+
+def workflow_item(workflow: Workflow) -> Item:
+    return {
+        "PK": s(keys.workflow_pk(workflow.id)),
+        "SK": s(keys.WORKFLOW_SK),
+        "id": n(workflow.id),
+        "name": s(workflow.name),
+        "description": s(workflow.description),
+        "created_at": s(workflow.created_at),
+        "steps": {"L": [step_entry(step) for step in workflow.steps]},
+        "all_pk": s(keys.WORKFLOWS_PK),
+        **{flag: {"BOOL": on} for flag, on in workflow.policy._asdict().items()},
+    }
+
+
+def workflow_of(item: Item) -> Workflow:
+    workflow_id = int(item["id"]["N"])
+    steps = (step_of(entry["M"], workflow_id) for entry in item["steps"]["L"])
+    return Workflow(
+        workflow_id,
+        item["name"]["S"],
+        item["description"]["S"],
+        item["created_at"]["S"],
+        tuple(sorted(steps, key=lambda step: step.step_order)),
+        policy_of(item),
+    )
+
+
+def policy_of(item: Item) -> Policy:
+    """The policy flags an item holds (none, on a workflow from before them)."""
+    return Policy(*(item.get(flag, {}).get("BOOL", False) for flag in Policy._fields))
+
+
+def step_entry(step: Step) -> dict[str, Item]:
+    """A step as its workflow item lists it."""
+    return {
+        "M": {
+            "id": n(step.id),
+            "name": s(step.name),
+            "step_order": n(step.step_order),
+            **rule_attrs(step),
+        }
+    }
+
+
+# A step's attributes: in its own item, and as a run item's current step.
+STEP_ATTRIBUTES = ("id", "name", "step_order", "approvers", "required_approvals", "deadline")
+CURRENT_STEP_ATTRIBUTES = (
+    "step_id",
+    "step_name",
+    "step_order",
+    "step_approvers",
+    "step_required",
+    "step_deadline",
+)
+
+
+def step_of(item: Item, workflow_id: int, names: tuple[str, ...] = STEP_ATTRIBUTES) -> Step:
+    """The step `item` holds under `names` (items from before quorums: one approval)."""
+    step_id, name, order, approvers, required, deadline = names
+    return Step(
+        int(item[step_id]["N"]),
+        workflow_id,
+        item[name]["S"],
+        int(item[order]["N"]),
+        texts(item, approvers),
+        int(item[required]["N"]) if required in item else 1,
+        deadline_of(item, deadline),
+    )
+
+
+def current_step_state(run: Run, shards: int) -> tuple[Item, list[str]]:
+    """The run item's attributes for where it waits: its current step with that
+    step's rules and deadline (in the due index while it is still to apply),
+    since when, who approved it so far; and the attributes it must drop."""
+    sets: Item = {
+        "deadline_passed": {"BOOL": run.deadline_passed},
+        "approved_by": strings(run.current_step_approved_by),
+    }
+    removed: list[str] = []
+    step = run.current_step
+    if step is None:
+        removed += [
+            "step_id",
+            "step_name",
+            "step_order",
+            "step_approvers",
+            "step_required",
+            "current_step_since",
+        ]
+    else:
+        sets.update(
+            step_id=n(step.id),
+            step_name=s(step.name),
+            step_order=n(step.step_order),
+            step_approvers=strings(step.approvers),
+            step_required=n(step.required_approvals),
+            current_step_since=s(run.current_step_since or ""),
+        )
+    deadline = deadline_attrs(step, "step_deadline") if step else {}
+    sets.update(deadline)
+    removed += [] if deadline else ["step_deadline"]
+    if run.current_step_due_at is None:
+        removed += ["current_step_due_at", DUE_KEY, DUE_AT]
+    else:
+        sets["current_step_due_at"] = s(run.current_step_due_at)
+        if not run.deadline_passed:
+            sets.update(
+                {
+                    DUE_KEY: s(keys.deadline_pk(run.id, shards)),
+                    DUE_AT: s(run.current_step_due_at),
+                }
+            )
+        else:
+            removed += [DUE_KEY, DUE_AT]
+    return sets, removed
+
+
+def run_of(item: Item, actions: tuple[Action, ...]) -> Run:
+    workflow_id = int(item["workflow_id"]["N"])
+    current = step_of(item, workflow_id, CURRENT_STEP_ATTRIBUTES) if "step_id" in item else None
+    # A run from before quorums reached its step with its last decision.
+    since = item.get("current_step_since", item["updated_at"])["S"] if current else None
+    return Run(
+        int(item["id"]["N"]),
+        workflow_id,
+        item["title"]["S"],
+        item["status"]["S"],
+        current,
+        item["created_at"]["S"],
+        item["updated_at"]["S"],
+        actions,
+        item["requested_by"]["S"] if "requested_by" in item else None,
+        item["head_hash"]["S"] if "head_hash" in item else None,
+        texts(item, "approved_by"),
+        since,
+        policy_of(item.get("policy", {}).get("M", {})),
+        texts(item, "approvers"),
+        event_seq(item),
+        item["current_step_due_at"]["S"] if "current_step_due_at" in item else None,
+        item.get("deadline_passed", {}).get("BOOL", False),
+    )
+
+
+def action_item(action: Action, seq: int) -> Item:
+    item = {
+        "PK": s(keys.run_pk(action.run_id)),
+        "SK": s(keys.action_sk(seq)),
+        "id": n(action.id),
+        "step_id": n(action.step_id),
+        "step_name": s(action.step_name),
+        "action": s(action.action),
+        "actor": s(action.actor),
+        "comment": s(action.comment),
+        "created_at": s(action.created_at),
+    }
+    if action.hash is not None:
+        item["hash"] = s(action.hash)
+    return item
+
+
+def action_of(item: Item, run_id: int) -> Action:
+    return Action(
+        int(item["id"]["N"]),
+        run_id,
+        int(item["step_id"]["N"]),
+        item["step_name"]["S"],
+        item["action"]["S"],
+        item["actor"]["S"],
+        item["comment"]["S"],
+        item["created_at"]["S"],
+        item["hash"]["S"] if "hash" in item else None,
+    )
+
+
+def event_seq(item: Item) -> int:
+    """The sequence of the last event of the stream whose counter `item` keeps
+    (0 for items written before events were)."""
+    return int(item["event_seq"]["N"]) if "event_seq" in item else 0
+
+
+def event_item(event: Event, time: str, in_due_index: bool) -> Item:
+    """An event as recorded: pending delivery; in the due index from its time on
+    where this service sends it from the table (not where the stream carries it)."""
+    due = {DUE_KEY: s(DELIVERY_DUE), DUE_AT: s(time)} if in_due_index else {}
+    return {
+        "PK": s(keys.event_pk(event.subject)),
+        "SK": s(keys.event_sk(event.sequence)),
+        "event_id": s(event.id),
+        "sequence": n(event.sequence),
+        "type": s(event.type),
+        "event": s(event.body),
+        **due,
+    }
+
+
+def event_of(item: Item) -> Event:
+    return Event(
+        item["event_id"]["S"],
+        keys.subject_of(item["PK"]["S"]),
+        int(item["sequence"]["N"]),
+        item["type"]["S"],
+        item["event"]["S"],
+    )
+
+
+def inbox_item(principal: str, run_id: int, step_id: int, since: str, shards: int) -> Item:
+    """The entry that puts a run waiting at step `step_id` since `since` into
+    `principal`'s inbox."""
+    return {
+        "PK": s(keys.inbox_pk(principal, run_id, shards)),
+        "SK": s(keys.inbox_sk(since, run_id)),
+        "run_id": n(run_id),
+        "step_id": n(step_id),
+    }

@@ -1,0 +1,273 @@
+"""Every key of the one DynamoDB table, built and parsed here and nowhere else,
+with the access patterns they serve.
+
+Items (PK, SK are strings):
+
+    item         PK                          SK                       holds
+    workflow     WF#<id>                     #WORKFLOW                name, description, created_at,
+                                                                      policy, steps (copies of its
+                                                                      step items), event_seq
+    step         WF#<workflow id>            STEP#<order, 10 digits>  id, name, rules, event_seq
+    step count   WF#<id>#STEPS#<n>           #STEPS                   step_count (n = 0..15)
+    name guard   WFNAME#<name>               #WFNAME                  workflow_id (names unique)
+    run          RUN#<id>                    #RUN                     status, current step and
+                                                                      its rules, seq, head_hash,
+                                                                      approvals, policy, event_seq,
+                                                                      list keys
+    action       RUN#<run id>                ACT#<seq, 10 digits>     the action, its hash
+    id counter   COUNTER#<kind>              #ID                      next_id of that kind's block
+    event        EVT#<subject>               <sequence, 10 digits>    the CloudEvent as delivered
+    idempotency  IDEM#<key>                  #IDEM                    fingerprint, claim, lease,
+                                                                      response; expires_at (TTL)
+      its parts  IDEM#<key>                  #IDEM#PART#<n, 4 digits> part of a long response
+    inbox entry  INBOX#user:<id>             <since>#<run id, 16 d.>  run_id, step_id: the run
+                 INBOX#<shard>#group:<name>                           waits in this principal's
+                 INBOX#<shard>#*                                      inbox (*: anyone's)
+
+Indexes (schema.py), partition key -> sort key, all sorted by `id` but `due`:
+
+    all                      all_pk = WORKFLOWS                      workflows, whole items
+    runs                     runs_pk = RUNS#<shard>                  runs, keys only
+    runs_by_workflow         workflow_runs_pk = WF#<wid>#<shard>     runs, keys only
+    runs_by_status           status_runs_pk = <status>#<shard>       runs, keys only
+    runs_by_workflow_status  workflow_status_runs_pk =               runs, keys only
+                             WF#<wid>#<status>#<shard>
+    due                      due_pk = DEADLINE#<shard> (runs whose   keys only, sorted by due_at
+                             deadline is still to apply) or DELIVERY
+                             (events to send, `make run-dynamodb`)
+
+A run's shard is `id % WORKFLOW_LIST_SHARDS` (16 by default), four times as
+many for its deadline; a user's inbox is one partition, paced by what one
+person can decide.
+
+Access patterns: what each request reads and writes.
+
+    request                   reads                               writes (one transaction)
+    POST /workflows           -                                   name guard, workflow, steps,
+                                                                  events
+    GET /workflows/{id}       workflow item (Query)               -
+    GET /workflows            `all`: one Query                    -
+    POST /workflows/{id}/steps  the partition's last item (Query)  step, workflow item's steps,
+                                                                  the 16 step counts, event
+    POST /runs                workflow item (Query)               run, its 2 events, its first
+                                                                  step's inbox entries
+    GET /runs/{id}            RUN#<id> partition (Query)          -
+    approve, reject, cancel   RUN#<id> (Query; with return=minimal  run, action, events, inbox
+                              the run item alone)                 entries left and entered; a
+                                                                  completion checks a step count
+    GET /runs                 one Query per shard of its list,    -
+                              one BatchGetItem of its runs
+    GET /inbox                one Query per inbox partition of    -
+                              each of the caller's keys, one
+                              BatchGetItem of its runs
+    GET /runs/{id}/events     EVT#runs/<id> (Query)               -
+    the sweeper               `due`: one Query per deadline shard, run (as a decision); a
+                              then each run due (Query)           reminder or escalation
+    Idempotency-Key           -                                   one conditional put of the key;
+                                                                  its response (and parts) after
+
+No boto3 here, and no rule: these functions say where an item lives.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Optional
+
+from chalicelib.storage.dynamodb.schema import (
+    DEADLINE_DUE,
+    RUNS_BY_STATUS_INDEX,
+    RUNS_BY_WORKFLOW_INDEX,
+    RUNS_BY_WORKFLOW_STATUS_INDEX,
+    RUNS_INDEX,
+)
+from chalicelib.storage.failures import unavailable
+
+Item = dict[str, dict[str, Any]]
+
+WORKFLOW_SK = "#WORKFLOW"
+NAME_SK = "#WFNAME"
+RUN_SK = "#RUN"
+STEP_PREFIX = "STEP#"
+ACTION_PREFIX = "ACT#"
+EVENT_PREFIX = "EVT#"
+IDEMPOTENCY_SK = "#IDEM"
+PART_PREFIX = "#IDEM#PART#"
+STEP_COUNT_SK = "#STEPS"
+COUNTER_SK = "#ID"
+# The partition of the `all` index that lists workflows.
+WORKFLOWS_PK = "WORKFLOWS"
+# The one counter older tables have, before each kind had its own.
+LEGACY_COUNTER_KEY = {"PK": {"S": "COUNTER"}, "SK": {"S": COUNTER_SK}}
+INBOX_PREFIX = "INBOX#"
+
+SHARDS_VARIABLE = "WORKFLOW_LIST_SHARDS"
+DEFAULT_SHARDS = 16
+# BatchGetItem reads at most 100 keys; pages hold at most 100 runs.
+MAX_SHARDS = 100
+# Deadlines take this many shards per list shard: every step change of a run
+# with a deadline moves its entry (a delete and a put), and only the sweeper,
+# once a minute, reads them all.
+DEADLINE_SHARDS_PER_SHARD = 4
+
+
+def configured_shards() -> int:
+    """WORKFLOW_LIST_SHARDS (default 16); Unavailable, logged, if it is no count.
+    It may be raised at any time (a run keeps the shard it was written to, and a
+    list reads every shard below the setting); lowering it would hide the runs
+    in the shards above it."""
+    raw = os.environ.get(SHARDS_VARIABLE, "").strip()
+    if not raw:
+        return DEFAULT_SHARDS
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_SHARDS:
+        raise unavailable(
+            f"{SHARDS_VARIABLE} is {raw!r}: set it to a whole number from 1 to {MAX_SHARDS} "
+            f"(default {DEFAULT_SHARDS}), never lower than it has been for the table"
+        )
+    return int(raw)
+
+
+# -- items ---------------------------------------------------------------------------
+
+
+def workflow_pk(workflow_id: int) -> str:
+    return f"WF#{workflow_id}"
+
+
+def run_pk(run_id: int) -> str:
+    return f"RUN#{run_id}"
+
+
+def run_id_of(pk: str) -> int:
+    """The run id of a RUN#<id> partition key."""
+    return int(pk.removeprefix("RUN#"))
+
+
+def name_pk(name: str) -> str:
+    return f"WFNAME#{name}"
+
+
+def step_sk(order: int) -> str:
+    return f"{STEP_PREFIX}{order:010d}"
+
+
+def action_sk(seq: int) -> str:
+    return f"{ACTION_PREFIX}{seq:010d}"
+
+
+def event_pk(subject: str) -> str:
+    return f"{EVENT_PREFIX}{subject}"
+
+
+def subject_of(pk: str) -> str:
+    """The subject of an EVT#<subject> partition key."""
+    return pk.removeprefix(EVENT_PREFIX)
+
+
+def event_sk(sequence: int) -> str:
+    return f"{sequence:010d}"
+
+
+def step_count_pk(workflow_id: int, copy: int) -> str:
+    return f"{workflow_pk(workflow_id)}#STEPS#{copy}"
+
+
+def counter_pk(kind: str) -> str:
+    return f"COUNTER#{kind}"
+
+
+def idempotency_pk(key: str) -> str:
+    return f"IDEM#{key}"
+
+
+def part_sk(number: int) -> str:
+    return f"{PART_PREFIX}{number:04d}"
+
+
+# -- inboxes and deadlines (the shared partitions) -------------------------------------
+
+
+def inbox_pk(principal: str, run_id: int, shards: int) -> str:
+    """The partition of `principal`'s inbox that holds run `run_id`'s entries."""
+    if principal.startswith("user:"):
+        return INBOX_PREFIX + principal
+    return f"{INBOX_PREFIX}{run_id % shards}#{principal}"
+
+
+def inbox_pks(principal: str, shards: int) -> list[str]:
+    """Every partition of `principal`'s inbox. A principal never starts with a
+    digit, so a shard's key cannot be mistaken for another principal's."""
+    if principal.startswith("user:"):
+        return [INBOX_PREFIX + principal]
+    return [f"{INBOX_PREFIX}{shard}#{principal}" for shard in range(shards)]
+
+
+def principal_of(inbox_partition: str) -> str:
+    """The principal of an unsharded inbox partition key (INBOX#<principal>)."""
+    return inbox_partition.removeprefix(INBOX_PREFIX)
+
+
+def inbox_sk(since: str, run_id: int) -> str:
+    """An inbox entry's sort key: when its run reached the step, then the run's
+    id, zero-padded so that text order is (since, id) order."""
+    return f"{since}#{run_id:016d}"
+
+
+def inbox_position(sk: str) -> tuple[str, int]:
+    """The (since, run id) an inbox entry's sort key stands for."""
+    since, run_id = sk.rsplit("#", 1)
+    return since, int(run_id)
+
+
+def deadline_pk(run_id: int, shards: int) -> str:
+    """The due index partition of a run whose deadline is still to apply."""
+    return f"{DEADLINE_DUE}#{run_id % (shards * DEADLINE_SHARDS_PER_SHARD)}"
+
+
+def deadline_pks(shards: int) -> list[str]:
+    """Every due index partition of deadlines; the first, unsharded, holds those
+    of tables from before the shards."""
+    count = shards * DEADLINE_SHARDS_PER_SHARD
+    return [DEADLINE_DUE, *(f"{DEADLINE_DUE}#{shard}" for shard in range(count))]
+
+
+# -- the run lists -----------------------------------------------------------------------
+
+
+def _workflow_part(workflow_id: int) -> str:
+    return f"WF#{workflow_id}"
+
+
+def status_keys(run_id: int, workflow_id: int, status: str, shards: int) -> Item:
+    """A run's index keys that follow its status."""
+    shard = run_id % shards
+    return {
+        "status_runs_pk": {"S": f"{status}#{shard}"},
+        "workflow_status_runs_pk": {"S": f"{_workflow_part(workflow_id)}#{status}#{shard}"},
+    }
+
+
+def run_keys(run_id: int, workflow_id: int, status: str, shards: int) -> Item:
+    """Every index key of a run: what puts it into each of the four run lists."""
+    shard = run_id % shards
+    return {
+        "runs_pk": {"S": f"RUNS#{shard}"},
+        "workflow_runs_pk": {"S": f"{_workflow_part(workflow_id)}#{shard}"},
+        **status_keys(run_id, workflow_id, status, shards),
+    }
+
+
+def partitions(
+    workflow_id: Optional[int], status: Optional[str], shards: int
+) -> tuple[str, list[str]]:
+    """The index and its partitions (one per shard) that list the runs of
+    `workflow_id` and `status` (None: any)."""
+    if workflow_id is not None and status is not None:
+        index, prefix = RUNS_BY_WORKFLOW_STATUS_INDEX, f"{_workflow_part(workflow_id)}#{status}"
+    elif workflow_id is not None:
+        index, prefix = RUNS_BY_WORKFLOW_INDEX, _workflow_part(workflow_id)
+    elif status is not None:
+        index, prefix = RUNS_BY_STATUS_INDEX, status
+    else:
+        index, prefix = RUNS_INDEX, "RUNS"
+    return index, [f"{prefix}#{shard}" for shard in range(shards)]

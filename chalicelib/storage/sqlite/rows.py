@@ -1,0 +1,135 @@
+"""SQLite rows <-> records: the columns each read names, and what they make.
+
+A run's row is the run, its current step (with that step's rules) and its
+workflow's policy, joined: RUN_COLUMNS from RUN_FROM. A run's state as the
+columns of workflow_runs hold it is `run_state`, so that a change writes the
+columns it changed and no other.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from chalicelib.domain.models import Deadline, Policy, Run, Step, Workflow
+
+STEP_COLUMNS = (
+    "id, workflow_id, name, step_order, approvers, required_approvals, "
+    "deadline_seconds, on_deadline, escalate_to"
+)
+WORKFLOW_COLUMNS = (
+    "w.id, w.name, w.description, w.created_at, "
+    "w.allow_self_approval, w.distinct_approvers, w.reject_requires_comment"
+)
+RUN_COLUMNS = (
+    "r.id, r.workflow_id, r.title, r.status, r.created_at, r.updated_at, "
+    "s.id, s.workflow_id, s.name, s.step_order, s.approvers, s.required_approvals, "
+    "s.deadline_seconds, s.on_deadline, s.escalate_to, "
+    "r.requested_by, r.head_hash, r.approved_by, r.current_step_since, "
+    "w.allow_self_approval, w.distinct_approvers, w.reject_requires_comment, r.approvers, "
+    "r.current_step_due_at, r.deadline_passed"
+)
+# A run's row: the run, its current step and its workflow's policy, joined.
+RUN_FROM = (
+    "workflow_runs r LEFT JOIN workflow_steps s ON s.id = r.current_step_id "
+    "JOIN workflows w ON w.id = r.workflow_id"
+)
+# Columns after the first RUN_COLUMNS in a run's row with its actions.
+ACTIONS_FROM = 25
+
+
+def listed_run(row: tuple[Any, ...]) -> Run:
+    """A run from a row that starts with RUN_COLUMNS, without its actions."""
+    current = step(row[6:15]) if row[6] is not None else None
+    return Run(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        current,
+        row[4],
+        row[5],
+        (),
+        row[15],
+        row[16],
+        strings(row[17]),
+        row[18],
+        Policy(*map(bool, row[19:22])),
+        strings(row[22]),
+        current_step_due_at=row[23],
+        deadline_passed=bool(row[24]),
+    )
+
+
+def step(row: Sequence[Any]) -> Step:
+    """A step from a row of STEP_COLUMNS."""
+    step_id, workflow_id, name, order, approvers, required, seconds, action, escalate_to = row
+    deadline = (
+        Deadline(seconds, action, strings(escalate_to or "[]")) if seconds is not None else None
+    )
+    return Step(step_id, workflow_id, name, order, strings(approvers), required, deadline)
+
+
+def workflow(row: Sequence[Any], steps: tuple[Step, ...]) -> Workflow:
+    """A workflow from a row of WORKFLOW_COLUMNS, and its steps."""
+    return Workflow(row[0], row[1], row[2], row[3], steps, Policy(*map(bool, row[4:7])))
+
+
+def step_values(step: Step) -> tuple[object, ...]:
+    """A step's columns after its id, in STEP_COLUMNS's order."""
+    deadline = step.deadline
+    return (
+        step.workflow_id,
+        step.name,
+        step.step_order,
+        as_json(step.approvers),
+        step.required_approvals,
+        deadline.seconds if deadline else None,
+        deadline.action if deadline else None,
+        as_json(deadline.escalate_to) if deadline else None,
+    )
+
+
+def run_state(run: Run) -> dict[str, object]:
+    """What workflow_runs holds of a run besides what never changes (its id,
+    workflow, title, requester and creation)."""
+    return {
+        "status": run.status,
+        "current_step_id": run.current_step_id,
+        "updated_at": run.updated_at,
+        "head_hash": run.head_hash,
+        "approved_by": as_json(run.current_step_approved_by),
+        "approvers": as_json(run.approvers),
+        "current_step_since": run.current_step_since,
+        "current_step_due_at": run.current_step_due_at,
+        "deadline_passed": int(run.deadline_passed),
+    }
+
+
+def changed_state(before: Run, after: Run) -> dict[str, object]:
+    """The columns whose value `after` changes. Only those are set: SQLite
+    rewrites the entries of every index on a column that SET names, even to
+    the value it had, and the run lists index status twice."""
+    was = run_state(before)
+    return {name: value for name, value in run_state(after).items() if was[name] != value}
+
+
+# Arrays of names as stored: compact, not ASCII-escaped. One encoder for the
+# process, not one per call as json.dumps with options builds.
+_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
+def as_json(values: Sequence[str]) -> str:
+    return "[]" if not values else _encode(list(values))
+
+
+def strings(stored: str) -> tuple[str, ...]:
+    """A stored array of names; most are empty, which needs no parsing."""
+    return () if stored == "[]" else tuple(json.loads(stored))
+
+
+def last_id(cursor: sqlite3.Cursor) -> int:
+    assert cursor.lastrowid is not None
+    return cursor.lastrowid
