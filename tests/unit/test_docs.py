@@ -1,8 +1,11 @@
-"""The documentation's shape, without a server: every page's examples follow
-the convention the local tier runs them by (tests/support/doc_examples.py)."""
+"""The documentation's shape, without a server: the README stays a door, every
+page's examples follow the convention the local tier runs them by
+(tests/support/doc_examples.py), links lead somewhere, every setting is
+documented, and BENCHMARKS.md stays what `make bench` writes."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -12,10 +15,92 @@ from tests.support.doc_examples import AnyValue, Arr, Exact, Obj, PageError, Res
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 README = PROJECT_DIR / "README.md"
+PAGES = [README, PROJECT_DIR / "BENCHMARKS.md", *sorted((PROJECT_DIR / "docs").rglob("*.md"))]
+# Linked before they are written: docs/architecture.md comes with the layers it describes.
+TO_COME = {PROJECT_DIR / "docs" / "architecture.md"}
 
 
 def name(path: Path) -> str:
     return str(path.relative_to(PROJECT_DIR))
+
+
+# -- the README --------------------------------------------------------------------
+
+
+def test_the_readme_is_read_in_five_minutes() -> None:
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 250
+
+
+def test_the_readme_names_the_two_commands() -> None:
+    text = README.read_text(encoding="utf-8")
+    assert re.search(r"^make run\b", text, re.MULTILINE)
+    assert re.search(r"^make test\b", text, re.MULTILINE)
+
+
+# -- links -------------------------------------------------------------------------
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def anchors(path: Path) -> set[str]:
+    """The anchors of a page's headings, as GitHub makes them."""
+    found = set()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            found.add(re.sub(r"\s", "-", re.sub(r"[^\w\s-]", "", title)))
+    return found
+
+
+@pytest.mark.parametrize("page", PAGES, ids=name)
+def test_every_link_leads_somewhere(page: Path) -> None:
+    broken = []
+    for target in LINK.findall(page.read_text(encoding="utf-8")):
+        if re.match(r"[a-z]+:", target):
+            continue  # https:, mailto:
+        file, _, anchor = target.partition("#")
+        path = (page.parent / file).resolve() if file else page
+        if path in TO_COME:
+            continue
+        if not path.exists() or (path.suffix == ".md" and anchor not in anchors(path) | {""}):
+            broken.append(target)
+    assert not broken
+
+
+# -- configuration -----------------------------------------------------------------
+
+
+def test_every_setting_is_in_the_configuration_page() -> None:
+    """Every WORKFLOW_ variable the code reads, and every variable of the Makefile."""
+    page = (PROJECT_DIR / "docs" / "configuration.md").read_text(encoding="utf-8")
+    sources = [PROJECT_DIR / "app.py", *PROJECT_DIR.glob("chalicelib/**/*.py")]
+    sources += PROJECT_DIR.glob("scripts/*.py")
+    read = {
+        variable
+        for source in sources
+        for variable in re.findall(r"\"(WORKFLOW_[A-Z_]+)\"", source.read_text(encoding="utf-8"))
+    }
+    makefile = (PROJECT_DIR / "Makefile").read_text(encoding="utf-8")
+    read |= set(re.findall(r"^([A-Z_]+) \?=", makefile, re.MULTILINE))
+    assert read
+    assert not {variable for variable in read if f"`{variable}`" not in page}
+
+
+# -- BENCHMARKS.md -----------------------------------------------------------------
+
+
+def test_benchmarks_md_is_the_goals_and_figures_make_bench_writes() -> None:
+    """bench/run.py rewrites what lies between the markers and keeps the rest:
+    the rest is a heading and a link, the narrative lives in docs/performance.md."""
+    text = (PROJECT_DIR / "BENCHMARKS.md").read_text(encoding="utf-8")
+    assert text.count("<!-- bench:begin -->") == text.count("<!-- bench:end -->") == 1
+    head, _, rest = text.partition("<!-- bench:begin -->")
+    figures, _, tail = rest.partition("<!-- bench:end -->")
+    assert "docs/performance.md" in head
+    assert len(head.splitlines()) <= 12
+    assert "### Goals" in figures
+    assert tail.strip() == ""
 
 
 # -- the examples' convention ------------------------------------------------------
