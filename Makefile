@@ -2,7 +2,7 @@
 # `make test-fast` is the inner loop; `make lint` is ruff and mypy.
 # DynamoDB: `make dynamodb-table`, `make run-dynamodb`, `make package`, `make scan` (docs/deploy.md),
 # `make audit-chain` once on a table with history from before the audit chain, and
-# `make inbox-backfill` once on one with runs in progress from before the inbox (README);
+# `make inbox-backfill` once on one with runs in progress from before the inbox (docs/storage.md);
 # `make list-indexes` on a table from before the sharded run lists (docs/deploy.md).
 # `make bench` runs the benchmarks (bench/) and writes their figures into BENCHMARKS.md.
 # `make screenshots` writes the approvers' page's screenshots into docs/screenshots/.
@@ -89,7 +89,7 @@ screenshots: $(VENV)/.dev browser
 test-fast: $(VENV)/.dev
 	$(BIN)/python -m pytest -q $(XDIST) -m "unit or contract or api"
 
-# A development token for WORKFLOW_AUTH=jwt with WORKFLOW_JWT_SECRET (README, "Verified callers").
+# A development token for WORKFLOW_AUTH=jwt with WORKFLOW_JWT_SECRET (docs/auth.md).
 USER ?=
 GROUPS ?=
 token: $(VENV)/.serve
@@ -101,7 +101,7 @@ dynamodb-table: $(VENV)/.serve
 	WORKFLOW_TABLE=$(WORKFLOW_TABLE) $(BIN)/python scripts/create_table.py
 
 # Chains the history WORKFLOW_TABLE recorded before the audit chain existed,
-# once (README, "The audit trail"); safe to repeat, and beside live traffic.
+# once (docs/audit.md); safe to repeat, and beside live traffic.
 audit-chain: $(VENV)/.serve
 	WORKFLOW_TABLE=$(WORKFLOW_TABLE) $(BIN)/python scripts/backfill_audit_chain.py
 

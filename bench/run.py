@@ -1,10 +1,12 @@
-"""Run the four benchmarks, each in a fresh process, and write their figures into BENCHMARKS.md.
+"""Run the five benchmarks, each in a fresh process, and write their figures into BENCHMARKS.md.
 
-    .venv/bin/python -m bench.run            # all four (`make bench`)
+    .venv/bin/python -m bench.run            # all five (`make bench`)
     .venv/bin/python -m bench.run scale      # some of them; BENCHMARKS.md is left alone
 
-Only the part of BENCHMARKS.md between the `bench:begin` and `bench:end` markers
-is rewritten; the notes around it are kept.
+BENCHMARKS.md holds the goals and the figures; what they mean, and what was
+learnt from them, is docs/performance.md, which this never writes. Only the
+part of BENCHMARKS.md between the `bench:begin` and `bench:end` markers is
+rewritten; its heading and the link above them are kept.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The audit chain on its own: hashes as the README defines them, and what
+"""The audit chain on its own: hashes as docs/audit.md defines them, and what
 verifying says of every way a history can be tampered with."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ LATER = "2026-11-29T09:31:12.004Z"
 STEPS = tuple(
     Step(i, 1, name, i) for i, name in enumerate(("Manager", "Finance", "CFO", "Board"), 1)
 )
-# The README's worked example, pinned: its hashes are the contract.
+# docs/audit.md's worked example, pinned: its hashes are the contract.
 EXAMPLE_GENESIS = "a9640e487b6a12e5cccd45b5d19e36828718927c9c4839df82506fe56d10bc67"
 EXAMPLE_FIRST = "b750c692197dee62b8ee35909ffe32f6d6d5860d89925ecc5757f8d16eb39f76"
 
@@ -291,10 +291,9 @@ def test_the_verifier_answers_2_to_a_wrong_command_line(
 
 
 def readme_verifier() -> str:
-    """The Python verifier the README shows auditors, as it shows it."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## The audit trail", 1)[1]
-    return section.split("```python\n", 1)[1].split("```", 1)[0]
+    """The Python verifier docs/audit.md shows auditors, as it shows it."""
+    page = Path(__file__).resolve().parents[2] / "docs" / "audit.md"
+    return page.read_text(encoding="utf-8").split("```python\n", 1)[1].split("```", 1)[0]
 
 
 @pytest.mark.parametrize(
