@@ -1,7 +1,8 @@
 """The documentation's shape, without a server: the README stays a door, every
 page's examples follow the convention the local tier runs them by
 (tests/support/doc_examples.py), links lead somewhere, every setting is
-documented, and BENCHMARKS.md stays what `make bench` writes."""
+documented, BENCHMARKS.md stays what `make bench` writes, and the architecture
+page's access patterns are the DynamoDB keys module's."""
 
 from __future__ import annotations
 
@@ -16,8 +17,6 @@ from tests.support.doc_examples import AnyValue, Arr, Exact, Obj, PageError, Res
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 README = PROJECT_DIR / "README.md"
 PAGES = [README, PROJECT_DIR / "BENCHMARKS.md", *sorted((PROJECT_DIR / "docs").rglob("*.md"))]
-# Linked before they are written: docs/architecture.md comes with the layers it describes.
-TO_COME = {PROJECT_DIR / "docs" / "architecture.md"}
 
 
 def name(path: Path) -> str:
@@ -61,8 +60,6 @@ def test_every_link_leads_somewhere(page: Path) -> None:
             continue  # https:, mailto:
         file, _, anchor = target.partition("#")
         path = (page.parent / file).resolve() if file else page
-        if path in TO_COME:
-            continue
         if not path.exists() or (path.suffix == ".md" and anchor not in anchors(path) | {""}):
             broken.append(target)
     assert not broken
@@ -227,3 +224,18 @@ def test_what_differs_from_the_page_is_said(shown: str, value: object, problem: 
 def test_dots_are_a_value_an_item_or_members() -> None:
     assert doc_examples.parse_pattern('{"a": ..., ...}') == Obj((("a", AnyValue()),), open=True)
     assert doc_examples.parse_pattern("[1, ...]") == Arr((Exact(1), Rest()))
+
+
+# -- the architecture ------------------------------------------------------------------
+
+
+def test_the_access_patterns_of_the_architecture_page_are_those_of_the_keys_module() -> None:
+    """One table, kept in the module beside the keys it names and shown on the page."""
+    from chalicelib.storage.dynamodb import keys
+
+    assert keys.__doc__ is not None
+    in_code = keys.__doc__.split("Access patterns: what each request reads and writes.\n\n")[1]
+    in_code = in_code.split("\n\n")[0]
+    page = (PROJECT_DIR / "docs" / "architecture.md").read_text(encoding="utf-8")
+    shown = page.split("<!-- access-patterns:begin -->\n```\n")[1].split("```\n<!--")[0]
+    assert [line.removeprefix("    ") for line in in_code.splitlines()] == shown.splitlines()
