@@ -145,14 +145,10 @@ def _decided(run: Run, chosen: Decision) -> RunChange:
     told = _prepared(events.decided(run, chosen, after))
     if chosen.stays:
         return RunChange(run, after, entry, told)
+    # Positional, as every record on this path: keywords take a slower constructor.
+    last = step.step_order if after.status == COMPLETED else None
     return RunChange(
-        run,
-        after,
-        entry,
-        told,
-        leaves=decision.awaited_by(run),
-        enters=decision.awaited_by(after),
-        last_step_order=step.step_order if after.status == COMPLETED else None,
+        run, after, entry, told, decision.awaited_by(run), decision.awaited_by(after), last
     )
 
 

@@ -356,21 +356,27 @@ class SQLiteStorage:
         before, after = change.before, change.after
         sets = rows.changed_state(before, after)
         assert sets, "every change moves the run's head or its deadline"
+        guard = "id = ? AND head_hash IS ? AND deadline_passed = ?"
+        guarded: tuple[object, ...] = (before.id, before.head_hash, int(before.deadline_passed))
+        if change.last_step_order is not None:
+            # A completion, computed from its workflow's steps as read: none
+            # after the one decided (a step appended since: the run goes on to it).
+            guard += (
+                " AND NOT EXISTS (SELECT 1 FROM workflow_steps "
+                "WHERE workflow_id = ? AND step_order > ?)"
+            )
+            guarded += (before.workflow_id, change.last_step_order)
         with self._write() as conn:
             # The guard: the run as it was read. The head moves with every
             # action, the deadline's state with its remind or escalate: only
             # one change can be computed from a given state and written.
             moved = conn.execute(
                 f"UPDATE workflow_runs SET {', '.join(f'{name} = ?' for name in sets)} "
-                "WHERE id = ? AND head_hash IS ? AND deadline_passed = ?",
-                (*sets.values(), before.id, before.head_hash, int(before.deadline_passed)),
+                f"WHERE {guard}",
+                (*sets.values(), *guarded),
             ).rowcount
             if moved != 1:
                 raise errors.LostWrite()
-            if change.last_step_order is not None and _has_step_after(
-                conn, before.workflow_id, change.last_step_order
-            ):
-                raise errors.LostWrite()  # a step was appended since: the run goes on to it
             action_id = 0
             if change.action is not None:
                 action = change.action
@@ -389,11 +395,7 @@ class SQLiteStorage:
                         ),
                     )
                 )
-            conn.executemany(
-                "DELETE FROM run_inbox WHERE principal = ? AND since = ? AND run_id = ?",
-                [(key, before.current_step_since, before.id) for key in change.leaves],
-            )
-            _enter_inboxes(conn, after, change.enters)
+            _move_in_inboxes(conn, change)
             _record_events(conn, change.events)
         return change.recorded(action_id)
 
@@ -534,22 +536,43 @@ def _insert_step(conn: sqlite3.Connection, step: Step) -> None:
     )
 
 
-def _has_step_after(conn: sqlite3.Connection, workflow_id: int, order: int) -> bool:
-    return (
-        conn.execute(
-            "SELECT 1 FROM workflow_steps WHERE workflow_id = ? AND step_order > ? LIMIT 1",
-            (workflow_id, order),
-        ).fetchone()
-        is not None
-    )
-
-
 def _enter_inboxes(conn: sqlite3.Connection, run: Run, keys: Sequence[str]) -> None:
     """The run's rows in the inboxes of `keys`, at when it reached its step."""
-    conn.executemany(
+    _each(
+        conn,
         "INSERT INTO run_inbox (principal, since, run_id) VALUES (?, ?, ?)",
         [(key, run.current_step_since, run.id) for key in keys],
     )
+
+
+def _move_in_inboxes(conn: sqlite3.Connection, change: RunChange) -> None:
+    """The run's rows out of the inboxes the change leaves and into those it
+    enters; an inbox it stays in (the next step's approvers are the last's)
+    has its row moved to when the run reached its new step, in one statement."""
+    before, after = change.before, change.after
+    stays = [key for key in change.leaves if key in change.enters]
+    was, now = before.current_step_since, after.current_step_since
+    if was != now:
+        _each(
+            conn,
+            "UPDATE run_inbox SET since = ? WHERE principal = ? AND since = ? AND run_id = ?",
+            [(now, key, was, before.id) for key in stays],
+        )
+    _each(
+        conn,
+        "DELETE FROM run_inbox WHERE principal = ? AND since = ? AND run_id = ?",
+        [(key, was, before.id) for key in change.leaves if key not in stays],
+    )
+    _enter_inboxes(conn, after, [key for key in change.enters if key not in stays])
+
+
+def _each(conn: sqlite3.Connection, sql: str, rows: Sequence[tuple[object, ...]]) -> None:
+    """`sql` for each of `rows`: most steps name one principal, for which a
+    plain execute costs less than executemany's setup."""
+    if len(rows) == 1:
+        conn.execute(sql, rows[0])
+    elif rows:
+        conn.executemany(sql, rows)
 
 
 def _record_events(

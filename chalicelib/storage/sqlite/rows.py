@@ -2,8 +2,8 @@
 
 A run's row is the run, its current step (with that step's rules) and its
 workflow's policy, joined: RUN_COLUMNS from RUN_FROM. A run's state as the
-columns of workflow_runs hold it is `run_state`, so that a change writes the
-columns it changed and no other.
+columns of workflow_runs hold it changes as `changed_state` says, so that a
+change writes the columns it changed and no other.
 """
 
 from __future__ import annotations
@@ -92,28 +92,31 @@ def step_values(step: Step) -> tuple[object, ...]:
     )
 
 
-def run_state(run: Run) -> dict[str, object]:
-    """What workflow_runs holds of a run besides what never changes (its id,
-    workflow, title, requester and creation)."""
-    return {
-        "status": run.status,
-        "current_step_id": run.current_step_id,
-        "updated_at": run.updated_at,
-        "head_hash": run.head_hash,
-        "approved_by": as_json(run.current_step_approved_by),
-        "approvers": as_json(run.approvers),
-        "current_step_since": run.current_step_since,
-        "current_step_due_at": run.current_step_due_at,
-        "deadline_passed": int(run.deadline_passed),
-    }
-
-
 def changed_state(before: Run, after: Run) -> dict[str, object]:
-    """The columns whose value `after` changes. Only those are set: SQLite
-    rewrites the entries of every index on a column that SET names, even to
-    the value it had, and the run lists index status twice."""
-    was = run_state(before)
-    return {name: value for name, value in run_state(after).items() if was[name] != value}
+    """The columns of workflow_runs whose value `after` changes (its id,
+    workflow, title, requester and creation never do). Only those are set:
+    SQLite rewrites the entries of every index on a column that SET names,
+    even to the value it had, and the run lists index status twice."""
+    changed: dict[str, object] = {}
+    if after.status != before.status:
+        changed["status"] = after.status
+    if after.current_step_id != before.current_step_id:
+        changed["current_step_id"] = after.current_step_id
+    if after.updated_at != before.updated_at:
+        changed["updated_at"] = after.updated_at
+    if after.head_hash != before.head_hash:
+        changed["head_hash"] = after.head_hash
+    if after.current_step_approved_by != before.current_step_approved_by:
+        changed["approved_by"] = as_json(after.current_step_approved_by)
+    if after.approvers != before.approvers:
+        changed["approvers"] = as_json(after.approvers)
+    if after.current_step_since != before.current_step_since:
+        changed["current_step_since"] = after.current_step_since
+    if after.current_step_due_at != before.current_step_due_at:
+        changed["current_step_due_at"] = after.current_step_due_at
+    if after.deadline_passed != before.deadline_passed:
+        changed["deadline_passed"] = int(after.deadline_passed)
+    return changed
 
 
 # Arrays of names as stored: compact, not ASCII-escaped. One encoder for the

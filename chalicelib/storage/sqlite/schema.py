@@ -201,13 +201,14 @@ def _add_inboxes(conn: sqlite3.Connection, upgrades: Optional[Upgrades]) -> None
     its step (the rules name them: chalicelib/domain/decision.py's awaited_by),
     kept by the write that moves the run; the runs already waiting get theirs,
     computed by the rules. The index the inbox walked before, runs in progress
-    by when they reached their step, has no reader left."""
+    by when they reached their step, has no reader left. The rows are found by
+    their whole key, which the change that moves a run names: no index on
+    run_id is kept (runs are never deleted), so a move writes one B-tree."""
     conn.execute(
         "CREATE TABLE run_inbox (principal TEXT NOT NULL, since TEXT NOT NULL, "
         "run_id INTEGER NOT NULL REFERENCES workflow_runs(id) ON DELETE CASCADE, "
         "PRIMARY KEY (principal, since, run_id)) WITHOUT ROWID"
     )
-    conn.execute("CREATE INDEX run_inbox_run ON run_inbox(run_id)")
     conn.execute("DROP INDEX IF EXISTS workflow_runs_waiting")
     waiting = conn.execute(
         "SELECT r.id, r.workflow_id, r.title, r.created_at, r.updated_at, r.current_step_since, "
