@@ -14,7 +14,7 @@ from chalice.app import Chalice, CloudWatchEvent, DynamoDBEvent, Rate, Response,
 
 from chalicelib import engine
 from chalicelib.api import access_log, http, identity, representations, validation
-from chalicelib.domain.models import Event, Page, Run, RunAudit, Step, Workflow
+from chalicelib.domain.models import Event, Page, Permissions, Run, RunAudit, Step, Workflow
 from chalicelib.storage import Backend
 
 app = Chalice(app_name="approval-workflows")
@@ -104,6 +104,17 @@ def get_run(run_id: str) -> Run:
 @api.answers(200)
 def audit_run(run_id: str) -> RunAudit:
     return engine.audit_run(get_storage(), validation.path_id(run_id, "Run"))
+
+
+@app.route("/runs/{run_id}/permissions", methods=["GET"])
+@api.answers(200)
+def run_permissions(run_id: str) -> Permissions:
+    rid = validation.path_id(run_id, "Run")
+    caller = api.caller()
+    query = validation.caller_query(api.query(), verified=caller is not None)
+    actor = identity.actor_of(caller, query.actor)
+    groups = caller.groups if caller is not None else query.groups
+    return engine.permissions(get_storage(), rid, actor, groups, admin=identity.is_admin(caller))
 
 
 @app.route("/runs/{run_id}/events", methods=["GET"])

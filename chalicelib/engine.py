@@ -27,6 +27,7 @@ from chalicelib.domain.models import (
     Event,
     Listed,
     Page,
+    Permissions,
     Policy,
     Run,
     RunAudit,
@@ -229,6 +230,19 @@ def _decide(
         except errors.LostWrite:
             continue
     raise errors.Unavailable("Too many decisions on this run at once; retry shortly")
+
+
+def permissions(
+    storage: Storage, run_id: int, actor: str, groups: frozenset[str], admin: bool = False
+) -> Permissions:
+    """What `actor` (a member of `groups`, an administrator or not) may do with
+    the run now, and why not where they may not: the rule the decision routes
+    and the inbox apply (decision.refusal)."""
+    run = storage.get_run(run_id, history=False)
+    refusals = tuple(
+        decision.refusal(run, action, actor, groups, admin) for action in decision.ACTIONS
+    )
+    return Permissions(run.id, run.workflow_id, actor, refusals)
 
 
 def inbox(

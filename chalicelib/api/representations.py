@@ -11,10 +11,20 @@ import json
 from collections.abc import Callable
 from typing import Any, Union
 
-from chalicelib.domain.models import Action, Event, Page, Run, RunAudit, Step, Workflow
+from chalicelib.domain.decision import ACTIONS
+from chalicelib.domain.models import (
+    Action,
+    Event,
+    Page,
+    Permissions,
+    Run,
+    RunAudit,
+    Step,
+    Workflow,
+)
 from chalicelib.domain.shapes import step_shape, workflow_shape
 
-Answer = Union[Workflow, Step, Run, Action, RunAudit, "Page[Any]"]
+Answer = Union[Workflow, Step, Run, Action, RunAudit, Permissions, "Page[Any]"]
 
 
 def listed_run(run: Run) -> dict[str, Any]:
@@ -67,6 +77,21 @@ def audit_shape(audit: RunAudit) -> dict[str, Any]:
     }
 
 
+def permissions_shape(permissions: Permissions) -> dict[str, Any]:
+    return {
+        "run_id": permissions.run_id,
+        "actor": permissions.actor,
+        **{
+            action: {
+                "allowed": refused is None,
+                "reason": refused.code if refused else None,
+                "message": refused.message if refused else None,
+            }
+            for action, refused in zip(ACTIONS, permissions.refusals, strict=True)
+        },
+    }
+
+
 def listed_event(event: Event) -> dict[str, Any]:
     """The event as it was delivered: its CloudEvent."""
     envelope: dict[str, Any] = json.loads(event.body)
@@ -92,6 +117,7 @@ _SHAPES: dict[type, Callable[[Any], dict[str, Any]]] = {
     Step: step_shape,
     Run: run_shape,
     RunAudit: audit_shape,
+    Permissions: permissions_shape,
     Page: page_shape,
 }
 
@@ -109,6 +135,6 @@ def about(answer: Answer) -> dict[str, int]:
         return {"workflow_id": answer.workflow_id}
     if isinstance(answer, Run):
         return {"workflow_id": answer.workflow_id, "run_id": answer.id}
-    if isinstance(answer, RunAudit):
+    if isinstance(answer, (RunAudit, Permissions)):
         return {"workflow_id": answer.workflow_id, "run_id": answer.run_id}
     return {}

@@ -83,6 +83,12 @@ class InboxQuery(Record):
     cursor: Optional[str]
 
 
+class CallerQuery(Record):
+    # Asserted in `none` mode; None where the token says who calls.
+    actor: Optional[str]
+    groups: frozenset[str]
+
+
 class WorkflowQuery(Record):
     limit: int
     cursor: Optional[str]
@@ -376,14 +382,31 @@ def inbox_query(query: Mapping[str, Any], verified: bool) -> InboxQuery:
         params = _query(query, ("limit", "cursor"))
         return InboxQuery(None, frozenset(), _limit(params), params.get("cursor"))
     params = _query(query, ("actor", "group", "limit", "cursor"), repeatable=("group",))
+    actor, groups = _asserted_caller(params, query)
+    return InboxQuery(actor, groups, _limit(params), params.get("cursor"))
+
+
+def caller_query(query: Mapping[str, Any], verified: bool) -> CallerQuery:
+    """GET /runs/{id}/permissions: nothing where the token says who calls; in
+    `none` mode actor (required) and group (repeated), as the inbox takes them."""
+    if verified:
+        _query(query, ())
+        return CallerQuery(None, frozenset())
+    params = _query(query, ("actor", "group"), repeatable=("group",))
+    return CallerQuery(*_asserted_caller(params, query))
+
+
+def _asserted_caller(
+    params: Mapping[str, str], query: Mapping[str, Any]
+) -> tuple[str, frozenset[str]]:
+    """The actor (required) and the groups a `none` mode query names."""
     if params.get("actor") is None:
         raise errors.InvalidInput("Missing required query parameter 'actor'")
     actor = _text(params, "actor", MAX_ACTOR)
     named = _repeated(query, "group")
     if len(named) > MAX_GROUPS:
         raise errors.InvalidInput(f"Give at most {MAX_GROUPS} 'group' parameters")
-    groups = frozenset(_text({"group": group}, "group", MAX_ACTOR) for group in named)
-    return InboxQuery(actor, groups, _limit(params), params.get("cursor"))
+    return actor, frozenset(_text({"group": group}, "group", MAX_ACTOR) for group in named)
 
 
 def _query(
@@ -393,7 +416,7 @@ def _query(
     unknown = sorted(set(query) - set(allowed))
     if unknown:
         raise errors.InvalidInput(
-            f"Unknown query parameter {unknown[0]!r}; allowed: {', '.join(allowed)}"
+            f"Unknown query parameter {unknown[0]!r}; allowed: {', '.join(allowed) or 'none'}"
         )
     params: dict[str, str] = {}
     for name in query:

@@ -37,6 +37,7 @@ from chalicelib.domain.models import (
     REJECTED,
     USER_PREFIX,
     Decision,
+    Refusal,
     Run,
     Step,
 )
@@ -78,43 +79,87 @@ def approved_another_step(run: Run, actor: str) -> bool:
     return actor in run.approvers and actor not in run.current_step_approved_by
 
 
+RUN_NOT_IN_PROGRESS = "run_not_in_progress"
+NOT_AN_APPROVER = "not_an_approver"
+REQUESTER_MAY_NOT_DECIDE = "requester_may_not_decide"
+ALREADY_APPROVED_THIS_STEP = "already_approved_this_step"
+APPROVED_ANOTHER_STEP = "approved_another_step"
+NOT_THE_REQUESTER = "not_the_requester"
+REASONS = (
+    RUN_NOT_IN_PROGRESS,
+    NOT_AN_APPROVER,
+    REQUESTER_MAY_NOT_DECIDE,
+    ALREADY_APPROVED_THIS_STEP,
+    APPROVED_ANOTHER_STEP,
+    NOT_THE_REQUESTER,
+)
+# What GET /runs/{id}/permissions answers for, in its order.
+ACTIONS = (APPROVE, REJECT, CANCEL)
+
+
+def refusal(
+    run: Run, action: str, actor: str, groups: frozenset[str], admin: bool = False
+) -> Optional[Refusal]:
+    """Why `actor` (a member of `groups`, an administrator or not) may not
+    `action` the run now under its rules; None if they may. The one rule the
+    decision routes, the inbox and the permissions answer all apply."""
+    step = run.current_step
+    if run.status != IN_PROGRESS or step is None:
+        return Refusal(RUN_NOT_IN_PROGRESS, NOT_IN_PROGRESS, conflict=True)
+    if action == CANCEL:
+        if run.requested_by is not None and actor != run.requested_by and not admin:
+            return Refusal(
+                NOT_THE_REQUESTER,
+                f"Only the run's requester ({run.requested_by!r}) or an administrator may "
+                "cancel it",
+            )
+        return None
+    escalated_to = run.current_step_escalated_to
+    if not admits(step, actor, groups, escalated_to):
+        who = ", ".join((*step.approvers, *escalated_to))
+        return Refusal(
+            NOT_AN_APPROVER, f"{actor!r} may not decide step {step.name!r}: only {who} may"
+        )
+    if not run.policy.allow_self_approval and actor == run.requested_by:
+        return Refusal(
+            REQUESTER_MAY_NOT_DECIDE,
+            f"{actor!r} requested this run and may not approve or reject it: its workflow "
+            "does not allow self-approval",
+        )
+    if action != APPROVE:
+        return None
+    if run.policy.distinct_approvers and approved_another_step(run, actor):
+        return Refusal(
+            APPROVED_ANOTHER_STEP,
+            f"{actor!r} already approved another step of this run: its workflow requires "
+            "distinct approvers",
+        )
+    if actor in run.current_step_approved_by:
+        return Refusal(
+            ALREADY_APPROVED_THIS_STEP,
+            f"{actor!r} already approved step {step.name!r} of this run",
+            conflict=True,
+        )
+    return None
+
+
 def check_decider(
     run: Run, action: str, actor: str, groups: frozenset[str], comment: str = ""
 ) -> None:
     """Forbidden unless `actor` (a member of `groups`) may `action` the run's
     current step under its rules; InvalidInput for a rejection without the
     reason its workflow requires; Conflict for an approval given twice."""
-    step = run.current_step
-    assert step is not None, "step_to_decide comes first"
-    escalated_to = run.current_step_escalated_to
-    if not admits(step, actor, groups, escalated_to):
-        who = ", ".join((*step.approvers, *escalated_to))
-        raise errors.Forbidden(f"{actor!r} may not decide step {step.name!r}: only {who} may")
-    if not run.policy.allow_self_approval and actor == run.requested_by:
-        raise errors.Forbidden(
-            f"{actor!r} requested this run and may not approve or reject it: its workflow "
-            "does not allow self-approval"
-        )
-    if action == APPROVE and run.policy.distinct_approvers and approved_another_step(run, actor):
-        raise errors.Forbidden(
-            f"{actor!r} already approved another step of this run: its workflow requires "
-            "distinct approvers"
-        )
+    assert run.current_step is not None, "step_to_decide comes first"
+    refused = refusal(run, action, actor, groups)
+    if refused is not None:
+        raise refused.error()
     if action == REJECT and run.policy.reject_requires_comment and is_blank(comment):
         raise errors.InvalidInput("This workflow requires a comment that says why it is rejected")
-    if action == APPROVE and actor in run.current_step_approved_by:
-        raise errors.Conflict(f"{actor!r} already approved step {step.name!r} of this run")
 
 
 def awaits(run: Run, actor: str, groups: frozenset[str]) -> bool:
     """Whether `run` waits for a decision `actor` may make now: the inbox's rule."""
-    if run.status != IN_PROGRESS or run.current_step is None:
-        return False
-    try:
-        check_decider(run, APPROVE, actor, groups)
-    except (errors.Forbidden, errors.Conflict):
-        return False
-    return True
+    return refusal(run, APPROVE, actor, groups) is None
 
 
 def awaited_by(run: Run) -> tuple[str, ...]:
@@ -140,10 +185,9 @@ def check_canceller(run: Run, actor: str, admin: bool) -> None:
     """Conflict if the run has ended; Forbidden unless `actor` requested it, or
     nobody is named as its requester, or the caller is an administrator."""
     step_to_decide(run)
-    if run.requested_by is not None and actor != run.requested_by and not admin:
-        raise errors.Forbidden(
-            f"Only the run's requester ({run.requested_by!r}) or an administrator may cancel it"
-        )
+    refused = refusal(run, CANCEL, actor, frozenset(), admin)
+    if refused is not None:
+        raise refused.error()
 
 
 def needs_next_step(run: Run, action: str) -> bool:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Generic, Optional, TypeVar
 
+from chalicelib.domain.errors import Conflict, Forbidden, WorkflowError
 from chalicelib.domain.record import Record
 
 IN_PROGRESS = "in_progress"
@@ -208,6 +209,30 @@ class Decision(Record):
     def stays(self) -> bool:
         """Whether the run stays at its step (an approval short of the quorum)."""
         return bool(self.approved_by)
+
+
+class Refusal(Record):
+    """Why a caller may not make a decision now: a reason code (decision.REASONS), what
+    it means in words, and whether it is about the run's state (a conflict)
+    rather than about the caller (forbidden)."""
+
+    code: str
+    message: str
+    conflict: bool = False
+
+    def error(self) -> WorkflowError:
+        """The domain error a decision route answers it with."""
+        return (Conflict if self.conflict else Forbidden)(self.message)
+
+
+class Permissions(Record):
+    """What `actor` may do with a run now: a refusal, or None where they may,
+    for each of decision.ACTIONS (approve, reject, cancel), in that order."""
+
+    run_id: int
+    workflow_id: int
+    actor: str
+    refusals: tuple[Optional[Refusal], ...]
 
 
 class Event(Record):

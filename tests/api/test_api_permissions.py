@@ -1,0 +1,204 @@
+"""GET /runs/{id}/permissions on every backend and in both auth modes: every
+reason code, and the decision routes and the inbox saying the same."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+from urllib.parse import urlencode
+
+import pytest
+
+from tests.support.api import Api
+from tests.support.shapes import assert_error
+from tests.support.tokens import admin_token, as_, claims, hs256
+
+REASONS = (
+    "run_not_in_progress",
+    "not_an_approver",
+    "requester_may_not_decide",
+    "already_approved_this_step",
+    "approved_another_step",
+    "not_the_requester",
+)
+# The reasons about the run's state, not the caller: 409, the others 403.
+CONFLICTS = ("run_not_in_progress", "already_approved_this_step")
+
+
+class Asker:
+    """One caller of the none mode: their permissions, decisions and inbox."""
+
+    def __init__(self, api: Api, actor: str, *groups: str) -> None:
+        self.api, self.actor, self.groups = api, actor, groups
+
+    def query(self) -> str:
+        return urlencode([("actor", self.actor), *(("group", group) for group in self.groups)])
+
+    def permissions(self, run_id: int) -> dict[str, Any]:
+        return self.api._expect(200, self.api.get(f"/runs/{run_id}/permissions?{self.query()}"))
+
+    def decide(self, run_id: int, verb: str) -> Any:
+        body: dict[str, Any] = {"actor": self.actor, "comment": "checked"}
+        if verb != "cancel" and self.groups:
+            body["groups"] = list(self.groups)
+        if verb == "cancel":
+            body = {"actor": self.actor, "reason": "checked"}
+        return self.api.post(f"/runs/{run_id}/{verb}", body)
+
+    def inbox(self) -> list[int]:
+        page = self.api._expect(200, self.api.get(f"/inbox?{self.query()}&limit=100"))
+        return [run["id"] for run in page["items"]]
+
+
+def workflow(api: Api, *steps: Any, **flags: Any) -> dict[str, Any]:
+    body = {"name": f"W{len(api.get('/workflows').json_body['items'])}", "steps": list(steps)}
+    return api._expect(201, api.post("/workflows", {**body, **flags}))
+
+
+def started(api: Api, flow: dict[str, Any], requested_by: Optional[str] = "rita") -> int:
+    body: dict[str, Any] = {"workflow_id": flow["id"], "title": "Laptops"}
+    if requested_by:
+        body["requested_by"] = requested_by
+    return int(api._expect(201, api.post("/runs", body))["id"])
+
+
+def agrees(asker: Asker, run_id: int) -> dict[str, Optional[str]]:
+    """The caller's permissions on the run, checked against what the decision
+    routes answer (the refused ones, which write nothing) and against the inbox;
+    the reason code of each action (None: allowed)."""
+    allowed = asker.permissions(run_id)
+    assert allowed["run_id"] == run_id and allowed["actor"] == asker.actor
+    codes: dict[str, Optional[str]] = {}
+    for verb in ("approve", "reject", "cancel"):
+        answer = allowed[verb]
+        codes[verb] = answer["reason"]
+        assert answer["allowed"] is (answer["reason"] is None)
+        assert (answer["message"] is None) is answer["allowed"]
+        if not answer["allowed"]:
+            before = asker.api.get(f"/runs/{run_id}").json_body
+            refused = asker.decide(run_id, verb)
+            status = 409 if answer["reason"] in CONFLICTS else 403
+            assert_error(refused, status)
+            assert refused.json_body["error"] == answer["message"]
+            assert asker.api.get(f"/runs/{run_id}").json_body == before
+    assert (run_id in asker.inbox()) is allowed["approve"]["allowed"]
+    return codes
+
+
+def test_a_caller_who_may_decide_is_allowed_everything_and_finds_the_run_in_their_inbox(
+    api: Api,
+) -> None:
+    run = started(api, workflow(api, "Manager"), requested_by=None)
+    assert agrees(Asker(api, "mo"), run) == {"approve": None, "reject": None, "cancel": None}
+
+
+def test_an_ended_run_allows_nothing(api: Api) -> None:
+    run = started(api, workflow(api, "Manager"))
+    api.approve(run, "mo")
+    assert agrees(Asker(api, "mo"), run) == dict.fromkeys(
+        ("approve", "reject", "cancel"), "run_not_in_progress"
+    )
+
+
+def test_someone_the_step_does_not_name_may_not_decide_it(api: Api) -> None:
+    run = started(api, workflow(api, {"name": "Finance", "approvers": ["group:finance"]}))
+    assert agrees(Asker(api, "bob"), run) == {
+        "approve": "not_an_approver",
+        "reject": "not_an_approver",
+        "cancel": "not_the_requester",
+    }
+    assert agrees(Asker(api, "fay", "finance"), run)["approve"] is None
+
+
+def test_the_requester_may_not_decide_but_may_cancel(api: Api) -> None:
+    run = started(api, workflow(api, {"name": "Finance", "approvers": ["group:finance"]}))
+    assert agrees(Asker(api, "rita", "finance"), run) == {
+        "approve": "requester_may_not_decide",
+        "reject": "requester_may_not_decide",
+        "cancel": None,
+    }
+
+
+def test_an_approval_given_is_not_given_again_but_the_step_may_still_be_rejected(
+    api: Api,
+) -> None:
+    quorum = {"name": "Board", "approvers": ["group:board"], "required_approvals": 2}
+    run = started(api, workflow(api, quorum))
+    fay = Asker(api, "fay", "board")
+    assert fay.decide(run, "approve").status_code == 200
+    assert agrees(fay, run) == {
+        "approve": "already_approved_this_step",
+        "reject": None,
+        "cancel": "not_the_requester",
+    }
+
+
+def test_distinct_approvers_keep_an_approver_of_one_step_from_approving_the_next(
+    api: Api,
+) -> None:
+    run = started(api, workflow(api, "Manager", "Finance", distinct_approvers=True))
+    mo = Asker(api, "mo")
+    assert mo.decide(run, "approve").status_code == 200
+    assert agrees(mo, run) == {
+        "approve": "approved_another_step",
+        "reject": None,
+        "cancel": "not_the_requester",
+    }
+
+
+def test_every_reason_code_is_walked_through() -> None:
+    """The tests above name each code of the document's enum."""
+    import json
+    from pathlib import Path
+
+    document = json.loads(
+        (Path(__file__).resolve().parents[2] / "chalicelib" / "openapi.json").read_text()
+    )
+    reason = document["components"]["schemas"]["Permission"]["properties"]["reason"]
+    assert tuple(reason["anyOf"][0]["enum"]) == REASONS
+    source = Path(__file__).read_text()
+    assert all(source.count(f'"{code}"') >= 2 for code in REASONS)
+
+
+@pytest.mark.parametrize(
+    "query", ["", "?group=finance", "?actor=", "?actor=a&actor=b", "?actor=a&limit=1"]
+)
+def test_a_bad_permissions_query_is_400(api: Api, query: str) -> None:
+    run = started(api, workflow(api, "Manager"))
+    assert_error(api.get(f"/runs/{run}/permissions{query}"), 400)
+
+
+def test_permissions_of_a_run_that_does_not_exist_are_404(api: Api) -> None:
+    assert_error(api.get("/runs/999/permissions?actor=mo"), 404)
+    assert_error(api.get("/runs/abc/permissions?actor=mo"), 404)
+
+
+# -- with verified callers -----------------------------------------------------------
+
+
+def test_a_token_says_who_asks_and_an_administrator_may_cancel_any_run(
+    api: Api, secret_mode: None
+) -> None:
+    admin = admin_token()
+    flow = as_(
+        api,
+        admin,
+        "POST",
+        "/workflows",
+        {"name": "Pay", "steps": [{"name": "Finance", "approvers": ["group:finance"]}]},
+    ).json_body
+    rita = hs256(claims("rita", groups=["finance"]))
+    run = as_(api, rita, "POST", "/runs", {"workflow_id": flow["id"], "title": "Laptops"}).json_body
+    path = f"/runs/{run['id']}/permissions"
+
+    mine = as_(api, rita, "GET", path).json_body
+    assert (mine["actor"], mine["approve"]["reason"], mine["cancel"]["allowed"]) == (
+        "rita",
+        "requester_may_not_decide",
+        True,
+    )
+    fay = as_(api, hs256(claims("fay", groups=["finance"])), "GET", path).json_body
+    assert (fay["approve"]["allowed"], fay["cancel"]["reason"]) == (True, "not_the_requester")
+    ada = as_(api, admin, "GET", path).json_body
+    assert (ada["approve"]["reason"], ada["cancel"]["allowed"]) == ("not_an_approver", True)
+    assert_error(as_(api, rita, "GET", f"{path}?actor=rita"), 400)
+    assert_error(api.get(path), 401)
