@@ -24,6 +24,7 @@ from chalicelib.domain.models import (
     DEFAULT_POLICY,
     MAX_ID,
     REJECT,
+    Action,
     Event,
     Listed,
     Page,
@@ -133,8 +134,10 @@ def get_run(storage: Storage, run_id: int) -> Run:
 
 
 def audit_run(storage: Storage, run_id: int) -> RunAudit:
-    """The run's history as its hash chain, recomputed from the stored values."""
-    return audit.audit_of(storage.get_run(run_id))
+    """The run's history as its hash chain, recomputed from the stored values,
+    and the state it implies under its workflow's steps against the stored one."""
+    run = storage.get_run(run_id)
+    return audit.audit_of(run, storage.get_workflow(run.workflow_id).steps)
 
 
 def approve(
@@ -213,7 +216,7 @@ def _decide(
     from chalicelib.domain import transitions
 
     for _ in range(DECISION_ATTEMPTS):
-        run = storage.get_run(run_id, history)
+        run = _as_proven(storage, storage.get_run(run_id, history))
         current = decision.step_to_decide(run, expected_step_id)
         if action == CANCEL:
             decision.check_canceller(run, actor, admin)
@@ -238,11 +241,24 @@ def permissions(
     """What `actor` (a member of `groups`, an administrator or not) may do with
     the run now, and why not where they may not: the rule the decision routes
     and the inbox apply (decision.refusal)."""
-    run = storage.get_run(run_id, history=False)
+    run = _as_proven(storage, storage.get_run(run_id, history=False))
     refusals = tuple(
         decision.refusal(run, action, actor, groups, admin) for action in decision.ACTIONS
     )
     return Permissions(run.id, run.workflow_id, actor, refusals)
+
+
+def _as_proven(storage: Storage, run: Run) -> Run:
+    """`run` with its current step's approvals as its chained history holds
+    them (decision.proven), read from the history when it was not."""
+    count = decision.proving_actions(run)
+    if not count:
+        last: tuple[Action, ...] = ()
+    elif run.action_count is None:  # the history was read
+        last = run.actions[-count:]
+    else:
+        last = storage.last_actions(run.id, count)
+    return decision.proven(run, last)
 
 
 def inbox(

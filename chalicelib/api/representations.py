@@ -74,6 +74,8 @@ def audit_shape(audit: RunAudit) -> dict[str, Any]:
         "valid": audit.first_invalid_seq is None,
         "first_invalid_seq": audit.first_invalid_seq,
         "entries": list(audit.entries),
+        "state_valid": not audit.state_mismatches,
+        "state_mismatches": list(audit.state_mismatches),
     }
 
 

@@ -27,7 +27,19 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
-from chalicelib.domain.models import Action, Decision, Run, RunAudit
+from chalicelib.domain.models import (
+    APPROVE,
+    CANCELLED,
+    COMPLETED,
+    IN_PROGRESS,
+    REJECT,
+    REJECTED,
+    Action,
+    Decision,
+    Run,
+    RunAudit,
+    Step,
+)
 
 GENESIS_FIELDS = ("run_id", "workflow_id", "title", "requested_by", "created_at")
 ENTRY_FIELDS = (
@@ -41,6 +53,8 @@ ENTRY_FIELDS = (
     "created_at",
 )
 AUDIT_FIELDS = ("run_id", "genesis", "head_hash", "valid", "first_invalid_seq", "entries")
+# And what the service alone can check, which needs the workflow: not the offline verifier's.
+STATE_ANSWER = ("state_valid", "state_mismatches")
 
 
 _canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
@@ -125,6 +139,25 @@ def next_hash(run: Run, decision: Decision) -> str:
     return entry_hash(head, entry)
 
 
+def tail_holds(run: Run, last: Sequence[Action]) -> bool:
+    """Whether `last`, the run's last actions in history order, chain to each
+    other and to the run's stored head (and the first to the genesis, where it
+    is the history's first): what they say is what the chain says."""
+    if not last:
+        return True
+    first_seq = run.history_length - len(last) + 1
+    previous: Optional[str]
+    if first_seq == 1:
+        previous, linked = genesis_hash(genesis_of(run)), enumerate(last, start=1)
+    else:
+        previous, linked = last[0].hash, enumerate(last[1:], start=first_seq + 1)
+    for seq, action in linked:
+        if previous is None or action.hash != entry_hash(previous, entry_of(action, seq)):
+            return False
+        previous = action.hash
+    return last[-1].hash == run.head_hash
+
+
 # -- verifying ---------------------------------------------------------------------
 
 
@@ -149,8 +182,10 @@ def first_invalid_seq(
     return hashes.index(head_hash) + 1 if head_hash in hashes else len(entries) + 1
 
 
-def audit_of(run: Run) -> RunAudit:
-    """The run's chain recomputed from its stored values, against its stored hashes."""
+def audit_of(run: Run, steps: Optional[Sequence[Step]] = None) -> RunAudit:
+    """The run's chain recomputed from its stored values, against its stored
+    hashes; with its workflow's `steps`, the state the chain implies too,
+    against the state stored (`state_mismatches`)."""
     genesis = genesis_of(run)
     entries = tuple(
         {**entry_of(action, seq), "hash": action.hash}
@@ -163,7 +198,59 @@ def audit_of(run: Run) -> RunAudit:
         run.head_hash,
         first_invalid_seq(genesis, entries, run.head_hash),
         entries,
+        state_mismatches(run, steps) if steps is not None else (),
     )
+
+
+# The state a decision reads, which the chain implies: what `state_mismatches` compares.
+STATE_FIELDS = ("status", "current_step_id", "current_step_approved_by", "head_hash")
+
+
+def state_mismatches(run: Run, steps: Sequence[Step]) -> tuple[str, ...]:
+    """The fields of STATE_FIELDS whose stored value is not the one the run's
+    history, replayed under its workflow's steps, leads to.
+
+    A replay starts at the first step; an approval counts toward its step, and
+    the step's quorum moves the run on to the next step by order, or completes
+    it after the last; a reject or cancel ends it so. One reading is allowed
+    that the history cannot tell apart: a run stored as completed once the
+    quorum of a step was met, though steps follow that one now (a step
+    appended after the run completed)."""
+    replayed = _replayed(run, sorted(steps, key=lambda step: step.step_order))
+    stored = (run.status, run.current_step_id, run.current_step_approved_by, run.head_hash)
+    return tuple(
+        name
+        for name, ought, held in zip(STATE_FIELDS, replayed, stored, strict=True)
+        if ought != held
+    )
+
+
+def _replayed(run: Run, steps: Sequence[Step]) -> tuple[Any, ...]:
+    """(status, current step id, its approvals, head) as the history implies them."""
+    head = recomputed(run)[-1]
+    at: Optional[int] = 0 if steps else None
+    status = IN_PROGRESS
+    approved: tuple[str, ...] = ()
+    moved_on_last = False
+    for action in run.actions:
+        if status != IN_PROGRESS or at is None or action.step_id != steps[at].id:
+            # An action the state machine could not have recorded here: no
+            # stored state can be the one the history leads to.
+            return (None, None, None, head)
+        moved_on_last = False
+        if action.action == APPROVE:
+            approved = (*approved, action.actor)
+            if len(approved) >= steps[at].required_approvals:
+                approved = ()
+                if at + 1 < len(steps):
+                    at, moved_on_last = at + 1, True
+                else:
+                    at, status = None, COMPLETED
+            continue
+        status, at, approved = (REJECTED if action.action == REJECT else CANCELLED), None, ()
+    if moved_on_last and run.status == COMPLETED and run.current_step is None:
+        status, at = COMPLETED, None  # the steps after it may have come after it
+    return status, steps[at].id if at is not None else None, approved, head
 
 
 def verify_document(document: Any) -> tuple[bool, str]:

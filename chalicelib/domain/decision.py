@@ -22,9 +22,10 @@ routes cannot disagree.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Optional
 
-from chalicelib.domain import errors
+from chalicelib.domain import audit, errors
 from chalicelib.domain.models import (
     ANYONE,
     APPROVE,
@@ -36,6 +37,7 @@ from chalicelib.domain.models import (
     REJECT,
     REJECTED,
     USER_PREFIX,
+    Action,
     Decision,
     Refusal,
     Run,
@@ -179,6 +181,34 @@ def inbox_keys(actor: str, groups: frozenset[str]) -> tuple[str, ...]:
     """The inbox keys whose runs may wait for `actor`, a member of `groups`: the
     user's own, each group's and ANYONE's, in that order."""
     return (USER_PREFIX + actor, *(GROUP_PREFIX + group for group in sorted(groups)), ANYONE)
+
+
+def proving_actions(run: Run) -> int:
+    """How many of the run's last actions prove the approvals its current step
+    holds (`proven`): one more than the most that can precede its quorum."""
+    step = run.current_step
+    return step.required_approvals if step is not None and step.required_approvals > 1 else 0
+
+
+def proven(run: Run, last: Sequence[Action]) -> Run:
+    """The run with the approvals of its current step as its chained history
+    holds them, not as its stored state says: `last` are its last actions in
+    history order (proving_actions of them). Only approvals whose entries
+    chain to the stored head count (audit.tail_holds): an approval written
+    into the state alone, or an action edited, counts for nothing. History
+    from before the chain (no head yet) is taken as stored."""
+    step = run.current_step
+    if step is None:
+        return run
+    approved: list[str] = []
+    if run.head_hash is None or audit.tail_holds(run, last):
+        # The first of `last` proves the others; it counts only as the history's first.
+        countable = last if len(last) == run.history_length else last[1:]
+        for action in reversed(countable):
+            if action.action != APPROVE or action.step_id != step.id:
+                break
+            approved.append(action.actor)
+    return run._replace(current_step_approved_by=tuple(reversed(approved)))
 
 
 def check_canceller(run: Run, actor: str, admin: bool) -> None:

@@ -189,6 +189,8 @@ class RunAudit(Record):
     head_hash: Optional[str]
     first_invalid_seq: Optional[int]
     entries: tuple[dict[str, Any], ...]
+    # The fields of the stored state the history does not lead to (audit.STATE_FIELDS).
+    state_mismatches: tuple[str, ...] = ()
 
 
 class Decision(Record):

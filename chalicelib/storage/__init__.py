@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Optional, Protocol
 
 from chalicelib.domain.models import (
+    Action,
     Event,
     Pending,
     Run,
@@ -68,6 +69,11 @@ class Storage(Protocol):
         policy and its actions, oldest first; NotFound if absent. Without
         `history`, its actions are not read, only counted (action_count): what
         a decision needs, whatever the length of the history."""
+        ...
+
+    def last_actions(self, run_id: int, count: int) -> tuple[Action, ...]:
+        """The run's last `count` actions (fewer if it has fewer), in history
+        order: what proves the approvals its current step holds."""
         ...
 
     def record_change(self, change: RunChange) -> Run:

@@ -21,7 +21,11 @@ from tests.support.api import Api
 from tests.support.shapes import BAD_PATH_IDS, MISSING_ID, assert_error, assert_hash
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
-AUDIT_FIELDS = {"run_id", "genesis", "head_hash", "valid", "first_invalid_seq", "entries"}
+# The chain's fields, and the state's beside them (the state the history leads to).
+AUDIT_FIELDS = {"run_id", "genesis", "head_hash", "valid", "first_invalid_seq", "entries"} | {
+    "state_valid",
+    "state_mismatches",
+}
 GENESIS_FIELDS = {"run_id", "workflow_id", "title", "requested_by", "created_at", "hash"}
 ENTRY_FIELDS = {
     "run_id",

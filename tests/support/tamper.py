@@ -6,6 +6,7 @@ the run's history, from 1)."""
 from __future__ import annotations
 
 import contextlib
+import json
 import sqlite3
 from collections.abc import Iterator
 
@@ -84,3 +85,31 @@ def swap_actions(storage: Backend, run_id: int, first: int, second: int) -> None
     ]
     for item, seq in zip(items, (second, first), strict=True):
         storage.client.put_item(TableName=storage.table, Item={**item, **_action_key(run_id, seq)})
+
+
+def set_run_state(storage: Backend, run_id: int, **state: object) -> None:
+    """Set derived state of the run, as the storage keeps it: `approved_by` (a
+    list of names, the current step's approvals) and `status` (a text)."""
+    assert set(state) <= {"approved_by", "status"}
+    if isinstance(storage, SQLiteStorage):
+        with _sqlite(storage) as conn:
+            for column, value in state.items():
+                stored = json.dumps(value) if column == "approved_by" else value
+                conn.execute(
+                    f"UPDATE workflow_runs SET {column} = ? WHERE id = ?", (stored, run_id)
+                )
+        return
+    assert isinstance(storage, dynamodb.DynamoDBStorage)
+    values = {
+        f":{name}": {"L": [{"S": item} for item in value]}
+        if isinstance(value, list)
+        else {"S": str(value)}
+        for name, value in state.items()
+    }
+    storage.client.update_item(
+        TableName=storage.table,
+        Key={"PK": {"S": f"RUN#{run_id}"}, "SK": {"S": "#RUN"}},
+        UpdateExpression="SET " + ", ".join(f"#{name} = :{name}" for name in state),
+        ExpressionAttributeNames={f"#{name}": name for name in state},
+        ExpressionAttributeValues=values,
+    )

@@ -21,13 +21,13 @@ The design, its trade-offs and its costs: docs/architecture.md.
 
 from __future__ import annotations
 
-import functools
 import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 from chalicelib.domain import errors
 from chalicelib.domain.models import (
+    Action,
     Event,
     EventDraft,
     Run,
@@ -39,7 +39,7 @@ from chalicelib.domain.models import (
     Workflow,
     WorkflowDefinition,
 )
-from chalicelib.storage.dynamodb import items, keys, lists
+from chalicelib.storage.dynamodb import items, keys
 from chalicelib.storage.dynamodb.client import (
     MAX_TRANSACTION_ITEMS,
     ItemTooLarge,
@@ -51,6 +51,7 @@ from chalicelib.storage.dynamodb.client import (
 from chalicelib.storage.dynamodb.idempotency import IdempotencyKeys
 from chalicelib.storage.dynamodb.ids import ID_BLOCK, Counters
 from chalicelib.storage.dynamodb.keys import Item
+from chalicelib.storage.dynamodb.lists import Lists
 from chalicelib.storage.dynamodb.outbox import TABLE_DELIVERY, OutboxState, configured_delivery
 from chalicelib.storage.dynamodb.schema import ALL_INDEX, DUE_AT
 from chalicelib.storage.failures import unavailable
@@ -71,9 +72,10 @@ KNOWN_WORKFLOWS = 1024
 APPEND_ATTEMPTS = 50
 
 
-class DynamoDBStorage(IdempotencyKeys, OutboxState):
-    """Storage in one DynamoDB table: the service's state (here), its
-    Idempotency-Keys (idempotency.py) and its events' delivery (outbox.py)."""
+class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState):
+    """Storage in one DynamoDB table: the service's state (here), its lists and
+    inboxes (lists.py), its Idempotency-Keys (idempotency.py) and its events'
+    delivery (outbox.py)."""
 
     def __init__(
         self,
@@ -301,6 +303,21 @@ class DynamoDBStorage(IdempotencyKeys, OutboxState):
         )
         return items.run_of(head, actions)
 
+    def last_actions(self, run_id: int, count: int) -> tuple[Action, ...]:
+        found = self.requests.call(
+            "query",
+            TableName=self.table,
+            ConsistentRead=True,
+            KeyConditionExpression="PK = :pk AND begins_with(SK, :action)",
+            ExpressionAttributeValues={
+                ":pk": s(keys.run_pk(run_id)),
+                ":action": s(keys.ACTION_PREFIX),
+            },
+            ScanIndexForward=False,
+            Limit=count,
+        )["Items"]
+        return tuple(items.action_of(item, run_id) for item in reversed(found))
+
     def record_change(self, change: RunChange) -> Run:
         before, after, told = change.before, change.after, change.events
         seq = after.history_length
@@ -449,57 +466,6 @@ class DynamoDBStorage(IdempotencyKeys, OutboxState):
             for principal in principals
         ]
 
-    def inbox(
-        self, principals: Sequence[str], after: Optional[tuple[str, int]], limit: int
-    ) -> Slice[Run]:
-        # One Query per inbox partition of each principal (a user's; each
-        # group's and anyone's, sharded), sent at once, each in (since, run id)
-        # order, merged; then the runs of the first `limit` entries in one
-        # consistent read. An entry whose run has left its step since is
-        # dropped, and the page is shorter.
-        pks = [pk for principal in principals for pk in keys.inbox_pks(principal, self.shards)]
-        read = self.requests.in_parallel(
-            functools.partial(self._inbox_entries, after=after, limit=limit), pks
-        )
-        entries: set[tuple[str, int, int]] = set()
-        # The page may not reach past any Query's last entry while it has more.
-        bound: Optional[str] = None
-        for found, more in read:
-            entries.update(found)
-            if more and (bound is None or found[-1][0] < bound):
-                bound = found[-1][0]
-        ordered = sorted(entry for entry in entries if bound is None or entry[0] <= bound)
-        more = bound is not None or len(ordered) > limit
-        ordered = ordered[:limit]
-        runs = self._runs_by_id({run_id for _, run_id, _ in ordered})
-        page = tuple(
-            runs[run_id]
-            for _, run_id, step_id in ordered
-            if run_id in runs and runs[run_id].current_step_id == step_id
-        )
-        resume = keys.inbox_position(ordered[-1][0]) if ordered else None
-        return Slice(page, more and bool(ordered), resume)
-
-    def _inbox_entries(
-        self, pk: str, after: Optional[tuple[str, int]], limit: int
-    ) -> tuple[list[tuple[str, int, int]], bool]:
-        """Up to `limit` + 1 (sort key, run id, step id) of inbox partition `pk`
-        after `after`, in order, and whether more follow them."""
-        found, more = self.requests.query_after(
-            pk, keys.inbox_sk(*after) if after else None, limit + 1
-        )
-        entries = [
-            (item["SK"]["S"], int(item["run_id"]["N"]), int(item["step_id"]["N"])) for item in found
-        ]
-        return entries, more and bool(entries)
-
-    def _runs_by_id(self, run_ids: set[int]) -> dict[int, Run]:
-        """The runs (without actions) with these ids, read consistently."""
-        found = self.requests.get_items(
-            [items.key(keys.run_pk(run_id), keys.RUN_SK) for run_id in sorted(run_ids)]
-        )
-        return {run.id: run for run in (items.run_of(item, ()) for item in found)}
-
     def _no_step_after(self, run: Run, order: int) -> dict[str, Any]:
         """The check that step `order` is still its workflow's last: on one of
         the workflow's step count copies, picked by the run's id so that a busy
@@ -513,37 +479,6 @@ class DynamoDBStorage(IdempotencyKeys, OutboxState):
                 "ExpressionAttributeValues": {":order": n(order)},
             }
         }
-
-    def list_runs(
-        self,
-        workflow_id: Optional[int],
-        status: Optional[str],
-        before_id: Optional[int],
-        limit: int,
-    ) -> Slice[Run]:
-        index, shard_pks = keys.partitions(workflow_id, status, self.shards)
-        read = self.requests.in_parallel(
-            functools.partial(
-                self._query_shard, index, before=before_id, limit=lists.shard_limit(limit)
-            ),
-            shard_pks,
-        )
-        entries, more = lists.newest_first(read, limit)
-        found = self.requests.get_items([{"PK": e["PK"], "SK": e["SK"]} for e in entries])
-        runs = [items.run_of(item, ()) for item in found]
-        # An entry whose run has changed status since is left out: its run shows
-        # in the list of its status now, as DynamoDB moves the entry there.
-        shown = tuple(run for run in runs if status is None or run.status == status)
-        last = int(entries[-1]["id"]["N"]) if entries else None
-        # The next page starts below the last entry read, shown or not.
-        return Slice(shown, more, None if shown and shown[-1].id == last else last)
-
-    def _query_shard(
-        self, index: str, pk: str, before: Optional[int], limit: int
-    ) -> lists.ShardPage:
-        """Up to `limit` entries of one shard of a run list, newest first."""
-        page = self.requests.query_index(index, pk, before, limit, newest_first=True)
-        return lists.ShardPage(page["Items"], "LastEvaluatedKey" in page)
 
     # -- deadlines ---------------------------------------------------------
 

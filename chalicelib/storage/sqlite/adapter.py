@@ -12,19 +12,15 @@ run, written and deleted by the change that moves the run.
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Optional
+from collections.abc import Sequence
+from typing import Optional
 
 from chalicelib.domain import errors
 from chalicelib.domain.models import (
     Action,
     Event,
     EventDraft,
-    Pending,
     Run,
     RunChange,
     RunStart,
@@ -34,107 +30,14 @@ from chalicelib.domain.models import (
     Workflow,
     WorkflowDefinition,
 )
-from chalicelib.storage.failures import unavailable
-from chalicelib.storage.sqlite import rows, schema
-from chalicelib.storage.upgrades import Upgrades
-
-if TYPE_CHECKING:
-    # Only keyed POSTs use the idempotency records: their module is imported
-    # when one runs, so that a cold start serving a read loads none of it.
-    from chalicelib.domain.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
-
-# Expired idempotency keys deleted per claim: more than the one row a claim can
-# add, so the table shrinks back, and a bounded cost for every request.
-EXPIRED_KEYS_PER_CLAIM = 10
+from chalicelib.storage.sqlite import rows
+from chalicelib.storage.sqlite.idempotency import IdempotencyKeys
+from chalicelib.storage.sqlite.outbox import OutboxState
 
 
-class SQLiteStorage:
-    """Storage in one SQLite file, shared safely by threads and processes; data
-    from before a feature is upgraded with `upgrades` (schema.py)."""
-
-    def __init__(self, path: str, upgrades: Optional[Upgrades] = None) -> None:
-        self.path = path
-        self.upgrades = upgrades
-        self._local = threading.local()
-        self._schema_lock = threading.Lock()
-        self._schema_ready = False
-
-    # -- connections -----------------------------------------------------
-
-    def _connection(self) -> sqlite3.Connection:
-        conn: Optional[sqlite3.Connection] = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self._connect()
-            self._local.conn = conn
-        return conn
-
-    def _connect(self) -> sqlite3.Connection:
-        """A connection with the schema in place; Unavailable, with the log
-        saying what to fix, when the path cannot hold a database."""
-        try:
-            return self._open()
-        except (OSError, sqlite3.Error) as exc:
-            if schema.is_busy(exc):
-                raise errors.Unavailable("The database is busy; retry shortly") from exc
-            # A directory, a path under a file, a place that cannot be written,
-            # a file that is not a database: each is the operator's to fix.
-            raise unavailable(
-                f"The SQLite database {self.path!r} (WORKFLOW_SQLITE_PATH) cannot be used: "
-                f"{exc}. Set WORKFLOW_SQLITE_PATH to a file in a writable directory, "
-                "or leave it unset for .data/workflows.sqlite3 in the project"
-            ) from exc
-
-    def _open(self) -> sqlite3.Connection:
-        directory = os.path.dirname(self.path)
-        if directory:
-            os.makedirs(directory, exist_ok=True)
-        # isolation_level=None: we open every transaction ourselves, writers
-        # with BEGIN IMMEDIATE so they queue on the busy timeout instead of
-        # failing when a read lock would have to be upgraded.
-        conn = sqlite3.connect(
-            self.path,
-            timeout=schema.BUSY_TIMEOUT_MS / 1000,
-            isolation_level=None,
-            check_same_thread=False,
-        )
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {schema.BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            self._ensure_schema(conn)
-        except BaseException:
-            # Not kept, so closed here: the next request opens a new one.
-            conn.close()
-            raise
-        return conn
-
-    def _ensure_schema(self, conn: sqlite3.Connection) -> None:
-        with self._schema_lock:
-            if self._schema_ready:
-                return
-            schema.use_wal(conn)
-            schema.migrate(conn, self.upgrades)
-            self._schema_ready = True
-
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        conn = self._connection()
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            raise errors.Unavailable("The database is busy; retry shortly") from exc
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
-
-    def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
+class SQLiteStorage(OutboxState, IdempotencyKeys):
+    """Storage in one SQLite file (connections.py): the service's state (here),
+    its Idempotency-Keys (idempotency.py) and its events' delivery (outbox.py)."""
 
     # -- workflows -------------------------------------------------------
 
@@ -300,6 +203,20 @@ class SQLiteStorage:
         )
         return rows.listed_run(read[0])._replace(actions=actions)
 
+    def last_actions(self, run_id: int, count: int) -> tuple[Action, ...]:
+        found = (
+            self._connection()
+            .execute(
+                "SELECT wa.id, wa.run_id, wa.step_id, ws.name, wa.action, wa.actor, wa.comment, "
+                "wa.created_at, wa.hash FROM workflow_actions wa "
+                "JOIN workflow_steps ws ON ws.id = wa.step_id "
+                "WHERE wa.run_id = ? ORDER BY wa.id DESC LIMIT ?",
+                (run_id, count),
+            )
+            .fetchall()
+        )
+        return tuple(Action(*row) for row in reversed(found))
+
     def list_runs(
         self,
         workflow_id: Optional[int],
@@ -430,97 +347,6 @@ class SQLiteStorage:
         )
         return Slice(tuple(Event(*row) for row in rows[:limit]), len(rows) > limit)
 
-    # -- delivery (chalicelib/delivery/dispatch.py) -----------------------------------
-
-    def pending_subjects(self, now: str, limit: int) -> list[str]:
-        rows = (
-            self._connection()
-            .execute(
-                "SELECT DISTINCT subject FROM events WHERE delivered_at IS NULL "
-                "AND (next_attempt_at IS NULL OR next_attempt_at <= ?) LIMIT ?",
-                (now, limit),
-            )
-            .fetchall()
-        )
-        return [subject for (subject,) in rows]
-
-    def first_pending(self, subject: str) -> Optional[Pending]:
-        row = (
-            self._connection()
-            .execute(
-                "SELECT id, subject, sequence, type, body, attempts, next_attempt_at FROM events "
-                "WHERE subject = ? AND delivered_at IS NULL ORDER BY sequence LIMIT 1",
-                (subject,),
-            )
-            .fetchone()
-        )
-        return Pending(Event(*row[:5]), row[5], row[6]) if row else None
-
-    def mark_delivered(self, pending: Pending, now: str) -> None:
-        with self._write() as conn:
-            conn.execute(
-                "UPDATE events SET delivered_at = ? WHERE id = ? AND delivered_at IS NULL",
-                (now, pending.event.id),
-            )
-
-    def mark_failed(self, pending: Pending, next_attempt_at: str) -> None:
-        with self._write() as conn:
-            conn.execute(
-                "UPDATE events SET attempts = attempts + 1, next_attempt_at = ? "
-                "WHERE id = ? AND delivered_at IS NULL",
-                (next_attempt_at, pending.event.id),
-            )
-
-    # -- idempotency keys --------------------------------------------------
-
-    def claim_idempotency_key(self, claim: IdempotencyClaim) -> Optional[StoredResponse]:
-        from chalicelib.domain import idempotency
-
-        # Read, decide and write under BEGIN IMMEDIATE's write lock: one step.
-        with self._write() as conn:
-            conn.execute(
-                "DELETE FROM idempotency_keys WHERE key IN (SELECT key FROM idempotency_keys "
-                "WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)",
-                (claim.now, EXPIRED_KEYS_PER_CLAIM),
-            )
-            row = conn.execute(
-                "SELECT fingerprint, token, lease_until, expires_at, response_status, "
-                "response_body, response_location FROM idempotency_keys WHERE key = ?",
-                (claim.key,),
-            ).fetchone()
-            record = _idempotency_record(row) if row else None
-            claimed = idempotency.may_claim(record, claim)
-            if claimed:
-                conn.execute(
-                    "INSERT OR REPLACE INTO idempotency_keys (key, fingerprint, token, "
-                    "lease_until, expires_at) VALUES (?, ?, ?, ?, ?)",
-                    (
-                        claim.key,
-                        claim.fingerprint,
-                        claim.token,
-                        claim.lease_until,
-                        claim.expires_at,
-                    ),
-                )
-        if claimed:
-            return None
-        assert record is not None
-        return idempotency.replay(record, claim)
-
-    def save_idempotent_response(self, claim: IdempotencyClaim, response: StoredResponse) -> None:
-        with self._write() as conn:
-            conn.execute(
-                "UPDATE idempotency_keys SET response_status = ?, response_body = ?, "
-                "response_location = ? WHERE key = ? AND token = ?",
-                (response.status, response.body, response.location, claim.key, claim.token),
-            )
-
-    def release_idempotency_key(self, claim: IdempotencyClaim) -> None:
-        with self._write() as conn:
-            conn.execute(
-                "DELETE FROM idempotency_keys WHERE key = ? AND token = ?", (claim.key, claim.token)
-            )
-
 
 def _next_id(conn: sqlite3.Connection, table: str) -> int:
     """The id AUTOINCREMENT would give `table`'s next row, taken under the write
@@ -601,11 +427,3 @@ def _record_events(
             "INSERT INTO events (id, subject, sequence, type, body) VALUES (?, ?, ?, ?, ?)",
             (event.id, event.subject, event.sequence, event.type, event.body),
         )
-
-
-def _idempotency_record(row: tuple[Any, ...]) -> IdempotencyRecord:
-    from chalicelib.domain.idempotency import IdempotencyRecord, StoredResponse
-
-    fingerprint, token, lease_until, expires_at, status, body, location = row
-    response = StoredResponse(status, body, location) if status is not None else None
-    return IdempotencyRecord(fingerprint, token, lease_until, expires_at, response)

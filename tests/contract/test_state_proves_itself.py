@@ -1,0 +1,91 @@
+"""The stored state proves itself, on each backend: the audit replays the
+history to the state it implies and names what the stored state has else, and
+a decision counts only the approvals the chained history holds."""
+
+from __future__ import annotations
+
+import pytest
+
+from chalicelib import engine
+from chalicelib.domain import errors
+from chalicelib.domain.models import COMPLETED, IN_PROGRESS, StepRule
+from chalicelib.storage import Backend
+from tests.support import tamper
+
+NOW = "2030-01-02T03:04:05.000Z"
+QUORUM = [StepRule("Board", required_approvals=3), StepRule("Sign-off")]
+
+
+def at_the_board(storage: Backend, *approvers: str, history: bool = True) -> int:
+    workflow = engine.create_workflow(storage, "Board", "", QUORUM, lambda: NOW)
+    run = engine.start_run(storage, workflow.id, "Merger", "rita", lambda: NOW)
+    for actor in approvers:
+        engine.approve(storage, run.id, actor, clock=lambda: NOW, history=history)
+    return run.id
+
+
+def test_an_untouched_run_is_in_the_state_its_history_leads_to(storage: Backend) -> None:
+    run_id = at_the_board(storage, "p")
+    audit = engine.audit_run(storage, run_id)
+    assert (audit.first_invalid_seq, audit.state_mismatches) == (None, ())
+    engine.approve(storage, run_id, "q", clock=lambda: NOW)
+    engine.approve(storage, run_id, "s", clock=lambda: NOW)
+    engine.approve(storage, run_id, "t", clock=lambda: NOW)
+    done = engine.audit_run(storage, run_id)
+    assert storage.get_run(run_id).status == COMPLETED
+    assert (done.first_invalid_seq, done.state_mismatches) == (None, ())
+
+
+@pytest.mark.parametrize("history", [True, False], ids=["whole", "minimal"])
+def test_approvals_written_into_the_state_alone_do_not_count(
+    storage: Backend, history: bool
+) -> None:
+    run_id = at_the_board(storage)
+    tamper.set_run_state(storage, run_id, approved_by=["p", "q"])
+
+    audit = engine.audit_run(storage, run_id)
+    assert audit.first_invalid_seq is None  # the history itself is untouched
+    assert audit.state_mismatches == ("current_step_approved_by",)
+
+    after = engine.approve(storage, run_id, "r", clock=lambda: NOW, history=history)
+    assert (after.status, after.current_step_approved_by) == (IN_PROGRESS, ("r",))
+    assert after.current_step is not None and after.current_step.name == "Board"
+    assert engine.audit_run(storage, run_id).state_mismatches == ()  # the state is the history's
+
+
+def test_an_approval_taken_out_of_the_state_still_counts(storage: Backend) -> None:
+    run_id = at_the_board(storage, "p", "q")
+    tamper.set_run_state(storage, run_id, approved_by=[])
+    assert engine.audit_run(storage, run_id).state_mismatches == ("current_step_approved_by",)
+
+    with pytest.raises(errors.Conflict, match="already approved"):
+        engine.approve(storage, run_id, "p", clock=lambda: NOW)
+    moved = engine.approve(storage, run_id, "r", clock=lambda: NOW)
+    assert moved.current_step is not None and moved.current_step.name == "Sign-off"
+
+
+def test_a_status_set_by_hand_shows_in_the_audit(storage: Backend) -> None:
+    run_id = at_the_board(storage, "p")
+    tamper.set_run_state(storage, run_id, status=COMPLETED)
+    assert "status" in engine.audit_run(storage, run_id).state_mismatches
+
+
+def test_an_edited_approval_counts_for_nothing(storage: Backend) -> None:
+    run_id = at_the_board(storage, "p", "q")
+    tamper.edit_action(storage, run_id, 2, "actor", "mallory")
+    assert engine.audit_run(storage, run_id).first_invalid_seq == 2
+
+    after = engine.approve(storage, run_id, "r", clock=lambda: NOW)
+    # Neither approval behind the broken link counts: the run stays at its quorum step.
+    assert after.current_step is not None and after.current_step.name == "Board"
+    assert after.current_step_approved_by == ("r",)
+
+
+def test_a_completed_run_whose_workflow_grew_after_it_still_reads_as_completed(
+    storage: Backend,
+) -> None:
+    workflow = engine.create_workflow(storage, "Short", "", ["A"], lambda: NOW)
+    run = engine.start_run(storage, workflow.id, "t", None, lambda: NOW)
+    engine.approve(storage, run.id, "mo", clock=lambda: NOW)
+    engine.append_step(storage, workflow.id, "B", clock=lambda: NOW)
+    assert engine.audit_run(storage, run.id).state_mismatches == ()
