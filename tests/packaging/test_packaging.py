@@ -798,6 +798,58 @@ def test_the_sweeper_runs_every_minute_and_may_only_decide(template: dict[str, A
     assert granted["dynamodb:Query"] == [TABLE_ARN, {"Fn::Sub": f"${{{TABLE}.Arn}}/index/due"}]
 
 
+def test_every_function_s_concurrency_is_bounded_by_a_parameter(expanded: dict[str, Any]) -> None:
+    """The API function reserves its own; the sweeper reserves one; the stream and
+    the queue bound theirs through their event source mappings (CKV_AWS_115)."""
+    resources = expanded["Resources"]
+    mappings = {
+        resource["Properties"]["FunctionName"]["Ref"]: resource["Properties"]
+        for resource in of_type(expanded, "AWS::Lambda::EventSourceMapping").values()
+    }
+    sweeper = resources[SWEEPER]["Properties"]
+    assert sweeper["ReservedConcurrentExecutions"] == {"Ref": "SweeperReservedConcurrency"}
+    assert mappings[RELAY]["ParallelizationFactor"] == {"Ref": "RelayParallelizationFactor"}
+    assert mappings[SENDER]["ScalingConfig"] == {
+        "MaximumConcurrency": {"Ref": "WebhookMaximumConcurrency"}
+    }
+    bounds = {
+        name: (p["Type"], p["Default"], p["MinValue"], p.get("MaxValue"))
+        for name, p in expanded["Parameters"].items()
+        if name
+        in ("SweeperReservedConcurrency", "WebhookMaximumConcurrency", "RelayParallelizationFactor")
+    }
+    # Lambda's own ranges: MaximumConcurrency 2 to 1000, ParallelizationFactor 1 to 10.
+    assert bounds == {
+        "SweeperReservedConcurrency": ("Number", 1, 1, None),
+        "WebhookMaximumConcurrency": ("Number", 5, 2, 1000),
+        "RelayParallelizationFactor": ("Number", 1, 1, 10),
+    }
+    assert "ReservedConcurrentExecutions" in resources[FUNCTION]["Properties"]
+    # A sweep throttled behind a running one is dropped by the next one's time.
+    (invoke_config,) = of_type(expanded, "AWS::Lambda::EventInvokeConfig").values()
+    assert invoke_config["Properties"]["FunctionName"] == {"Ref": SWEEPER}
+    assert invoke_config["Properties"]["MaximumEventAgeInSeconds"] == 60
+    assert invoke_config["Properties"]["MaximumRetryAttempts"] == 0
+
+
+def test_checkov_is_told_of_exactly_the_findings_that_do_not_apply(each: dict[str, Any]) -> None:
+    """Per resource, so that a new function or queue is still checked."""
+    skipped = {
+        name: sorted(skip["id"] for skip in resource["Metadata"]["checkov"]["skip"])
+        for name, resource in each["Resources"].items()
+        if "checkov" in resource.get("Metadata", {})
+    }
+    assert skipped == {
+        RELAY: ["CKV_AWS_115"],
+        SENDER: ["CKV_AWS_115"],
+        "WebhookQueue": ["CKV_AWS_27"],
+        "WebhookDeadLetterQueue": ["CKV_AWS_27"],
+        "RelayDeadLetterQueue": ["CKV_AWS_27"],
+    }
+    for name in ("WebhookQueue", "WebhookDeadLetterQueue", "RelayDeadLetterQueue"):
+        assert each["Resources"][name]["Properties"]["SqsManagedSseEnabled"] is True
+
+
 def test_every_event_function_names_only_real_iam_actions(template: dict[str, Any]) -> None:
     from cfnlint.data import AdditionalSpecs
     from cfnlint.helpers import load_resource
