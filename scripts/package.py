@@ -112,6 +112,7 @@ NO_ROUTE_TEMPLATE = '{"error": "No route matches this path"}'
 # The allowed origin on API Gateway's own answers too, so that a page on it can
 # read a throttled or failed request's {"error"} (a static value, quoted).
 GATEWAY_CORS = {"Headers": {"Access-Control-Allow-Origin": {"Fn::Sub": "'${CorsOrigin}'"}}}
+PREFLIGHT_ORIGIN = "method.response.header.Access-Control-Allow-Origin"
 # One JSON line per request: who called what, from where, and how it ended,
 # written by API Gateway, so it is there even when the function never ran.
 ACCESS_LOG_FIELDS = {
@@ -923,7 +924,25 @@ def package(out_dir: Path, stage: str, index_step: Optional[int] = None) -> Path
     template = json.loads(sam.read_text())
     check_packaged(template)
     check_authenticates(template, stage)
+    preflights_allow_the_origin(template)
+    sam.write_text(json.dumps(template, indent=2))
     return sam
+
+
+def preflights_allow_the_origin(template: dict[str, Any]) -> None:
+    """API Gateway answers a browser's CORS preflight (OPTIONS) itself, with the
+    headers chalice wrote into the definition: the allowed origin the app had
+    while it was packaged ("null" in jwt mode), not the stack's. Each preflight
+    names the CorsOrigin parameter instead, as the gateway responses do."""
+    definition = template["Resources"][REST_API]["Properties"]["DefinitionBody"]
+    for methods in definition["paths"].values():
+        preflight = methods.get("options", {}).get("x-amazon-apigateway-integration", {})
+        for response in preflight.get("responses", {}).values():
+            parameters = response.get("responseParameters", {})
+            if PREFLIGHT_ORIGIN in parameters:
+                parameters[PREFLIGHT_ORIGIN] = GATEWAY_CORS["Headers"][
+                    "Access-Control-Allow-Origin"
+                ]
 
 
 def check_authenticates(template: dict[str, Any], stage: str) -> None:

@@ -365,6 +365,31 @@ def test_api_gateways_own_errors_answer_in_the_service_error_shape(
     assert deployment["Properties"]["RestApiId"] == {"Ref": REST_API}
 
 
+def definition(template: dict[str, Any]) -> dict[str, Any]:
+    """The REST API's Swagger definition, in SAM and once expanded."""
+    properties = template["Resources"][REST_API]["Properties"]
+    body: dict[str, Any] = properties.get("DefinitionBody") or properties["Body"]
+    return body
+
+
+def test_browsers_preflights_allow_the_stack_s_origin(each: dict[str, Any]) -> None:
+    """API Gateway answers OPTIONS itself: with the origin chalice saw while
+    packaging ("null" in jwt mode) a page on CorsOrigin could send no request
+    with a token. The deploy rehearsal found it."""
+    preflights = [
+        methods["options"]["x-amazon-apigateway-integration"]
+        for methods in definition(each)["paths"].values()
+        if "options" in methods
+    ]
+    assert len(preflights) == len(definition(each)["paths"])
+    for integration in preflights:
+        assert integration["type"] == "mock"
+        parameters = integration["responses"]["default"]["responseParameters"]
+        assert parameters["method.response.header.Access-Control-Allow-Origin"] == {
+            "Fn::Sub": "'${CorsOrigin}'"
+        }
+
+
 @pytest.mark.parametrize("which", ["sam_path", "expanded_path"])
 def test_both_templates_pass_cfn_lint_without_a_warning(
     request: pytest.FixtureRequest, which: str
