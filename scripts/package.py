@@ -113,6 +113,7 @@ NO_ROUTE_TEMPLATE = '{"error": "No route matches this path"}'
 # read a throttled or failed request's {"error"} (a static value, quoted).
 GATEWAY_CORS = {"Headers": {"Access-Control-Allow-Origin": {"Fn::Sub": "'${CorsOrigin}'"}}}
 PREFLIGHT_ORIGIN = "method.response.header.Access-Control-Allow-Origin"
+ANY_METHOD = "x-amazon-apigateway-any-method"
 # One JSON line per request: who called what, from where, and how it ended,
 # written by API Gateway, so it is there even when the function never ran.
 ACCESS_LOG_FIELDS = {
@@ -925,8 +926,30 @@ def package(out_dir: Path, stage: str, index_step: Optional[int] = None) -> Path
     check_packaged(template)
     check_authenticates(template, stage)
     preflights_allow_the_origin(template)
+    other_methods_reach_the_function(template)
     sam.write_text(json.dumps(template, indent=2))
     return sam
+
+
+def other_methods_reach_the_function(template: dict[str, Any]) -> None:
+    """API Gateway answers a method a path does not define as a missing route
+    (404 here), where the app, and `make run`, answer 405 with an Allow header,
+    as the OpenAPI document says. Every path's other methods (API Gateway's
+    ANY, which the defined ones take precedence over) go to the function too,
+    which answers them so."""
+    definition = template["Resources"][REST_API]["Properties"]["DefinitionBody"]
+    for methods in definition["paths"].values():
+        proxied = [
+            operation
+            for operation in methods.values()
+            if operation.get("x-amazon-apigateway-integration", {}).get("type") == "aws_proxy"
+        ]
+        if proxied and ANY_METHOD not in methods:
+            methods[ANY_METHOD] = {
+                key: json.loads(json.dumps(value))
+                for key, value in proxied[0].items()
+                if key in ("parameters", "responses", "x-amazon-apigateway-integration")
+            }
 
 
 def preflights_allow_the_origin(template: dict[str, Any]) -> None:

@@ -390,6 +390,21 @@ def test_browsers_preflights_allow_the_stack_s_origin(each: dict[str, Any]) -> N
         }
 
 
+def test_a_method_a_path_lacks_reaches_the_function_for_its_405(each: dict[str, Any]) -> None:
+    """API Gateway would answer it as a missing route (404); the OpenAPI document
+    promises 405 with an Allow header, which the function answers, as make run
+    does. The deploy rehearsal found it."""
+    for path, methods in definition(each)["paths"].items():
+        proxied = [
+            m["x-amazon-apigateway-integration"]
+            for name, m in methods.items()
+            if name != "options" and m["x-amazon-apigateway-integration"]["type"] == "aws_proxy"
+        ]
+        other = methods["x-amazon-apigateway-any-method"]["x-amazon-apigateway-integration"]
+        assert other["type"] == "aws_proxy", path
+        assert all(other["uri"] == integration["uri"] for integration in proxied), path
+
+
 @pytest.mark.parametrize("which", ["sam_path", "expanded_path"])
 def test_both_templates_pass_cfn_lint_without_a_warning(
     request: pytest.FixtureRequest, which: str
