@@ -235,7 +235,7 @@ class Run:
 
     def execute(self) -> Outcome:
         started = time.monotonic()
-        receiver = Receiver(self.env.webhook_secret, self.env.tls, refuse=_refuse_first_completion)
+        receiver = Receiver(self.env.webhook_secret, self.env.tls, refuse=RefuseOnce())
         local_receiver: Optional[Receiver] = None
         try:
             self.stack = Stack(
@@ -550,14 +550,19 @@ class Run:
                 self.outcome.failures.append(f"{name} was never invoked")
 
 
-def _refuse_first_completion(event: dict[str, Any], attempt: int) -> bool:
-    """The receiver fails the first delivery of the first run completed: the sender
-    must mark it failed, hide its message, and deliver it, in order, when due."""
-    return (
-        event.get("type") == "approval.run.completed"
-        and event.get("subject") == "runs/2"
-        and attempt == 0
-    )
+class RefuseOnce:
+    """The receiver fails the first delivery of the first run completed, and no
+    other: the sender must mark it failed, hide its message until the retry is
+    due, and deliver it then, with the run's later events after it."""
+
+    def __init__(self) -> None:
+        self.refused: Optional[str] = None
+
+    def __call__(self, event: dict[str, Any], attempt: int) -> bool:
+        if self.refused is None and event.get("type") == "approval.run.completed":
+            self.refused = str(event.get("id"))
+            return True
+        return False
 
 
 def _by_subject(events: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
