@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import sys
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,8 +39,10 @@ def clean_env() -> dict[str, str]:
     }
 
 
-def test_make_rehearse_runs_every_function_as_deployed_and_its_mutations_bite() -> None:
-    done = subprocess.run(
+@pytest.fixture(scope="module")
+def rehearsed() -> subprocess.CompletedProcess[str]:
+    """`make rehearse`, once: it packages into dist/ and installs the runtime's SDK."""
+    return subprocess.run(
         ["make", "--no-print-directory", "rehearse"],
         cwd=PROJECT_DIR,
         env={**clean_env(), "AWS_EC2_METADATA_DISABLED": "true"},
@@ -45,8 +50,13 @@ def test_make_rehearse_runs_every_function_as_deployed_and_its_mutations_bite() 
         text=True,
         timeout=900,
     )
-    report = done.stdout
-    assert done.returncode == 0, report[-6000:] + done.stderr[-3000:]
+
+
+def test_make_rehearse_runs_every_function_as_deployed_and_its_mutations_bite(
+    rehearsed: subprocess.CompletedProcess[str],
+) -> None:
+    report = rehearsed.stdout
+    assert rehearsed.returncode == 0, report[-6000:] + rehearsed.stderr[-3000:]
     assert "The rehearsal passed" in report
     (summary,) = [line for line in report.splitlines() if "requests through API Gateway" in line]
     for function in FUNCTIONS:
@@ -56,6 +66,44 @@ def test_make_rehearse_runs_every_function_as_deployed_and_its_mutations_bite() 
     assert len(bites) == len(FUNCTIONS), report
     assert "MISSED" not in report and "UNUSED" not in report
     assert "Every removal made the rehearsal fail for its function" in report
+
+
+@pytest.mark.parametrize(
+    "left_out, finding",
+    [
+        # Imported only in jwt mode, inside a function: the import check finds it.
+        ("jwt/", "import: chalicelib/identity.py:128: import jwt: ModuleNotFoundError"),
+        # Read on the page's first request: the page's asset answers 500.
+        ("chalicelib/ui/app.css", "page asset 0 (GET /ui/app.css): status 200 / 500"),
+    ],
+)
+def test_the_rehearsal_fails_on_a_package_that_lacks_a_module_or_an_asset(
+    rehearsed: subprocess.CompletedProcess[str], tmp_path: Path, left_out: str, finding: str
+) -> None:
+    """The package make rehearse just ran, with one thing left out."""
+    assert rehearsed.returncode == 0, rehearsed.stdout[-3000:]
+    shutil.copy(PROJECT_DIR / "dist" / "sam.json", tmp_path)
+    with zipfile.ZipFile(PROJECT_DIR / "dist" / "deployment.zip") as whole:
+        with zipfile.ZipFile(tmp_path / "deployment.zip", "w") as broken:
+            for item in whole.infolist():
+                if not item.filename.startswith(left_out):
+                    broken.writestr(item, whole.read(item))
+    done = subprocess.run(
+        [
+            *(sys.executable, str(PROJECT_DIR / "scripts" / "rehearse.py")),
+            *("--dist", str(tmp_path), "--mutations", "none"),
+            *("--runtime", str(PROJECT_DIR / ".lambda-runtime" / "python")),
+        ],
+        cwd=PROJECT_DIR,
+        env={**clean_env(), "AWS_EC2_METADATA_DISABLED": "true"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    failed = [line for line in done.stdout.splitlines() if "FAILED" in line]
+    assert any(finding in line for line in failed), failed
+    assert "The rehearsal failed" in done.stdout
 
 
 @pytest.fixture
