@@ -4,6 +4,7 @@
 # `make audit-chain` once on a table with history from before the audit chain, and
 # `make inbox-backfill` once on one with runs in progress from before the inbox (docs/storage.md);
 # `make list-indexes` on a table from before the sharded run lists (docs/deploy.md).
+# `make rehearse` runs the packaged stack as deployed, offline (docs/rehearsal.md).
 # `make bench` runs the benchmarks (bench/) and writes their figures into BENCHMARKS.md.
 # `make screenshots` writes the approvers' page's screenshots into docs/screenshots/.
 PYTHON ?= python3
@@ -28,7 +29,8 @@ PYTEST_WORKERS ?= auto
 XDIST := -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 .PHONY: run test test-fast lint format bench profile venv clean clean-data token \
-	dynamodb-table run-dynamodb package scan audit-chain inbox-backfill list-indexes browser screenshots
+	dynamodb-table run-dynamodb package scan rehearse audit-chain inbox-backfill list-indexes \
+	browser screenshots
 
 # Serving needs only Chalice and boto3; the test and benchmark tools come on top.
 $(VENV)/.created:
@@ -142,6 +144,23 @@ scan: package $(VENV)/.dev $(SCAN_VENV)/.created
 	$(BIN)/cfn-lint dist/sam.json dist/cloudformation.json
 	$(SCAN_VENV)/bin/checkov --config-file .checkov.yaml -f dist/sam.json -f dist/cloudformation.json
 
+# The SDK as Lambda's runtime provides it, alone in a folder: the functions'
+# path in the rehearsal is the package, this, and the standard library.
+LAMBDA_RUNTIME := .lambda-runtime
+$(LAMBDA_RUNTIME)/.created: requirements-lambda.txt $(VENV)/.created
+	@echo "Installing Lambda's SDK (requirements-lambda.txt) into $(LAMBDA_RUNTIME) ..."
+	rm -rf $(LAMBDA_RUNTIME)
+	$(PIP) --no-deps --only-binary :all: --target $(LAMBDA_RUNTIME)/python -r requirements-lambda.txt
+	@touch $@
+
+# `make package`'s stack on a moto server that enforces IAM, each function from
+# the package with its own role, driven by its triggers and compared with
+# `make run`; then the mutation check (REHEARSAL_MUTATIONS=all: every action).
+REHEARSAL_MUTATIONS ?= sample
+rehearse: package $(VENV)/.dev $(LAMBDA_RUNTIME)/.created
+	$(BIN)/python scripts/rehearse.py --runtime $(LAMBDA_RUNTIME)/python \
+		--mutations $(REHEARSAL_MUTATIONS)
+
 bench: $(VENV)/.dev
 	$(BIN)/python -m bench.run
 
@@ -152,7 +171,7 @@ profile: $(VENV)/.dev
 
 # Removes the virtualenvs and caches; keeps the local database (.data/).
 clean:
-	rm -rf $(VENV) $(SCAN_VENV) .mypy_cache .ruff_cache dist
+	rm -rf $(VENV) $(SCAN_VENV) $(LAMBDA_RUNTIME) .mypy_cache .ruff_cache dist
 
 # Removes the local database (.data/): every workflow and run `make run` stored.
 clean-data:

@@ -48,7 +48,7 @@ PROJECT_DIR = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT_DIR))
 
 import chalice.local  # noqa: E402
-from chalice.app import Chalice  # noqa: E402
+from chalice.app import Chalice, CORSConfig  # noqa: E402
 from chalice.config import Config  # noqa: E402
 
 from chalicelib import engine  # noqa: E402
@@ -78,6 +78,7 @@ class RequestHandler(chalice.local.ChaliceRequestHandler):
     ) -> None:
         # Set before the base class handles the request, inside its __init__.
         self._routes = chalice.local.RouteMatcher(list(app_object.routes))
+        self._cors = app_object.api.cors
         super().__init__(request, client_address, server, app_object, config)
 
     def _generic_handle(self) -> None:
@@ -106,6 +107,10 @@ class RequestHandler(chalice.local.ChaliceRequestHandler):
         # Written before the answer, as the app's middleware does.
         access_log.write(line)
         headers = {"Content-Type": "application/json", "X-Request-Id": request_id}
+        # Deployed, API Gateway's answer carries the stage's allowed origin, so a
+        # page on it can read the 404 (scripts/package.py, GATEWAY_CORS).
+        if isinstance(self._cors, CORSConfig):
+            headers["Access-Control-Allow-Origin"] = self._cors.allow_origin
         body = (
             None
             if self.command == "HEAD"

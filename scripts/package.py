@@ -90,6 +90,10 @@ JWKS_URL = "JwksUrl"
 CORS_ORIGIN = "CorsOrigin"
 WEBHOOK_URL = "WebhookUrl"
 WEBHOOK_SECRET = "WebhookSecretParameter"
+# How many of each event function may run at once (docs/deploy.md, "Parameters").
+SWEEPER_CONCURRENCY = "SweeperReservedConcurrency"
+WEBHOOK_CONCURRENCY = "WebhookMaximumConcurrency"
+RELAY_PARALLELIZATION = "RelayParallelizationFactor"
 # Stages that serve the public: they must verify callers (WORKFLOW_AUTH=jwt in
 # the stage's environment_variables in .chalice/config.json).
 PUBLIC_STAGES = ("prod",)
@@ -108,6 +112,8 @@ NO_ROUTE_TEMPLATE = '{"error": "No route matches this path"}'
 # The allowed origin on API Gateway's own answers too, so that a page on it can
 # read a throttled or failed request's {"error"} (a static value, quoted).
 GATEWAY_CORS = {"Headers": {"Access-Control-Allow-Origin": {"Fn::Sub": "'${CorsOrigin}'"}}}
+PREFLIGHT_ORIGIN = "method.response.header.Access-Control-Allow-Origin"
+ANY_METHOD = "x-amazon-apigateway-any-method"
 # One JSON line per request: who called what, from where, and how it ended,
 # written by API Gateway, so it is there even when the function never ran.
 ACCESS_LOG_FIELDS = {
@@ -176,6 +182,17 @@ RETENTION_SECONDS = 14 * 24 * 3600
 # The relay retries a failing batch (halved on each failure) for up to a day,
 # the stream's retention, before its records go to the relay's dead-letter queue.
 RELAY_RETRIES = 1000
+# A sweep the reserved concurrency throttled is not worth keeping past the
+# next one's schedule: the next sweep finds whatever it would have found.
+SWEEP_EVENT_AGE_SECONDS = 60
+# checkov (make scan) reads only ReservedConcurrentExecutions for CKV_AWS_115;
+# the stream and the queue functions are bounded by their event sources, and
+# SQS-managed encryption is invisible to CKV_AWS_27 (docs/deploy.md).
+BOUNDED_BY_EVENT_SOURCE = (
+    "CKV_AWS_115",
+    "concurrency bounded by the event source mapping (docs/deploy.md, Parameters)",
+)
+ENCRYPTED_BY_SQS = ("CKV_AWS_27", "encrypted at rest with SQS-managed keys (SqsManagedSseEnabled)")
 
 PLACEHOLDER_REGION = "us-east-1"
 
@@ -301,7 +318,37 @@ def event_parameters() -> dict[str, Any]:
             "Description": "SSM SecureString parameter holding the webhook signing secret "
             "(whsec_ followed by a base64 key)",
         },
+        SWEEPER_CONCURRENCY: {
+            "Type": "Number",
+            "Default": 1,
+            "MinValue": 1,
+            "Description": "Deadline sweeps that may run at once (the schedule starts one a "
+            "minute; overlapping sweeps are harmless but wasteful)",
+        },
+        WEBHOOK_CONCURRENCY: {
+            "Type": "Number",
+            "Default": 5,
+            # What Lambda accepts for an SQS event source's MaximumConcurrency.
+            "MinValue": 2,
+            "MaxValue": 1000,
+            "Description": "Webhook sender invocations that may run at once, so at most that "
+            "many POSTs reach the receiver at a time",
+        },
+        RELAY_PARALLELIZATION: {
+            "Type": "Number",
+            "Default": 1,
+            "MinValue": 1,
+            "MaxValue": 10,
+            "Description": "Relay invocations per stream shard at once (the relay runs at most "
+            "shards x this many at a time)",
+        },
     }
+
+
+def checkov_skips(*checks: tuple[str, str]) -> dict[str, Any]:
+    """Resource metadata that tells checkov why a check does not apply to it; only
+    that resource, so a new resource still gets the check."""
+    return {"checkov": {"skip": [{"id": check, "comment": why} for check, why in checks]}}
 
 
 def event_resources(stage: str) -> dict[str, Any]:
@@ -375,10 +422,17 @@ def event_resources(stage: str) -> dict[str, Any]:
             "Properties": {
                 **shared_function_properties(),
                 "Environment": {"Variables": storage_variables(stage)},
+                "ReservedConcurrentExecutions": {"Ref": SWEEPER_CONCURRENCY},
+                # Function errors are not retried either: the next minute's sweep is the retry.
+                "EventInvokeConfig": {
+                    "MaximumEventAgeInSeconds": SWEEP_EVENT_AGE_SECONDS,
+                    "MaximumRetryAttempts": 0,
+                },
             },
         },
         RELAY: {
             "DependsOn": [RELAY_POLICY],
+            "Metadata": checkov_skips(BOUNDED_BY_EVENT_SOURCE),
             "Properties": {
                 **shared_function_properties(),
                 "Environment": {
@@ -392,6 +446,9 @@ def event_resources(stage: str) -> dict[str, Any]:
                             "BisectBatchOnFunctionError": True,
                             "MaximumRetryAttempts": RELAY_RETRIES,
                             "MaximumRecordAgeInSeconds": 86400,
+                            # One batch per shard at a time by default, so each
+                            # shard's records are put on the bus in order.
+                            "ParallelizationFactor": {"Ref": RELAY_PARALLELIZATION},
                             "DestinationConfig": {
                                 "OnFailure": {
                                     "Type": "SQS",
@@ -410,6 +467,7 @@ def event_resources(stage: str) -> dict[str, Any]:
         },
         SENDER: {
             "DependsOn": [SENDER_POLICY],
+            "Metadata": checkov_skips(BOUNDED_BY_EVENT_SOURCE),
             "Properties": {
                 **shared_function_properties(),
                 "Environment": {
@@ -425,6 +483,10 @@ def event_resources(stage: str) -> dict[str, Any]:
                         "Properties": {
                             "Queue": {"Fn::GetAtt": [WEBHOOK_QUEUE, "Arn"]},
                             "FunctionResponseTypes": ["ReportBatchItemFailures"],
+                            # Not reserved concurrency, which would throttle the
+                            # poller's invocations and push messages towards
+                            # the dead-letter queue; this makes the poller wait.
+                            "ScalingConfig": {"MaximumConcurrency": {"Ref": WEBHOOK_CONCURRENCY}},
                         }
                     }
                 },
@@ -437,6 +499,7 @@ def queue(**properties: Any) -> dict[str, Any]:
     """An SQS queue encrypted at rest, keeping messages as long as SQS can."""
     return {
         "Type": "AWS::SQS::Queue",
+        "Metadata": checkov_skips(ENCRYPTED_BY_SQS),
         "Properties": {
             "SqsManagedSseEnabled": True,
             "MessageRetentionPeriod": RETENTION_SECONDS,
@@ -862,7 +925,47 @@ def package(out_dir: Path, stage: str, index_step: Optional[int] = None) -> Path
     template = json.loads(sam.read_text())
     check_packaged(template)
     check_authenticates(template, stage)
+    preflights_allow_the_origin(template)
+    other_methods_reach_the_function(template)
+    sam.write_text(json.dumps(template, indent=2))
     return sam
+
+
+def other_methods_reach_the_function(template: dict[str, Any]) -> None:
+    """API Gateway answers a method a path does not define as a missing route
+    (404 here), where the app, and `make run`, answer 405 with an Allow header,
+    as the OpenAPI document says. Every path's other methods (API Gateway's
+    ANY, which the defined ones take precedence over) go to the function too,
+    which answers them so."""
+    definition = template["Resources"][REST_API]["Properties"]["DefinitionBody"]
+    for methods in definition["paths"].values():
+        proxied = [
+            operation
+            for operation in methods.values()
+            if operation.get("x-amazon-apigateway-integration", {}).get("type") == "aws_proxy"
+        ]
+        if proxied and ANY_METHOD not in methods:
+            methods[ANY_METHOD] = {
+                key: json.loads(json.dumps(value))
+                for key, value in proxied[0].items()
+                if key in ("parameters", "responses", "x-amazon-apigateway-integration")
+            }
+
+
+def preflights_allow_the_origin(template: dict[str, Any]) -> None:
+    """API Gateway answers a browser's CORS preflight (OPTIONS) itself, with the
+    headers chalice wrote into the definition: the allowed origin the app had
+    while it was packaged ("null" in jwt mode), not the stack's. Each preflight
+    names the CorsOrigin parameter instead, as the gateway responses do."""
+    definition = template["Resources"][REST_API]["Properties"]["DefinitionBody"]
+    for methods in definition["paths"].values():
+        preflight = methods.get("options", {}).get("x-amazon-apigateway-integration", {})
+        for response in preflight.get("responses", {}).values():
+            parameters = response.get("responseParameters", {})
+            if PREFLIGHT_ORIGIN in parameters:
+                parameters[PREFLIGHT_ORIGIN] = GATEWAY_CORS["Headers"][
+                    "Access-Control-Allow-Origin"
+                ]
 
 
 def check_authenticates(template: dict[str, Any], stage: str) -> None:

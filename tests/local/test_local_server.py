@@ -54,6 +54,27 @@ def test_an_unknown_path_answers_404_in_the_error_shape_with_a_request_id(
     assert (lines[0]["method"], lines[0]["route"], lines[0]["status"]) == (method, None, 404)
 
 
+@pytest.mark.parametrize("origin", [None, "https://approvals.example.com"])
+def test_an_unknown_path_names_the_allowed_origin_as_the_deployed_api_does(
+    tmp_path: Path, serve: None, monkeypatch: pytest.MonkeyPatch, origin: str | None
+) -> None:
+    """Deployed, API Gateway's 404 carries the stage's origin (scripts/package.py),
+    so that a page on it can read the error; `make run`'s does too."""
+    if origin is None:
+        monkeypatch.delenv("WORKFLOW_CORS_ORIGIN", raising=False)
+    else:
+        monkeypatch.setenv("WORKFLOW_CORS_ORIGIN", origin)
+    with sqlite_backend(tmp_path) as open_storage, served(open_storage()) as port:
+        answer = request(port, "GET", "/nope")
+        routed = request(port, "GET", "/workflows")
+    assert answer.status == 404
+    assert answer.headers["Access-Control-Allow-Origin"] == (origin or "*")
+    assert (
+        routed.headers["Access-Control-Allow-Origin"]
+        == answer.headers["Access-Control-Allow-Origin"]
+    )
+
+
 def test_the_approvers_page_is_served_as_text_with_its_access_line(
     port: int, capsys: pytest.CaptureFixture[str]
 ) -> None:

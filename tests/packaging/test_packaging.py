@@ -365,6 +365,46 @@ def test_api_gateways_own_errors_answer_in_the_service_error_shape(
     assert deployment["Properties"]["RestApiId"] == {"Ref": REST_API}
 
 
+def definition(template: dict[str, Any]) -> dict[str, Any]:
+    """The REST API's Swagger definition, in SAM and once expanded."""
+    properties = template["Resources"][REST_API]["Properties"]
+    body: dict[str, Any] = properties.get("DefinitionBody") or properties["Body"]
+    return body
+
+
+def test_browsers_preflights_allow_the_stack_s_origin(each: dict[str, Any]) -> None:
+    """API Gateway answers OPTIONS itself: with the origin chalice saw while
+    packaging ("null" in jwt mode) a page on CorsOrigin could send no request
+    with a token. The deploy rehearsal found it."""
+    preflights = [
+        methods["options"]["x-amazon-apigateway-integration"]
+        for methods in definition(each)["paths"].values()
+        if "options" in methods
+    ]
+    assert len(preflights) == len(definition(each)["paths"])
+    for integration in preflights:
+        assert integration["type"] == "mock"
+        parameters = integration["responses"]["default"]["responseParameters"]
+        assert parameters["method.response.header.Access-Control-Allow-Origin"] == {
+            "Fn::Sub": "'${CorsOrigin}'"
+        }
+
+
+def test_a_method_a_path_lacks_reaches_the_function_for_its_405(each: dict[str, Any]) -> None:
+    """API Gateway would answer it as a missing route (404); the OpenAPI document
+    promises 405 with an Allow header, which the function answers, as make run
+    does. The deploy rehearsal found it."""
+    for path, methods in definition(each)["paths"].items():
+        proxied = [
+            m["x-amazon-apigateway-integration"]
+            for name, m in methods.items()
+            if name != "options" and m["x-amazon-apigateway-integration"]["type"] == "aws_proxy"
+        ]
+        other = methods["x-amazon-apigateway-any-method"]["x-amazon-apigateway-integration"]
+        assert other["type"] == "aws_proxy", path
+        assert all(other["uri"] == integration["uri"] for integration in proxied), path
+
+
 @pytest.mark.parametrize("which", ["sam_path", "expanded_path"])
 def test_both_templates_pass_cfn_lint_without_a_warning(
     request: pytest.FixtureRequest, which: str
@@ -796,6 +836,58 @@ def test_the_sweeper_runs_every_minute_and_may_only_decide(template: dict[str, A
     assert granted["dynamodb:PutItem"] == granted["dynamodb:UpdateItem"] == [TABLE_ARN]
     assert granted["dynamodb:DeleteItem"] == [TABLE_ARN]
     assert granted["dynamodb:Query"] == [TABLE_ARN, {"Fn::Sub": f"${{{TABLE}.Arn}}/index/due"}]
+
+
+def test_every_function_s_concurrency_is_bounded_by_a_parameter(expanded: dict[str, Any]) -> None:
+    """The API function reserves its own; the sweeper reserves one; the stream and
+    the queue bound theirs through their event source mappings (CKV_AWS_115)."""
+    resources = expanded["Resources"]
+    mappings = {
+        resource["Properties"]["FunctionName"]["Ref"]: resource["Properties"]
+        for resource in of_type(expanded, "AWS::Lambda::EventSourceMapping").values()
+    }
+    sweeper = resources[SWEEPER]["Properties"]
+    assert sweeper["ReservedConcurrentExecutions"] == {"Ref": "SweeperReservedConcurrency"}
+    assert mappings[RELAY]["ParallelizationFactor"] == {"Ref": "RelayParallelizationFactor"}
+    assert mappings[SENDER]["ScalingConfig"] == {
+        "MaximumConcurrency": {"Ref": "WebhookMaximumConcurrency"}
+    }
+    bounds = {
+        name: (p["Type"], p["Default"], p["MinValue"], p.get("MaxValue"))
+        for name, p in expanded["Parameters"].items()
+        if name
+        in ("SweeperReservedConcurrency", "WebhookMaximumConcurrency", "RelayParallelizationFactor")
+    }
+    # Lambda's own ranges: MaximumConcurrency 2 to 1000, ParallelizationFactor 1 to 10.
+    assert bounds == {
+        "SweeperReservedConcurrency": ("Number", 1, 1, None),
+        "WebhookMaximumConcurrency": ("Number", 5, 2, 1000),
+        "RelayParallelizationFactor": ("Number", 1, 1, 10),
+    }
+    assert "ReservedConcurrentExecutions" in resources[FUNCTION]["Properties"]
+    # A sweep throttled behind a running one is dropped by the next one's time.
+    (invoke_config,) = of_type(expanded, "AWS::Lambda::EventInvokeConfig").values()
+    assert invoke_config["Properties"]["FunctionName"] == {"Ref": SWEEPER}
+    assert invoke_config["Properties"]["MaximumEventAgeInSeconds"] == 60
+    assert invoke_config["Properties"]["MaximumRetryAttempts"] == 0
+
+
+def test_checkov_is_told_of_exactly_the_findings_that_do_not_apply(each: dict[str, Any]) -> None:
+    """Per resource, so that a new function or queue is still checked."""
+    skipped = {
+        name: sorted(skip["id"] for skip in resource["Metadata"]["checkov"]["skip"])
+        for name, resource in each["Resources"].items()
+        if "checkov" in resource.get("Metadata", {})
+    }
+    assert skipped == {
+        RELAY: ["CKV_AWS_115"],
+        SENDER: ["CKV_AWS_115"],
+        "WebhookQueue": ["CKV_AWS_27"],
+        "WebhookDeadLetterQueue": ["CKV_AWS_27"],
+        "RelayDeadLetterQueue": ["CKV_AWS_27"],
+    }
+    for name in ("WebhookQueue", "WebhookDeadLetterQueue", "RelayDeadLetterQueue"):
+        assert each["Resources"][name]["Properties"]["SqsManagedSseEnabled"] is True
 
 
 def test_every_event_function_names_only_real_iam_actions(template: dict[str, Any]) -> None:

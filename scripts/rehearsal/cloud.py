@@ -1,0 +1,472 @@
+"""moto on 127.0.0.1, enforcing IAM on the resources each request touches.
+
+moto 5 checks an authenticated request's action against the caller's policies
+but, for DynamoDB, DynamoDB Streams, SSM, EventBridge and CloudWatch Logs,
+against the resource "*": a statement that names a table, a parameter or a bus
+then matches nothing, and every scoped grant would be refused. Real IAM also
+authorises some requests as other actions than their name: a
+TransactWriteItems as each item's PutItem, UpdateItem, DeleteItem or
+ConditionCheckItem on its table; a BatchGetItem per table; SQS's batch calls
+as the single ones. This module gives moto what IAM evaluates, for the calls
+the stack makes, and records every decision, allowed or denied, with the
+principal that asked.
+
+moto's CloudFormation also differs from CloudFormation where the template
+relies on it; each fix below says where.
+
+The server starts open (moto's default: every request allowed, as the account
+that deploys), and `enforce()` turns IAM on, for every request from then on
+(moto's INITIAL_NO_AUTH_ACTION_COUNT, set through /moto-api/reset-auth).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import threading
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Optional
+
+
+def client(endpoint: str, service: str, **keys: str) -> Any:
+    """A boto3 client of `service` at `endpoint`, with these credentials
+    (aws_access_key_id, aws_secret_access_key, aws_session_token)."""
+    import boto3
+
+    make: Any = boto3.session.Session
+    return make(region_name="us-east-1", **keys).client(service, endpoint_url=endpoint)
+
+
+# (IAM action without its service, resource ARN) pairs one request needs.
+Checks = list[tuple[str, str]]
+
+# What a transaction's item is authorised as.
+TRANSACT_ITEM_ACTIONS = {
+    "Put": "PutItem",
+    "Update": "UpdateItem",
+    "Delete": "DeleteItem",
+    "ConditionCheck": "ConditionCheckItem",
+    "Get": "GetItem",
+}
+# SQS authorises a batch as the action of each of its entries.
+SQS_BATCH_ACTIONS = {
+    "SendMessageBatch": "SendMessage",
+    "DeleteMessageBatch": "DeleteMessage",
+    "ChangeMessageVisibilityBatch": "ChangeMessageVisibility",
+}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One IAM evaluation: who asked, for what, and whether IAM allowed it."""
+
+    principal: str
+    action: str
+    resource: str
+    allowed: bool
+
+    @property
+    def role(self) -> Optional[str]:
+        """The role's name, for an assumed role's session."""
+        if ":assumed-role/" not in self.principal:
+            return None
+        return self.principal.split(":assumed-role/", 1)[1].split("/", 1)[0]
+
+
+class Fault:
+    """The next `count` requests of one operation get `answer(request body)`
+    (status, JSON body) instead of moto's."""
+
+    def __init__(self, answer: Callable[[dict[str, Any]], tuple[int, Any]], count: int) -> None:
+        self.answer = answer
+        self.remaining = count
+
+
+def entries_failed(request: dict[str, Any]) -> tuple[int, Any]:
+    """PutEvents accepting none of its entries, as EventBridge answers when it
+    throttles or fails them (200, each entry with an ErrorCode): not retried
+    by botocore, so the relay sees it at once."""
+    entries = request.get("Entries", [])
+    failed = {"ErrorCode": "InternalFailure", "ErrorMessage": "injected by the rehearsal"}
+    return 200, {"FailedEntryCount": len(entries), "Entries": [failed for _ in entries]}
+
+
+def _body(handler: Any) -> dict[str, Any]:
+    try:
+        parsed = json.loads(handler.raw_body or b"{}")
+    except (ValueError, TypeError):
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _arn(handler: Any, service: str, rest: str) -> str:
+    return f"arn:aws:{service}:{handler.region}:{handler.current_account}:{rest}"
+
+
+def _table(handler: Any, name: str) -> str:
+    return name if name.startswith("arn:") else _arn(handler, "dynamodb", f"table/{name}")
+
+
+def dynamodb_checks(handler: Any, action: str) -> Checks:
+    body = _body(handler)
+    if action == "TransactWriteItems" or action == "TransactGetItems":
+        checks = []
+        for item in body.get("TransactItems", []):
+            ((kind, request),) = item.items()
+            checks.append((TRANSACT_ITEM_ACTIONS[kind], _table(handler, request["TableName"])))
+        return checks
+    if action in ("BatchGetItem", "BatchWriteItem"):
+        return [(action, _table(handler, name)) for name in body.get("RequestItems", {})]
+    if "TableName" not in body:
+        return [(action, "*")]
+    table = _table(handler, body["TableName"])
+    if action in ("Query", "Scan") and body.get("IndexName"):
+        return [(action, f"{table}/index/{body['IndexName']}")]
+    return [(action, table)]
+
+
+def streams_checks(handler: Any, action: str) -> Checks:
+    body = _body(handler)
+    if "StreamArn" in body:
+        return [(action, body["StreamArn"])]
+    if action == "GetRecords":
+        from moto.dynamodbstreams.models import dynamodbstreams_backends
+
+        backend = dynamodbstreams_backends[handler.current_account][handler.region]
+        iterator = backend.shard_iterators.get(body.get("ShardIterator", ""))
+        if iterator is not None:
+            table = iterator.stream_shard.table
+            return [(action, f"{table.table_arn}/stream/{table.latest_stream_label}")]
+        return [(action, "*")]
+    if action == "ListStreams" and "TableName" in body:
+        # Taken to be the table's streams (docs/rehearsal.md, "What moto does not evaluate").
+        return [(action, _table(handler, body["TableName"]) + "/stream/*")]
+    return [(action, "*")]
+
+
+def ssm_checks(handler: Any, action: str) -> Checks:
+    body = _body(handler)
+    names = body.get("Names") or ([body["Name"]] if "Name" in body else [])
+    if not names:
+        return [(action, "*")]
+    return [
+        (action, _arn(handler, "ssm", "parameter" + ("" if n.startswith("/") else "/") + n))
+        for n in names
+    ]
+
+
+def events_checks(handler: Any, action: str) -> Checks:
+    if action != "PutEvents":
+        return [(action, "*")]
+    buses = {entry.get("EventBusName") or "default" for entry in _body(handler).get("Entries", [])}
+    return [
+        (action, bus if bus.startswith("arn:") else _arn(handler, "events", f"event-bus/{bus}"))
+        for bus in sorted(buses)
+    ]
+
+
+def logs_checks(handler: Any, action: str) -> Checks:
+    body = _body(handler)
+    if "logGroupName" not in body:
+        return [(action, "*")]
+    stream = body.get("logStreamName", "*")
+    return [
+        (action, _arn(handler, "logs", f"log-group:{body['logGroupName']}:log-stream:{stream}"))
+    ]
+
+
+# X-Ray's REST paths, which moto names by their last segment.
+XRAY_ACTIONS = {"TraceSegments": "PutTraceSegments", "TelemetryRecords": "PutTelemetryRecords"}
+
+
+def xray_checks(handler: Any, action: str) -> Checks:
+    return [(XRAY_ACTIONS.get(action, action), "*")]
+
+
+def sqs_checks(handler: Any, action: str, resource: str) -> Checks:
+    return [(SQS_BATCH_ACTIONS.get(action, action), resource)]
+
+
+class Cloud:
+    """moto on 127.0.0.1 (a free port), one request at a time, IAM as above."""
+
+    def __init__(self) -> None:
+        import logging
+
+        from werkzeug.serving import make_server
+
+        # One line per request on standard error would drown the rehearsal's report.
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)
+
+        _fix_moto()
+        from moto.server import (  # type: ignore[attr-defined]
+            DomainDispatcherApplication,
+            create_backend_app,
+        )
+
+        self.decisions: list[Decision] = []
+        # The keys of an administrator of the account, for the rehearsal's own
+        # reads once IAM is enforced (created by `create_deployer`).
+        self.deployer: dict[str, str] = {}
+        self.faults: dict[str, Fault] = {}
+        self._lock = threading.Lock()
+        self._moto = DomainDispatcherApplication(create_backend_app)
+        self._server = make_server("127.0.0.1", 0, self._app, threaded=False)
+        self.endpoint = f"http://127.0.0.1:{self._server.server_port}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        _CLOUDS.append(self)
+
+    def __enter__(self) -> Cloud:
+        from moto.moto_api import _internal
+
+        # moto's state is the process's: this account starts empty.
+        _internal.models.moto_api_backend.reset()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        _CLOUDS.remove(self)
+        if not _CLOUDS:
+            _unfix_moto()
+
+    def enforce(self) -> None:
+        """Every request from now on is authenticated and authorised."""
+        self._reset_auth("0")
+
+    @contextlib.contextmanager
+    def as_account(self) -> Iterator[None]:
+        """Requests in the block are the account's own, as a deploy's are: moto
+        checks none (nor a role's trust policy, which names Lambda's service,
+        when the rehearsal assumes the role as Lambda would)."""
+        self._reset_auth("inf")
+        try:
+            yield
+        finally:
+            self.enforce()
+
+    def create_deployer(self) -> None:
+        """An IAM user allowed everything: who deploys, and reads back what exists."""
+        with self.as_account():
+            iam = client(
+                self.endpoint,
+                "iam",
+                aws_access_key_id="rehearsal",
+                aws_secret_access_key="rehearsal",
+            )
+            iam.create_user(UserName="rehearsal-deployer")
+            iam.put_user_policy(
+                UserName="rehearsal-deployer",
+                PolicyName="everything",
+                PolicyDocument=json.dumps(
+                    {
+                        "Version": "2012-10-17",
+                        "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}],
+                    }
+                ),
+            )
+            key = iam.create_access_key(UserName="rehearsal-deployer")["AccessKey"]
+        self.deployer = {
+            "aws_access_key_id": key["AccessKeyId"],
+            "aws_secret_access_key": key["SecretAccessKey"],
+        }
+
+    def _reset_auth(self, count: str) -> None:
+        request = urllib.request.Request(
+            f"{self.endpoint}/moto-api/reset-auth",
+            data=count.encode(),
+            method="POST",
+            headers={"Content-Type": "text/plain"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            answer.read()
+
+    def inject(self, operation: str, fault: Fault) -> None:
+        self.faults[operation] = fault
+
+    def denials(self, since: int = 0) -> list[Decision]:
+        with self._lock:
+            return [d for d in self.decisions[since:] if not d.allowed]
+
+    def record(self, decision: Decision) -> None:
+        with self._lock:
+            self.decisions.append(decision)
+
+    def _app(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        operation = environ.get("HTTP_X_AMZ_TARGET", "").rpartition(".")[2]
+        fault = self.faults.get(operation)
+        if fault is None or fault.remaining <= 0:
+            answer: Iterable[bytes] = self._moto(environ, start_response)
+            return answer
+        fault.remaining -= 1
+        raw = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+        try:
+            request = json.loads(raw or b"{}")
+        except ValueError:
+            request = {}
+        status, body = fault.answer(request)
+        start_response(f"{status} Fault", [("Content-Type", "application/x-amz-json-1.1")])
+        return [json.dumps(body).encode()]
+
+
+# The server whose decisions a request is recorded in (one at a time).
+_CLOUDS: list[Cloud] = []
+# (owner, attribute, what it was) for each fix, undone when the last server closes:
+# moto in this process (a test's mock_aws, say) is moto's own again.
+_UNDO: list[tuple[Any, str, Any]] = []
+_ABSENT = object()
+
+
+def _patch(owner: Any, name: str, value: Any) -> None:
+    _UNDO.append((owner, name, owner.__dict__.get(name, _ABSENT)))
+    setattr(owner, name, value)
+
+
+def _fix_moto() -> None:
+    """Install the IAM evaluation and the CloudFormation fixes, while a server runs."""
+    if _UNDO:
+        return
+    from moto import settings
+    from moto.core.authorization import ActionAuthenticatorMixin
+
+    count = settings.INITIAL_NO_AUTH_ACTION_COUNT
+    _UNDO.append((settings, "INITIAL_NO_AUTH_ACTION_COUNT", count))
+    requests = ActionAuthenticatorMixin.request_count
+    _UNDO.append((ActionAuthenticatorMixin, "request_count", requests))
+    _authorise_resources()
+    _fix_cloudformation()
+
+
+def _unfix_moto() -> None:
+    while _UNDO:
+        owner, name, value = _UNDO.pop()
+        if value is _ABSENT:
+            delattr(owner, name)
+        else:
+            setattr(owner, name, value)
+
+
+def _authorise_resources() -> None:
+    from moto import settings
+    from moto.core.authorization import ActionAuthenticatorMixin
+    from moto.dynamodb.responses import DynamoHandler
+    from moto.dynamodbstreams.responses import DynamoDBStreamsHandler
+    from moto.events.responses import EventsHandler
+    from moto.iam.access_control import IAMRequest
+    from moto.logs.responses import LogsResponse
+    from moto.sqs.responses import SQSResponse
+    from moto.ssm.responses import SimpleSystemManagerResponse
+    from moto.xray.responses import XRayResponse
+    from werkzeug.exceptions import HTTPException
+
+    def checks_of(handler: Any, action: str, resource: str) -> Checks:
+        if isinstance(handler, DynamoHandler):
+            return dynamodb_checks(handler, action)
+        if isinstance(handler, DynamoDBStreamsHandler):
+            return streams_checks(handler, action)
+        if isinstance(handler, SimpleSystemManagerResponse):
+            return ssm_checks(handler, action)
+        if isinstance(handler, EventsHandler):
+            return events_checks(handler, action)
+        if isinstance(handler, LogsResponse):
+            return logs_checks(handler, action)
+        if isinstance(handler, SQSResponse):
+            return sqs_checks(handler, action, resource)
+        if isinstance(handler, XRayResponse):
+            return xray_checks(handler, action)
+        return [(action, resource)]
+
+    def authorise(handler: Any, resource: str = "*") -> None:
+        if ActionAuthenticatorMixin.request_count < settings.INITIAL_NO_AUTH_ACTION_COUNT:
+            ActionAuthenticatorMixin.request_count += 1
+            return
+        if handler.headers.get("X-Amz-Target") in ActionAuthenticatorMixin.PUBLIC_OPERATIONS:
+            return
+        action = handler._get_action()
+        query = urllib.parse.urlparse(handler.uri).query
+        path = handler.raw_path + ("?" + query if query else "")
+        for checked, on in checks_of(handler, action, resource) or [(action, resource)]:
+            request = IAMRequest(
+                account_id=handler.current_account,
+                method=handler.method,
+                path=path,
+                data=handler.data,
+                body=handler.raw_body,
+                headers=handler.headers,
+                action=checked,
+            )
+            request.check_signature()
+            decision = Decision(request._access_key.arn, request._action, on, allowed=True)
+            try:
+                request.check_action_permitted(on)
+            except HTTPException:
+                for cloud in _CLOUDS:
+                    cloud.record(Decision(decision.principal, decision.action, on, False))
+                raise
+            for cloud in _CLOUDS:
+                cloud.record(decision)
+
+    _patch(ActionAuthenticatorMixin, "_authenticate_and_authorize_normal_action", authorise)
+
+
+def _fix_cloudformation() -> None:
+    import moto.cloudformation.parsing as parsing
+    from moto.dynamodb.models import dynamodb_backends
+    from moto.dynamodb.models.table import Table
+    from moto.events.models import EventBus
+    from moto.iam.models import Role
+    from moto.logs.models import LogGroup
+
+    clean_json = parsing.clean_json
+
+    def without_no_value(resource_json: Any, resources_map: Any) -> Any:
+        # CloudFormation drops a list element that is AWS::NoValue (a policy
+        # statement under Fn::If); moto keeps a null there.
+        if isinstance(resource_json, list):
+            cleaned = (clean_json(value, resources_map) for value in resource_json)
+            return [value for value in cleaned if value is not None]
+        return clean_json(resource_json, resources_map)
+
+    _patch(parsing, "clean_json", without_no_value)
+
+    # Ref on an event bus is its name; moto gives the object itself.
+    _patch(EventBus, "physical_resource_id", property(lambda bus: bus.name))
+
+    # Fn::GetAtt Arn of a log group ends in ":*" (it covers the group's streams).
+    log_group_attribute = LogGroup.get_cfn_attribute
+
+    def log_group_arn(group: Any, attribute_name: str) -> str:
+        value = log_group_attribute(group, attribute_name)
+        return value if attribute_name != "Arn" or value.endswith(":*") else value + ":*"
+
+    _patch(LogGroup, "get_cfn_attribute", log_group_arn)
+
+    # A role's inline policies are JSON documents; moto stores the dict's repr.
+    create_role = Role.create_from_cloudformation_json.__func__  # type: ignore[attr-defined]
+
+    def role_from_template(cls: Any, name: str, cfn: dict[str, Any], *args: Any, **kw: Any) -> Any:
+        cfn = copy.deepcopy(cfn)
+        for policy in cfn.get("Properties", {}).get("Policies", []):
+            if not isinstance(policy["PolicyDocument"], str):
+                policy["PolicyDocument"] = json.dumps(policy["PolicyDocument"])
+        return create_role(cls, name, cfn, *args, **kw)
+
+    _patch(Role, "create_from_cloudformation_json", classmethod(role_from_template))
+
+    # moto's CloudFormation ignores a table's TimeToLiveSpecification.
+    create_table = Table.create_from_cloudformation_json.__func__  # type: ignore[attr-defined]
+
+    def table_from_template(cls: Any, name: str, cfn: dict[str, Any], *args: Any, **kw: Any) -> Any:
+        table = create_table(cls, name, cfn, *args, **kw)
+        account_id, region_name = args[0], args[1]
+        spec = cfn.get("Properties", {}).get("TimeToLiveSpecification")
+        if spec:
+            dynamodb_backends[account_id][region_name].update_time_to_live(table.name, spec)
+        return table
+
+    _patch(Table, "create_from_cloudformation_json", classmethod(table_from_template))

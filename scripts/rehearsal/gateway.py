@@ -1,0 +1,268 @@
+"""API Gateway, played from the template: its REST API's definition, stage and responses.
+
+A request to https://<api>.execute-api.<region>.amazonaws.com/<stage>/<path>
+is matched against the definition's paths and methods as API Gateway does
+(literal segments before {parameters}); an aws_proxy integration gets the
+REST proxy event (payload 1.0) API Gateway builds, and its answer back as
+the client would; a mock integration (the CORS preflight) answers with its
+integration response's static headers; a path or method the definition does
+not have, or a function that fails, gets the template's gateway responses.
+The function is invoked only if the template lets API Gateway invoke it
+(an AWS::Lambda::Permission whose SourceArn matches the method's ARN).
+
+Not played: throttling, payload and header limits, the 29 s integration
+timeout, API Gateway's access log, and its own header handling beyond the
+headers below (docs/rehearsal.md).
+"""
+
+from __future__ import annotations
+
+import base64
+import fnmatch
+import json
+import re
+import secrets
+import time
+import urllib.parse
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Optional
+
+ANY_METHOD = "x-amazon-apigateway-any-method"
+Invoke = Callable[[dict[str, Any]], tuple[Any, Optional[dict[str, Any]]]]
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: dict[str, str]  # names lower-cased
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+@dataclass(frozen=True)
+class Route:
+    path: str  # the definition's, e.g. /runs/{run_id}/approve
+    pattern: re.Pattern[str]
+    methods: Mapping[str, dict[str, Any]]
+    literal_segments: int
+
+
+def _route(path: str, methods: Mapping[str, dict[str, Any]]) -> Route:
+    segments = [s for s in path.split("/") if s]
+    regex = "".join(
+        "/(?P<" + s[1:-1] + ">[^/]+)" if s.startswith("{") else "/" + re.escape(s) for s in segments
+    )
+    literal = sum(1 for s in segments if not s.startswith("{"))
+    return Route(path, re.compile("^" + (regex or "/") + "/?$"), methods, literal)
+
+
+class Gateway:
+    def __init__(
+        self,
+        definition: Mapping[str, Any],
+        stage: str,
+        api_id: str,
+        region: str,
+        account: str,
+        invoke: Invoke,
+        function_arn: str,
+        permissions: Sequence[Mapping[str, Any]],
+        endpoint_types: Sequence[str],
+    ) -> None:
+        self.stage = stage
+        self.api_id = api_id
+        self.region = region
+        self.account = account
+        self.host = f"{api_id}.execute-api.{region}.amazonaws.com"
+        self._invoke = invoke
+        self._function_arn = function_arn
+        self._permissions = permissions
+        self._edge = "EDGE" in endpoint_types
+        self._responses: Mapping[str, Any] = definition.get(
+            "x-amazon-apigateway-gateway-responses", {}
+        )
+        self._binary = list(definition.get("x-amazon-apigateway-binary-media-types", []))
+        self._routes = sorted(
+            (_route(path, methods) for path, methods in definition["paths"].items()),
+            key=lambda route: -route.literal_segments,
+        )
+        self.invocations = 0
+
+    def _own(self, answer: Answer) -> Answer:
+        """API Gateway's request id, on every answer it sends."""
+        answer.headers["x-amzn-requestid"] = str(uuid.uuid4())
+        return answer
+
+    @property
+    def base_url(self) -> str:
+        return f"https://{self.host}/{self.stage}"
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        headers: Mapping[str, str],
+        body: Optional[bytes] = None,
+    ) -> Answer:
+        """`path` is the stage's, with its query: /runs?limit=1 means /<stage>/runs?limit=1."""
+        route_path, _, query = path.partition("?")
+        for route in self._routes:
+            match = route.pattern.match(route_path)
+            if match is None:
+                continue
+            # A method of its own first, then the path's ANY, as API Gateway matches.
+            operation = route.methods.get(method.lower()) or route.methods.get(ANY_METHOD)
+            if operation is None:
+                break
+            integration = operation["x-amazon-apigateway-integration"]
+            if integration["type"] == "mock":
+                return self._own(self._mock(integration))
+            if integration["type"] != "aws_proxy":
+                raise NotImplementedError(f"{integration['type']} integrations are not played")
+            event = self._event(method, route, route_path, match.groupdict(), query, headers, body)
+            return self._own(self._proxy(event))
+        return self._own(
+            self._gateway_response(
+                "MISSING_AUTHENTICATION_TOKEN", 403, "Missing Authentication Token"
+            )
+        )
+
+    def _event(
+        self,
+        method: str,
+        route: Route,
+        path: str,
+        parameters: dict[str, str],
+        query: str,
+        headers: Mapping[str, str],
+        body: Optional[bytes],
+    ) -> dict[str, Any]:
+        now = time.time()
+        request_id = str(uuid.uuid4())
+        sent = {
+            "Host": self.host,
+            "X-Forwarded-For": "127.0.0.1",
+            "X-Forwarded-Port": "443",
+            "X-Forwarded-Proto": "https",
+            "X-Amzn-Trace-Id": f"Root=1-{int(now):08x}-{secrets.token_hex(12)}",
+            **({"Via": "2.0 rehearsal.cloudfront.net (CloudFront)"} if self._edge else {}),
+            **headers,
+        }
+        pairs = urllib.parse.parse_qsl(query, keep_blank_values=True)
+        multi_query: dict[str, list[str]] = {}
+        for name, value in pairs:
+            multi_query.setdefault(name, []).append(value)
+        content_type = next((v for k, v in sent.items() if k.lower() == "content-type"), "")
+        binary = body is not None and self._is_binary(content_type)
+        return {
+            "resource": route.path,
+            "path": path,
+            "httpMethod": method,
+            "headers": dict(sent),
+            "multiValueHeaders": {name: [value] for name, value in sent.items()},
+            # The last value of a repeated parameter, as API Gateway's single-value map holds.
+            "queryStringParameters": {k: v[-1] for k, v in multi_query.items()} or None,
+            "multiValueQueryStringParameters": multi_query or None,
+            "pathParameters": {k: urllib.parse.unquote(v) for k, v in parameters.items()} or None,
+            "stageVariables": None,
+            "requestContext": {
+                "resourceId": secrets.token_hex(3),
+                "resourcePath": route.path,
+                "httpMethod": method,
+                "extendedRequestId": secrets.token_urlsafe(12),
+                "requestTime": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
+                "path": f"/{self.stage}{path}",
+                "accountId": self.account,
+                "protocol": "HTTP/1.1",
+                "stage": self.stage,
+                "domainPrefix": self.api_id,
+                "requestTimeEpoch": int(now * 1000),
+                "requestId": request_id,
+                "identity": {
+                    "cognitoIdentityPoolId": None,
+                    "accountId": None,
+                    "cognitoIdentityId": None,
+                    "caller": None,
+                    "sourceIp": "127.0.0.1",
+                    "principalOrgId": None,
+                    "accessKey": None,
+                    "cognitoAuthenticationType": None,
+                    "cognitoAuthenticationProvider": None,
+                    "userArn": None,
+                    "userAgent": sent.get("User-Agent", ""),
+                    "user": None,
+                },
+                "domainName": self.host,
+                "apiId": self.api_id,
+            },
+            "body": None
+            if body is None
+            else (base64.b64encode(body).decode() if binary else body.decode("utf-8")),
+            "isBase64Encoded": binary,
+        }
+
+    def _is_binary(self, content_type: str) -> bool:
+        kind = content_type.split(";")[0].strip().lower()
+        return any(fnmatch.fnmatch(kind, pattern) for pattern in self._binary)
+
+    def _allowed(self, event: Mapping[str, Any]) -> bool:
+        """A Permission of the template lets API Gateway invoke the function here."""
+        method_arn = (
+            f"arn:aws:execute-api:{self.region}:{self.account}:{self.api_id}/{self.stage}/"
+            f"{event['httpMethod']}{event['resource']}"
+        )
+        return any(
+            permission.get("Principal") == "apigateway.amazonaws.com"
+            and permission.get("Action") == "lambda:InvokeFunction"
+            and permission.get("FunctionName")
+            in (self._function_arn, self._function_arn.split(":")[-1])
+            and fnmatch.fnmatchcase(method_arn, permission.get("SourceArn", "*"))
+            for permission in self._permissions
+        )
+
+    def _proxy(self, event: dict[str, Any]) -> Answer:
+        if not self._allowed(event):
+            # API Gateway cannot invoke the function: 500, "Internal server error".
+            return self._gateway_response("DEFAULT_5XX", 500, "Internal server error")
+        self.invocations += 1
+        result, error = self._invoke(event)
+        if error is not None or not isinstance(result, dict) or "statusCode" not in result:
+            return self._gateway_response("DEFAULT_5XX", 502, "Internal server error")
+        headers = {k.lower(): str(v) for k, v in (result.get("headers") or {}).items()}
+        for name, values in (result.get("multiValueHeaders") or {}).items():
+            headers[name.lower()] = ",".join(str(v) for v in values)
+        body = result.get("body") or ""
+        raw = base64.b64decode(body) if result.get("isBase64Encoded") else body.encode("utf-8")
+        headers.setdefault("content-type", "application/json")
+        return Answer(int(result["statusCode"]), headers, raw)
+
+    def _mock(self, integration: Mapping[str, Any]) -> Answer:
+        response = integration["responses"]["default"]
+        headers = {
+            name.removeprefix("method.response.header.").lower(): value.strip("'")
+            for name, value in response.get("responseParameters", {}).items()
+        }
+        headers.setdefault("content-type", "application/json")
+        return Answer(int(response["statusCode"]), headers, b"")
+
+    def _gateway_response(self, kind: str, status: int, message: str) -> Answer:
+        family = f"DEFAULT_{str(status)[0]}XX"
+        response = self._responses.get(kind) or self._responses.get(family)
+        if response is None:
+            return Answer(
+                status,
+                {"content-type": "application/json"},
+                json.dumps({"message": message}).encode(),
+            )
+        headers = {
+            name.removeprefix("gatewayresponse.header.").lower(): value.strip("'")
+            for name, value in response.get("responseParameters", {}).items()
+        }
+        template = response.get("responseTemplates", {}).get("application/json", "")
+        body = template.replace("$context.error.messageString", json.dumps(message))
+        headers["content-type"] = "application/json"
+        return Answer(int(response.get("statusCode", status)), headers, body.encode())

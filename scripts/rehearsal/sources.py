@@ -1,0 +1,286 @@
+"""The event sources, played from the template's mappings and rule, with the
+function's own role where Lambda uses it.
+
+- The table's stream (AWS::Lambda::EventSourceMapping on a stream ARN): the
+  poller lists, describes and reads the stream with the relay's credentials,
+  as Lambda's poller does with the execution role; records go through the
+  mapping's filter (EventBridge pattern syntax, evaluated by moto's
+  matcher), in batches of its BatchSize, in order. A batch that reports
+  failures is retried from its first failed record; once the retries are
+  spent, the batch's description goes to the OnFailure destination, sent
+  with the relay's role. The template's MaximumRetryAttempts (a day of
+  retries) is cut short to RETRIES: the rehearsal does not wait a day.
+- The webhook queue (a mapping on a queue ARN): GetQueueAttributes when the
+  mapping is made, then ReceiveMessage, the invocation, and DeleteMessageBatch
+  of what did not fail, all with the sender's credentials.
+- The schedule (an AWS::Events::Rule with a ScheduleExpression): the
+  scheduled event EventBridge sends, when the rehearsal asks for a sweep.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from scripts.rehearsal.runtime import Invocation
+
+RETRIES = 2
+
+Invoke = Callable[[Any], Invocation]
+
+
+def _epoch(value: Any) -> Any:
+    if isinstance(value, datetime.datetime):
+        return value.timestamp()
+    return value
+
+
+@dataclass
+class Report:
+    """What happened at an event source: each invocation, and what failed."""
+
+    invocations: list[Invocation] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    dead_letters: int = 0
+
+
+def _matches(patterns: list[dict[str, Any]], record: Mapping[str, Any]) -> bool:
+    if not patterns:
+        return True
+    from moto.events.models import EventPattern
+
+    event: Any = dict(record)
+    return any(EventPattern(None, pattern).matches_event(event) for pattern in patterns)
+
+
+class StreamSource:
+    """The relay's mapping on the table's stream."""
+
+    def __init__(
+        self,
+        mapping: Mapping[str, Any],
+        invoke: Invoke,
+        streams: Any,
+        sqs: Any,
+        queue_url_of: Callable[[str], str],
+    ) -> None:
+        self.mapping = mapping
+        self.stream_arn: str = mapping["EventSourceArn"]
+        self._invoke = invoke
+        self._streams = streams
+        self._sqs = sqs
+        self._queue_url_of = queue_url_of
+        self._filters = [
+            json.loads(f["Pattern"]) for f in mapping.get("FilterCriteria", {}).get("Filters", [])
+        ]
+        self._batch = int(mapping.get("BatchSize", 100))
+        self._iterators: dict[str, str] = {}
+        table = self.stream_arn.split(":table/", 1)[1].split("/stream/", 1)[0]
+        listed = self._streams.list_streams(TableName=table)["Streams"]
+        if self.stream_arn not in [s["StreamArn"] for s in listed]:
+            raise RuntimeError(f"the mapping's stream {self.stream_arn} is not the table's")
+        shards = self._streams.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]
+        for shard in shards["Shards"]:
+            self._iterators[shard["ShardId"]] = self._streams.get_shard_iterator(
+                StreamArn=self.stream_arn,
+                ShardId=shard["ShardId"],
+                ShardIteratorType=mapping.get("StartingPosition", "LATEST"),
+            )["ShardIterator"]
+
+    def _read(self) -> list[dict[str, Any]]:
+        records: list[dict[str, Any]] = []
+        for shard, iterator in list(self._iterators.items()):
+            while iterator:
+                page = self._streams.get_records(ShardIterator=iterator, Limit=1000)
+                iterator = page.get("NextShardIterator")
+                self._iterators[shard] = iterator
+                if not page["Records"]:
+                    break
+                for record in page["Records"]:
+                    record = dict(record)
+                    record["dynamodb"] = {k: _epoch(v) for k, v in record["dynamodb"].items()}
+                    record["eventSourceARN"] = self.stream_arn
+                    records.append(record)
+        return records
+
+    def poll(self, report: Report, expect_failures: bool = False) -> int:
+        """Relay every record written since the last poll; how many went to the function."""
+        records = [r for r in self._read() if _matches(self._filters, r)]
+        for start in range(0, len(records), self._batch):
+            self._deliver(records[start : start + self._batch], report, expect_failures)
+        return len(records)
+
+    def _deliver(self, batch: list[dict[str, Any]], report: Report, expect_failures: bool) -> None:
+        attempt = 0
+        while batch:
+            invocation = self._invoke({"Records": batch})
+            report.invocations.append(invocation)
+            if invocation.error is not None:
+                failed_from = 0
+                why = f"relay raised {invocation.error.get('errorType')}"
+            else:
+                failures = [
+                    item["itemIdentifier"]
+                    for item in (invocation.result or {}).get("batchItemFailures", [])
+                ]
+                if not failures:
+                    return
+                sequences = [r["dynamodb"]["SequenceNumber"] for r in batch]
+                failed_from = min(sequences.index(s) for s in failures)
+                why = f"relay reported {len(failures)} of {len(batch)} records failed"
+            if not expect_failures:
+                report.failures.append(why)
+            batch = batch[failed_from:]
+            attempt += 1
+            if attempt > RETRIES:
+                self._dead_letter(batch, invocation)
+                report.dead_letters += 1
+                return
+
+    def _dead_letter(self, batch: list[dict[str, Any]], invocation: Invocation) -> None:
+        """The record Lambda sends to an OnFailure destination for a stream batch."""
+        destination = self.mapping["DestinationConfig"]["OnFailure"]["Destination"]
+        now = datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
+        arrival = [r["dynamodb"].get("ApproximateCreationDateTime") for r in batch]
+        body = {
+            "requestContext": {
+                "requestId": invocation.request_id,
+                "functionArn": self.mapping["FunctionName"],
+                "condition": "RetryAttemptsExhausted",
+                "approximateInvokeCount": RETRIES + 1,
+            },
+            "responseContext": {"statusCode": 200, "executedVersion": "$LATEST"},
+            "version": "1.0",
+            "timestamp": now,
+            "DDBStreamBatchInfo": {
+                "shardId": next(iter(self._iterators), ""),
+                "startSequenceNumber": batch[0]["dynamodb"]["SequenceNumber"],
+                "endSequenceNumber": batch[-1]["dynamodb"]["SequenceNumber"],
+                "approximateArrivalOfFirstRecord": arrival[0],
+                "approximateArrivalOfLastRecord": arrival[-1],
+                "batchSize": len(batch),
+                "streamArn": self.stream_arn,
+            },
+        }
+        self._sqs.send_message(
+            QueueUrl=self._queue_url_of(destination), MessageBody=json.dumps(body)
+        )
+
+
+class QueueSource:
+    """The sender's mapping on the webhook queue."""
+
+    def __init__(
+        self, mapping: Mapping[str, Any], invoke: Invoke, sqs: Any, queue_url: str
+    ) -> None:
+        self.mapping = mapping
+        self.queue_arn: str = mapping["EventSourceArn"]
+        self._invoke = invoke
+        self._sqs = sqs
+        self._url = queue_url
+        self._batch = int(mapping.get("BatchSize", 10))
+        self._region = self.queue_arn.split(":")[3]
+        # Lambda reads the queue's attributes when the mapping is made.
+        self.attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["All"])[
+            "Attributes"
+        ]
+
+    def _counts(self) -> tuple[int, int]:
+        attributes = self._sqs.get_queue_attributes(
+            QueueUrl=self._url,
+            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+        )["Attributes"]
+        return (
+            int(attributes["ApproximateNumberOfMessages"]),
+            int(attributes["ApproximateNumberOfMessagesNotVisible"]),
+        )
+
+    def poll_once(self, report: Report) -> int:
+        received = self._sqs.receive_message(
+            QueueUrl=self._url,
+            MaxNumberOfMessages=self._batch,
+            AttributeNames=["All"],
+            MessageAttributeNames=["All"],
+            WaitTimeSeconds=0,
+        ).get("Messages", [])
+        if not received:
+            return 0
+        records = [
+            {
+                "messageId": m["MessageId"],
+                "receiptHandle": m["ReceiptHandle"],
+                "body": m["Body"],
+                "attributes": m.get("Attributes", {}),
+                "messageAttributes": m.get("MessageAttributes", {}),
+                "md5OfBody": m["MD5OfBody"],
+                "eventSource": "aws:sqs",
+                "eventSourceARN": self.queue_arn,
+                "awsRegion": self._region,
+            }
+            for m in received
+        ]
+        invocation = self._invoke({"Records": records})
+        report.invocations.append(invocation)
+        if invocation.error is not None:
+            # Left for the visibility timeout, as Lambda leaves them.
+            report.failures.append(f"sender raised {invocation.error.get('errorType')}")
+            return len(records)
+        failed = {
+            item["itemIdentifier"]
+            for item in (invocation.result or {}).get("batchItemFailures", [])
+        }
+        done = [r for r in records if r["messageId"] not in failed]
+        if done:
+            self._sqs.delete_message_batch(
+                QueueUrl=self._url,
+                Entries=[
+                    {"Id": str(i), "ReceiptHandle": r["receiptHandle"]} for i, r in enumerate(done)
+                ],
+            )
+        return len(records)
+
+    def drain(self, report: Report, within: float) -> bool:
+        """Poll until the queue is empty, hidden messages included; False if it is not by then."""
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            if self.poll_once(report):
+                continue
+            visible, hidden = self._counts()
+            if visible == 0 and hidden == 0:
+                return True
+            time.sleep(0.25)
+        return False
+
+
+@dataclass
+class Schedule:
+    """An AWS::Events::Rule with a ScheduleExpression, targeting a function."""
+
+    rule_arn: str
+    expression: str
+    invoke: Invoke
+    account: str
+    region: str
+    permitted: bool
+
+    def fire(self) -> Optional[Invocation]:
+        """The event the rule sends when its schedule comes (None: not permitted)."""
+        if not self.permitted:
+            return None
+        event = {
+            "version": "0",
+            "id": str(uuid.uuid4()),
+            "detail-type": "Scheduled Event",
+            "source": "aws.events",
+            "account": self.account,
+            "time": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "region": self.region,
+            "resources": [self.rule_arn],
+            "detail": {},
+        }
+        return self.invoke(event)

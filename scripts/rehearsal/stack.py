@@ -1,0 +1,333 @@
+"""A stack of the template on the rehearsal's moto: created as a deploy creates it,
+checked against the template, and its functions' roles assumed as Lambda does.
+
+The deploy is the documented one (docs/deploy.md): the code uploaded where
+`aws cloudformation package` puts it, then the stack created with the
+template and its parameters. moto's CloudFormation creates what it can
+(template.py), the rehearsal applies the rest through the services' APIs,
+and then reads back what exists: the table's keys, indexes, stream and Time
+to Live, the queues, the bus and its rule, the log groups, and each role's
+policies, each compared with the template. A difference stops the rehearsal
+before any function runs.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import secrets
+import string
+import uuid
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from scripts.rehearsal import template as tpl
+from scripts.rehearsal.cloud import Cloud, client
+from scripts.rehearsal.runtime import Credentials, Function
+
+REGION = "us-east-1"
+ACCOUNT = "123456789012"  # moto's
+# Any credentials do while the deploy's requests are the account's own.
+ACCOUNT_KEYS = {"aws_access_key_id": "rehearsal", "aws_secret_access_key": "rehearsal"}
+
+
+class StackError(Exception):
+    """The stack on moto is not what the template says."""
+
+
+def _suffix(length: int = 12) -> str:
+    return "".join(secrets.choice(string.ascii_uppercase + string.digits) for _ in range(length))
+
+
+@dataclass
+class Stack:
+    cloud: Cloud
+    template: tpl.Template
+    name: str
+    parameters: dict[str, str]
+    resolve: tpl.Resolver = field(init=False)
+    functions: dict[str, Function] = field(default_factory=dict)
+    credentials: dict[str, Credentials] = field(default_factory=dict)
+    physical: dict[str, str] = field(default_factory=dict)
+    played: dict[str, dict[str, Any]] = field(default_factory=dict)  # resolved properties
+
+    def client(self, service: str) -> Any:
+        """A client of the account that deploys (admin), for the rehearsal's own reads."""
+        return client(self.cloud.endpoint, service, **self.deployer_keys())
+
+    def deployer_keys(self) -> dict[str, str]:
+        return self.cloud.deployer or ACCOUNT_KEYS
+
+    def role_client(self, role: str, service: str) -> Any:
+        return self.credentials[role].client(service, self.cloud.endpoint, REGION)
+
+    def deploy(self, code: bytes) -> None:
+        with self.cloud.as_account():
+            self._upload(code)
+            outputs = {
+                f"RehearsalAttribute{i}": needed
+                for i, needed in enumerate(self.template.attributes_needed())
+            }
+            cloudformation = self._account("cloudformation")
+            cloudformation.create_stack(
+                StackName=self.name,
+                TemplateBody=json.dumps(self.template.for_moto(outputs)),
+                Parameters=[
+                    {"ParameterKey": k, "ParameterValue": v} for k, v in self.parameters.items()
+                ],
+                Capabilities=["CAPABILITY_IAM"],
+            )
+            (stack,) = cloudformation.describe_stacks(StackName=self.name)["Stacks"]
+            if stack["StackStatus"] != "CREATE_COMPLETE":
+                raise StackError(
+                    f"{self.name}: {stack['StackStatus']} {stack.get('StackStatusReason')}"
+                )
+            resources = cloudformation.describe_stack_resources(StackName=self.name)
+            self.physical = {
+                r["LogicalResourceId"]: r["PhysicalResourceId"] for r in resources["StackResources"]
+            }
+            attributes = {
+                outputs[o["OutputKey"]]: o["OutputValue"] for o in stack.get("Outputs", [])
+            }
+            self._play(attributes)
+            self._apply()
+            self._check()
+            self._assume_roles()
+
+    def _account(self, service: str) -> Any:
+        return client(self.cloud.endpoint, service, **ACCOUNT_KEYS)
+
+    def _upload(self, code: bytes) -> None:
+        """Where `aws cloudformation package` would put the code: the template's S3 location."""
+        s3 = self._account("s3")
+        for function in self.template.functions().values():
+            location = function["Properties"]["Code"]
+            buckets = {b["Name"] for b in s3.list_buckets().get("Buckets", [])}
+            if location["S3Bucket"] not in buckets:
+                s3.create_bucket(Bucket=location["S3Bucket"])
+            s3.put_object(Bucket=location["S3Bucket"], Key=location["S3Key"], Body=code)
+
+    def code(self, function: str) -> bytes:
+        """The function's code as deployed: the object its Code names."""
+        location = self.template.resources[function]["Properties"]["Code"]
+        with self.cloud.as_account():
+            answer = self._account("s3").get_object(
+                Bucket=location["S3Bucket"], Key=location["S3Key"]
+            )
+            return bytes(answer["Body"].read())
+
+    def _play(self, attributes: Mapping[tuple[str, str], str]) -> None:
+        """Names for the resources the rehearsal plays, then every value resolved."""
+        attributes = dict(attributes)
+        physical = dict(self.physical)
+        for name in sorted(self.template.played):
+            kind = self.template.resources[name]["Type"]
+            if kind == "AWS::Lambda::Function":
+                function_name = f"{self.name}-{name}-{_suffix()}"[:64]
+                physical[name] = function_name
+                attributes[(name, "Arn")] = (
+                    f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{function_name}"
+                )
+            elif kind == "AWS::ApiGateway::RestApi":
+                physical[name] = "".join(
+                    secrets.choice(string.ascii_lowercase + string.digits) for _ in range(10)
+                )
+                attributes[(name, "RootResourceId")] = secrets.token_hex(5)
+            elif kind == "AWS::ApiGateway::Stage":
+                physical[name] = self.template.resources[name]["Properties"]["StageName"]
+            elif kind == "AWS::Events::Rule":
+                rule = f"{self.name}-{name}-{_suffix()}"[:64]
+                physical[name] = rule
+                attributes[(name, "Arn")] = f"arn:aws:events:{REGION}:{ACCOUNT}:rule/{rule}"
+            else:
+                physical[name] = str(uuid.uuid4())
+        pseudo = {
+            "AWS::Region": REGION,
+            "AWS::AccountId": ACCOUNT,
+            "AWS::Partition": "aws",
+            "AWS::StackName": self.name,
+            "AWS::URLSuffix": "amazonaws.com",
+        }
+        defaults = {
+            name: str(p["Default"])
+            for name, p in self.template.body.get("Parameters", {}).items()
+            if "Default" in p
+        }
+        self.resolve = tpl.Resolver(
+            self.template, {**defaults, **self.parameters}, pseudo, physical, attributes
+        )
+        self.played = {
+            name: self.resolve(self.template.resources[name].get("Properties", {}))
+            for name in self.template.played | self.template.applied
+            if self.resolve.present(name)
+        }
+        self.physical = physical
+        for name, properties in self.played.items():
+            if self.template.resources[name]["Type"] != "AWS::Lambda::Function":
+                continue
+            environment = properties.get("Environment", {}).get("Variables", {})
+            self.functions[name] = Function(
+                logical_id=name,
+                name=physical[name],
+                arn=attributes[(name, "Arn")],
+                handler=properties["Handler"],
+                runtime=properties["Runtime"],
+                environment={k: str(v) for k, v in environment.items()},
+                role=self.template.role_of(name),
+                role_arn=properties["Role"],
+                timeout=int(properties.get("Timeout", 3)),
+                memory=int(properties.get("MemorySize", 128)),
+                tracing=properties.get("TracingConfig", {}).get("Mode") == "Active",
+                log_group=properties.get("LoggingConfig", {}).get(
+                    "LogGroup", f"/aws/lambda/{physical[name]}"
+                ),
+            )
+
+    def _apply(self) -> None:
+        """The resources moto's CloudFormation cannot create, from their properties."""
+        sqs = self._account("sqs")
+        for name in self.template.applied:
+            properties = self.played[name]
+            if self.template.resources[name]["Type"] == "AWS::SQS::QueuePolicy":
+                for url in properties["Queues"]:
+                    sqs.set_queue_attributes(
+                        QueueUrl=url,
+                        Attributes={"Policy": json.dumps(properties["PolicyDocument"])},
+                    )
+
+    def _check(self) -> None:
+        problems: list[str] = []
+        for name, resource in self.template.resources.items():
+            if name not in self.template.in_moto or not self.resolve.present(name):
+                continue
+            properties = self.resolve(resource.get("Properties", {}))
+            check = {
+                "AWS::DynamoDB::Table": self._check_table,
+                "AWS::SQS::Queue": self._check_queue,
+                "AWS::Events::Rule": self._check_rule,
+                "AWS::IAM::Role": self._check_role,
+            }.get(resource["Type"])
+            if check is not None:
+                problems += [f"{name}: {p}" for p in check(name, properties)]
+        if problems:
+            raise StackError("moto's stack differs from the template:\n  " + "\n  ".join(problems))
+
+    def _check_table(self, name: str, properties: dict[str, Any]) -> list[str]:
+        dynamodb = self._account("dynamodb")
+        table = dynamodb.describe_table(TableName=self.physical[name])["Table"]
+        problems = []
+        if table["KeySchema"] != properties["KeySchema"]:
+            problems.append(f"keys {table['KeySchema']}")
+        attribute = {
+            (a["AttributeName"], a["AttributeType"]) for a in table["AttributeDefinitions"]
+        }
+        if attribute != {
+            (a["AttributeName"], a["AttributeType"]) for a in properties["AttributeDefinitions"]
+        }:
+            problems.append("attribute definitions")
+        made = {
+            i["IndexName"]: (i["KeySchema"], i["Projection"])
+            for i in table.get("GlobalSecondaryIndexes", [])
+        }
+        wanted = {
+            i["IndexName"]: (i["KeySchema"], i["Projection"])
+            for i in properties.get("GlobalSecondaryIndexes", [])
+        }
+        if made != wanted:
+            problems.append(f"indexes {sorted(made)} instead of {sorted(wanted)}")
+        stream = table.get("StreamSpecification", {})
+        view = properties.get("StreamSpecification", {}).get("StreamViewType")
+        if (stream.get("StreamViewType") if stream.get("StreamEnabled") else None) != view:
+            problems.append(f"stream {stream}")
+        ttl = dynamodb.describe_time_to_live(TableName=self.physical[name])["TimeToLiveDescription"]
+        spec = properties.get("TimeToLiveSpecification")
+        if spec and (
+            ttl.get("TimeToLiveStatus") != "ENABLED"
+            or ttl.get("AttributeName") != spec["AttributeName"]
+        ):
+            problems.append(f"time to live {ttl}")
+        return problems
+
+    def _check_queue(self, name: str, properties: dict[str, Any]) -> list[str]:
+        attributes = self._account("sqs").get_queue_attributes(
+            QueueUrl=self.physical[name], AttributeNames=["All"]
+        )["Attributes"]
+        problems = []
+        for key in ("VisibilityTimeout", "MessageRetentionPeriod"):
+            if key in properties and str(properties[key]) != attributes.get(key):
+                problems.append(f"{key} {attributes.get(key)}")
+        if "RedrivePolicy" in properties:
+            made = json.loads(attributes.get("RedrivePolicy", "{}"))
+            wanted = properties["RedrivePolicy"]
+            if (made.get("deadLetterTargetArn"), int(made.get("maxReceiveCount", 0))) != (
+                wanted["deadLetterTargetArn"],
+                int(wanted["maxReceiveCount"]),
+            ):
+                problems.append(f"redrive policy {made}")
+        return problems
+
+    def _check_rule(self, name: str, properties: dict[str, Any]) -> list[str]:
+        events = self._account("events")
+        bus = properties.get("EventBusName", "default")
+        rule = events.describe_rule(Name=self.physical[name], EventBusName=bus)
+        problems = []
+        if json.loads(rule.get("EventPattern", "{}")) != properties.get("EventPattern", {}):
+            problems.append(f"pattern {rule.get('EventPattern')}")
+        targets = events.list_targets_by_rule(Rule=self.physical[name], EventBusName=bus)["Targets"]
+        if sorted(t["Arn"] for t in targets) != sorted(t["Arn"] for t in properties["Targets"]):
+            problems.append(f"targets {targets}")
+        return problems
+
+    def _check_role(self, name: str, properties: dict[str, Any]) -> list[str]:
+        """The role has exactly the template's policies on it, nothing else."""
+        iam = self._account("iam")
+        role = self.physical[name]
+        made = {
+            policy: _document(
+                iam.get_role_policy(RoleName=role, PolicyName=policy)["PolicyDocument"]
+            )
+            for policy in iam.list_role_policies(RoleName=role)["PolicyNames"]
+        }
+        attached = iam.list_attached_role_policies(RoleName=role)["AttachedPolicies"]
+        wanted = tpl.role_policies(self.template, self.resolve, name)
+        problems = []
+        if made != wanted:
+            problems.append(f"policies {sorted(made)} differ from the template's {sorted(wanted)}")
+        if attached:
+            problems.append(f"managed policies attached: {attached}")
+        return problems
+
+    def _assume_roles(self) -> None:
+        """As Lambda does for each function (its trust policy names Lambda's service)."""
+        sts = self._account("sts")
+        for function in self.functions.values():
+            if function.role in self.credentials:
+                continue
+            answer = sts.assume_role(
+                RoleArn=function.role_arn, RoleSessionName=function.name[-64:]
+            )["Credentials"]
+            self.credentials[function.role] = Credentials(
+                answer["AccessKeyId"], answer["SecretAccessKey"], answer["SessionToken"]
+            )
+
+    def unzip(self, function: str, into: Path) -> Path:
+        """The function's deployment package, unzipped as Lambda's /var/task."""
+        into.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(io.BytesIO(self.code(function))) as package:
+            package.extractall(into)
+        return into
+
+    def of_type(self, kind: str) -> dict[str, dict[str, Any]]:
+        """The played resources of `kind`, resolved."""
+        return {
+            name: properties
+            for name, properties in self.played.items()
+            if self.template.resources[name]["Type"] == kind
+        }
+
+
+def _document(document: Any) -> Any:
+    return json.loads(document) if isinstance(document, str) else document

@@ -1,0 +1,378 @@
+"""The expanded template (what CloudFormation deploys), split between moto and the rehearsal.
+
+moto's CloudFormation creates every resource whose type it supports, except
+Lambda's and API Gateway's (and what refers to them): moto runs functions in
+Docker, and imports no API from its definition, so the rehearsal plays those
+two services itself, from the same template. The few types moto's
+CloudFormation lacks outside them are applied through their service's API
+from the template's own properties (REHEARSAL_APPLIES); any other type stops
+the rehearsal, so a template change is never skipped silently.
+
+Values in the played resources (a role's ARN, the table's stream, a queue's
+URL, a parameter) are resolved as CloudFormation would: Ref and Fn::GetAtt of
+the resources moto created come from the stack itself (its resources, and
+outputs the rehearsal adds for every attribute a played resource names).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+PLAYED_PREFIXES = ("AWS::Lambda::", "AWS::ApiGateway::")
+REHEARSAL_APPLIES = ("AWS::SQS::QueuePolicy",)
+PSEUDO = ("AWS::Region", "AWS::AccountId", "AWS::Partition", "AWS::StackName", "AWS::URLSuffix")
+NO_VALUE = "AWS::NoValue"
+_SUB = re.compile(r"\$\{([^}!][^}]*)\}")
+
+
+class TemplateError(Exception):
+    """The template holds something the rehearsal cannot rehearse yet."""
+
+
+class _NoValue:
+    def __repr__(self) -> str:
+        return NO_VALUE
+
+
+REMOVED = _NoValue()
+
+
+def referenced(node: Any) -> Iterator[tuple[str, Optional[str]]]:
+    """Every (logical id, attribute or None) that `node` refers to."""
+    if isinstance(node, dict):
+        if set(node) == {"Ref"}:
+            yield node["Ref"], None
+            return
+        if set(node) == {"Fn::GetAtt"}:
+            target = node["Fn::GetAtt"]
+            name, attribute = target if isinstance(target, list) else target.split(".", 1)
+            yield name, attribute
+            return
+        if set(node) == {"Fn::Sub"}:
+            text, variables = (
+                node["Fn::Sub"] if isinstance(node["Fn::Sub"], list) else (node["Fn::Sub"], {})
+            )
+            for value in variables.values():
+                yield from referenced(value)
+            for name in _SUB.findall(text):
+                if name in variables:
+                    continue
+                logical, _, attribute = name.partition(".")
+                yield logical, attribute or None
+            return
+        for value in node.values():
+            yield from referenced(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from referenced(value)
+
+
+@dataclass
+class Template:
+    """The expanded template, and which of its resources each side creates."""
+
+    body: dict[str, Any]
+    played: set[str] = field(default_factory=set)
+    applied: set[str] = field(default_factory=set)
+    in_moto: set[str] = field(default_factory=set)
+
+    @classmethod
+    def split(cls, body: dict[str, Any], moto_types: set[str]) -> Template:
+        resources = body["Resources"]
+        played = {name for name, r in resources.items() if r["Type"].startswith(PLAYED_PREFIXES)}
+        changed = True
+        while changed:  # whatever refers to a played resource is played too
+            changed = False
+            for name, resource in resources.items():
+                if name not in played and any(
+                    target in played for target, _ in referenced(resource)
+                ):
+                    played.add(name)
+                    changed = True
+        template = cls(body, played)
+        for name, resource in resources.items():
+            kind = resource["Type"]
+            if name in played:
+                continue
+            if kind in REHEARSAL_APPLIES:
+                template.applied.add(name)
+            elif kind in moto_types:
+                template.in_moto.add(name)
+            else:
+                raise TemplateError(
+                    f"{name} is an {kind}, which moto's CloudFormation cannot create and the "
+                    "rehearsal does not apply yet: teach scripts/rehearsal/stack.py"
+                )
+        return template
+
+    @property
+    def resources(self) -> dict[str, Any]:
+        resources: dict[str, Any] = self.body["Resources"]
+        return resources
+
+    def of_type(self, kind: str) -> dict[str, dict[str, Any]]:
+        return {n: r for n, r in self.resources.items() if r["Type"] == kind}
+
+    def attributes_needed(self) -> list[tuple[str, str]]:
+        """The (moto resource, attribute) pairs the template uses: the played and
+        applied resources need them, and so does the check of what moto made."""
+        needed = {
+            (name, attribute)
+            for name, attribute in referenced(self.resources)
+            if attribute is not None and name in self.in_moto
+        }
+        return sorted(needed)
+
+    def for_moto(self, outputs: Mapping[str, tuple[str, str]]) -> dict[str, Any]:
+        """The template moto's CloudFormation creates: its resources, and an output
+        per attribute the rehearsal needs (the stack's own outputs name played ones)."""
+        body = {k: copy.deepcopy(v) for k, v in self.body.items() if k != "Outputs"}
+        body["Resources"] = {n: r for n, r in body["Resources"].items() if n in self.in_moto}
+        body["Outputs"] = {
+            key: {"Value": {"Fn::GetAtt": [name, attribute]}}
+            for key, (name, attribute) in outputs.items()
+        }
+        return body
+
+    def functions(self) -> dict[str, dict[str, Any]]:
+        return self.of_type("AWS::Lambda::Function")
+
+    def role_of(self, function: str) -> str:
+        role = self.resources[function]["Properties"]["Role"]
+        ((name, attribute),) = referenced(role)
+        if attribute != "Arn":
+            raise TemplateError(f"{function}'s Role is not a role of the template: {role}")
+        return name
+
+
+class Resolver:
+    """Intrinsic functions, as CloudFormation resolves them for one stack."""
+
+    def __init__(
+        self,
+        template: Template,
+        parameters: Mapping[str, str],
+        pseudo: Mapping[str, str],
+        physical: Mapping[str, str],
+        attributes: Mapping[tuple[str, str], str],
+    ) -> None:
+        self.template = template
+        self.parameters = dict(parameters)
+        self.pseudo = dict(pseudo)
+        self.physical = dict(physical)
+        self.attributes = dict(attributes)
+        self._conditions: dict[str, bool] = {}
+
+    def __call__(self, node: Any) -> Any:
+        resolved = self._resolve(node)
+        return None if resolved is REMOVED else resolved
+
+    def condition(self, name: str) -> bool:
+        if name not in self._conditions:
+            self._conditions[name] = bool(
+                self._evaluate(self.template.body.get("Conditions", {})[name])
+            )
+        return self._conditions[name]
+
+    def present(self, name: str) -> bool:
+        """Whether the resource exists in this stack (its Condition, if any, holds)."""
+        condition = self.template.resources[name].get("Condition")
+        return condition is None or self.condition(condition)
+
+    def ref(self, name: str) -> Any:
+        if name == NO_VALUE:
+            return REMOVED
+        if name in self.pseudo:
+            return self.pseudo[name]
+        if name in self.parameters:
+            return self.parameters[name]
+        if name in self.physical:
+            return self.physical[name]
+        raise TemplateError(f"Ref {name}: no such parameter or resource in the stack")
+
+    def get_attribute(self, name: str, attribute: str) -> Any:
+        try:
+            return self.attributes[(name, attribute)]
+        except KeyError:
+            raise TemplateError(f"Fn::GetAtt {name}.{attribute} is not known") from None
+
+    def _evaluate(self, node: Any) -> Any:
+        if isinstance(node, dict) and len(node) == 1:
+            ((function, arguments),) = node.items()
+            if function == "Fn::Equals":
+                left, right = (str(self._resolve(a)) for a in arguments)
+                return left == right
+            if function == "Fn::Not":
+                return not self._evaluate(arguments[0])
+            if function == "Fn::And":
+                return all(self._evaluate(a) for a in arguments)
+            if function == "Fn::Or":
+                return any(self._evaluate(a) for a in arguments)
+            if function == "Condition":
+                return self.condition(arguments)
+        return self._resolve(node)
+
+    def _resolve(self, node: Any) -> Any:
+        if isinstance(node, list):
+            values = (self._resolve(value) for value in node)
+            return [value for value in values if value is not REMOVED]
+        if not isinstance(node, dict):
+            return node
+        if len(node) == 1:
+            ((key, argument),) = node.items()
+            if key == "Ref":
+                return self.ref(argument)
+            if key == "Fn::GetAtt":
+                name, attribute = argument if isinstance(argument, list) else argument.split(".", 1)
+                return self.get_attribute(name, attribute)
+            if key == "Fn::Sub":
+                return self._sub(argument)
+            if key == "Fn::If":
+                condition, if_true, if_false = argument
+                return self._resolve(if_true if self.condition(condition) else if_false)
+            if key == "Fn::Join":
+                separator, values = argument
+                return separator.join(str(v) for v in self._resolve(values))
+            if key == "Fn::Select":
+                index, values = argument
+                return self._resolve(values)[int(self._resolve(index))]
+            if key.startswith("Fn::"):
+                raise TemplateError(f"{key} is not resolved by the rehearsal yet")
+        resolved = {key: self._resolve(value) for key, value in node.items()}
+        return {key: value for key, value in resolved.items() if value is not REMOVED}
+
+    def _sub(self, argument: Any) -> str:
+        text, variables = argument if isinstance(argument, list) else (argument, {})
+        values = {name: self._resolve(value) for name, value in variables.items()}
+
+        def value(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name in values:
+                return str(values[name])
+            logical, _, attribute = name.partition(".")
+            return str(self.get_attribute(logical, attribute) if attribute else self.ref(logical))
+
+        return _SUB.sub(value, text).replace("${!", "${")
+
+
+def role_policies(template: Template, resolve: Resolver, role: str) -> dict[str, dict[str, Any]]:
+    """Policy name -> document, every policy of the template on `role` in this stack."""
+    policies = {
+        policy["PolicyName"]: resolve(policy["PolicyDocument"])
+        for policy in template.resources[role]["Properties"].get("Policies", [])
+    }
+    for name, resource in template.of_type("AWS::IAM::Policy").items():
+        if not resolve.present(name):
+            continue
+        if {"Ref": role} in resource["Properties"].get("Roles", []):
+            policies[resolve(resource["Properties"]["PolicyName"])] = resolve(
+                resource["Properties"]["PolicyDocument"]
+            )
+    return policies
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """One action removed from one statement of one policy of the template."""
+
+    policy: str  # the AWS::IAM::Policy's logical id, or "<role>.<policy name>"
+    statement: int
+    action: str
+    roles: tuple[str, ...]  # the roles that lose it
+    # The policy's last action in this stack (what other statements it has are
+    # under conditions that do not hold): the policy goes, as IAM refuses an
+    # empty one.
+    last: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.action} from {self.policy} (statement {self.statement})"
+
+    def apply(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A copy of the expanded template without the action (a statement left
+        without actions goes, and so does a policy left without any)."""
+        changed = copy.deepcopy(body)
+        document = _document(changed, self.policy)
+        entries = document["Statement"]
+        entry = entries[self.statement]
+        statement = entry["Fn::If"][1] if "Fn::If" in entry else entry
+        actions = [a for a in as_list(statement["Action"]) if a != self.action]
+        if actions:
+            statement["Action"] = actions
+        else:
+            del entries[self.statement]
+        if self.last:
+            _remove_policy(changed, self.policy)
+        return changed
+
+
+def _remove_policy(body: dict[str, Any], policy: str) -> None:
+    resources = body["Resources"]
+    if policy in resources:
+        del resources[policy]
+        for resource in resources.values():
+            if "DependsOn" in resource:
+                resource["DependsOn"] = [d for d in as_list(resource["DependsOn"]) if d != policy]
+        return
+    role, _, name = policy.partition(".")
+    properties = resources[role]["Properties"]
+    properties["Policies"] = [p for p in properties["Policies"] if p["PolicyName"] != name]
+
+
+def _document(body: dict[str, Any], policy: str) -> dict[str, Any]:
+    resources = body["Resources"]
+    if policy in resources:
+        document: dict[str, Any] = resources[policy]["Properties"]["PolicyDocument"]
+        return document
+    role, _, name = policy.partition(".")
+    (inline,) = (p for p in resources[role]["Properties"]["Policies"] if p["PolicyName"] == name)
+    document = inline["PolicyDocument"]
+    return document
+
+
+def mutations(template: Template, resolve: Resolver, roles: list[str]) -> list[Mutation]:
+    """Every action granted to the functions' roles in this stack, one at a time."""
+    found: list[Mutation] = []
+    for role in roles:
+        for policy in template.resources[role]["Properties"].get("Policies", []):
+            found += _statement_mutations(
+                f"{role}.{policy['PolicyName']}", policy["PolicyDocument"], (role,), resolve
+            )
+    for name, resource in sorted(template.of_type("AWS::IAM::Policy").items()):
+        if not resolve.present(name):
+            continue
+        on = tuple(r for r in roles if {"Ref": r} in resource["Properties"].get("Roles", []))
+        if on:
+            found += _statement_mutations(
+                name, resource["Properties"]["PolicyDocument"], on, resolve
+            )
+    return found
+
+
+def _statement_mutations(
+    policy: str, document: dict[str, Any], roles: tuple[str, ...], resolve: Resolver
+) -> list[Mutation]:
+    found = []
+    for index, entry in enumerate(document["Statement"]):
+        statement = entry
+        if "Fn::If" in entry:
+            condition, statement, _ = entry["Fn::If"]
+            if not resolve.condition(condition):
+                continue
+        for action in as_list(statement["Action"]):
+            found.append(Mutation(policy, index, action, roles))
+    if len(found) == 1:
+        found = [Mutation(policy, found[0].statement, found[0].action, roles, last=True)]
+    return found
+
+
+def dumps(body: Mapping[str, Any]) -> str:
+    return json.dumps(body, indent=1, sort_keys=True)
