@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Optional
 
-from chalicelib.domain import audit, decision, errors
+from chalicelib.domain import audit, decision, errors, names
 from chalicelib.domain.models import (
     APPROVE,
     CANCEL,
@@ -376,7 +376,8 @@ def run_events(
 def inbox_filters(actor: str, groups: frozenset[str]) -> dict[str, str]:
     """What an inbox cursor is bound to: its caller and groups, as a digest (up
     to 100 groups of 200 characters would not fit in a cursor)."""
-    return {"caller": audit.sha256_hex(audit.canonical([actor, sorted(groups)]))[:32]}
+    caller = [names.canonical(actor), sorted({names.canonical(group) for group in groups})]
+    return {"caller": audit.sha256_hex(audit.canonical(caller))[:32]}
 
 
 def _position(cursor: Optional[str], list_name: str, filters: Filter) -> Any:

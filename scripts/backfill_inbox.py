@@ -19,7 +19,10 @@ spread over WORKFLOW_LIST_SHARDS partitions: until then, GET /inbox misses
 the runs whose entries are still in the one partition each group (and the
 open steps) had. Each such entry moves to its shard in one transaction,
 conditional on its run still waiting at its step (else it is only deleted).
-A user's inbox did not change.
+
+Run it again after deploying the version that compares names by their
+canonical key (one person, one name): an entry written under a name as given
+("user:Rita") moves to the inbox of its key ("user:rita"), the same way.
 
 The credentials need dynamodb:Scan, Query, ConditionCheckItem and DeleteItem
 and the transaction's PutItem and UpdateItem on the table; boto3's usual
@@ -35,7 +38,7 @@ from typing import TYPE_CHECKING, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from chalicelib.domain import decision
+from chalicelib.domain import decision, names
 from chalicelib.storage.dynamodb import migrations
 from scripts.table_of_environment import open_table
 
@@ -55,8 +58,9 @@ def main(client: Optional[DynamoDBClient] = None) -> int:
     )
     print(f"Put {indexed} runs in progress of table {table!r} into the inbox")
     moved = dropped = 0
-    for entry in migrations.legacy_inbox_entries(requests):
-        if migrations.move_legacy_inbox_entry(requests, entry, shards):
+    rekey = names.canonical_principal
+    for entry in migrations.misplaced_inbox_entries(requests, shards, rekey):
+        if migrations.move_inbox_entry(requests, entry, shards, rekey):
             moved += 1
         else:
             dropped += 1

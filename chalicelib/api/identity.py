@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Optional
 
 from chalicelib.domain import errors
+from chalicelib.domain.names import canonical, same
 from chalicelib.domain.record import Record
 
 if TYPE_CHECKING:
@@ -196,7 +197,8 @@ def _caller(claims: Mapping[str, Any], config: Settings) -> Caller:
             f"The token names no actor (claim {config.actor_claim!r})", token_given=True
         )
     groups = _groups(claims.get(config.groups_claim))
-    return Caller(actor.strip(), groups, config.admin_group in groups)
+    admin = canonical(config.admin_group) in {canonical(group) for group in groups}
+    return Caller(actor.strip(), groups, admin)
 
 
 def _groups(value: Any) -> frozenset[str]:
@@ -236,7 +238,7 @@ def _verified_or_asserted(
 ) -> Optional[str]:
     if caller is None:
         return asserted
-    if asserted is not None and asserted != caller.actor:
+    if asserted is not None and not same(asserted, caller.actor):
         raise errors.Forbidden(
             f"{field!r} must be you ({caller.actor!r}) or left out: the token says who calls"
         )

@@ -43,7 +43,7 @@ from chalicelib.domain.models import (
     Run,
     Step,
 )
-from chalicelib.domain.names import is_blank
+from chalicelib.domain.names import canonical, canonical_principal, is_blank, same
 
 NOT_IN_PROGRESS = "Run is not in progress"
 
@@ -66,19 +66,26 @@ def admits(
     step: Step, actor: str, groups: frozenset[str], escalated_to: tuple[str, ...] = ()
 ) -> bool:
     """Whether `actor`, a member of `groups`, may decide `step` (its approvers,
-    and those it was escalated to once its deadline passed)."""
+    and those it was escalated to once its deadline passed), names compared
+    by their canonical keys."""
     if not step.approvers:
         return True
-    principals = (*step.approvers, *escalated_to)
-    return USER_PREFIX + actor in principals or any(
-        GROUP_PREFIX + group in principals for group in groups
+    principals = {canonical_principal(principal) for principal in (*step.approvers, *escalated_to)}
+    return USER_PREFIX + canonical(actor) in principals or any(
+        GROUP_PREFIX + canonical(group) in principals for group in groups
     )
 
 
 def approved_another_step(run: Run, actor: str) -> bool:
     """Whether `actor` approved a step of `run` other than the current one
     (one visit per step: approving the current one twice is refused anyway)."""
-    return actor in run.approvers and actor not in run.current_step_approved_by
+    return approved(run.approvers, actor) and not approved(run.current_step_approved_by, actor)
+
+
+def approved(names: Sequence[str], actor: str) -> bool:
+    """Whether `actor` is one of `names`, as one person (names.canonical)."""
+    key = canonical(actor)
+    return any(canonical(name) == key for name in names)
 
 
 RUN_NOT_IN_PROGRESS = "run_not_in_progress"
@@ -109,7 +116,7 @@ def refusal(
     if run.status != IN_PROGRESS or step is None:
         return Refusal(RUN_NOT_IN_PROGRESS, NOT_IN_PROGRESS, conflict=True)
     if action == CANCEL:
-        if run.requested_by is not None and actor != run.requested_by and not admin:
+        if run.requested_by is not None and not same(actor, run.requested_by) and not admin:
             return Refusal(
                 NOT_THE_REQUESTER,
                 f"Only the run's requester ({run.requested_by!r}) or an administrator may "
@@ -122,7 +129,7 @@ def refusal(
         return Refusal(
             NOT_AN_APPROVER, f"{actor!r} may not decide step {step.name!r}: only {who} may"
         )
-    if not run.policy.allow_self_approval and actor == run.requested_by:
+    if not run.policy.allow_self_approval and same(actor, run.requested_by):
         return Refusal(
             REQUESTER_MAY_NOT_DECIDE,
             f"{actor!r} requested this run and may not approve or reject it: its workflow "
@@ -136,7 +143,7 @@ def refusal(
             f"{actor!r} already approved another step of this run: its workflow requires "
             "distinct approvers",
         )
-    if actor in run.current_step_approved_by:
+    if approved(run.current_step_approved_by, actor):
         return Refusal(
             ALREADY_APPROVED_THIS_STEP,
             f"{actor!r} already approved step {step.name!r} of this run",
@@ -174,13 +181,15 @@ def awaited_by(run: Run) -> tuple[str, ...]:
         return ()
     if not step.approvers:
         return (ANYONE,)
-    return tuple(dict.fromkeys((*step.approvers, *run.current_step_escalated_to)))
+    principals = (*step.approvers, *run.current_step_escalated_to)
+    return tuple(dict.fromkeys(canonical_principal(principal) for principal in principals))
 
 
 def inbox_keys(actor: str, groups: frozenset[str]) -> tuple[str, ...]:
     """The inbox keys whose runs may wait for `actor`, a member of `groups`: the
-    user's own, each group's and ANYONE's, in that order."""
-    return (USER_PREFIX + actor, *(GROUP_PREFIX + group for group in sorted(groups)), ANYONE)
+    user's own, each group's and ANYONE's, in that order, by canonical name."""
+    named = sorted({canonical(group) for group in groups})
+    return (USER_PREFIX + canonical(actor), *(GROUP_PREFIX + group for group in named), ANYONE)
 
 
 def proving_actions(run: Run) -> int:

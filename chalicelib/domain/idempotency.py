@@ -34,6 +34,7 @@ from collections.abc import Callable
 from typing import Optional, Protocol
 
 from chalicelib.domain import errors
+from chalicelib.domain.names import canonical
 from chalicelib.domain.record import Record
 
 LOGGER = logging.getLogger("approval-workflows")
@@ -112,9 +113,10 @@ def checked_key(raw: str) -> str:
 
 def scoped(key: str, actor: Optional[str]) -> str:
     """The key as it is claimed: a verified caller's keys are its own, so that no
-    one can take another's key first. Keys hold no newline, so what follows the
-    last one is the key, whatever the actor holds."""
-    return key if actor is None else f"{actor}\n{key}"
+    one can take another's key first (one person's, by canonical name). Keys
+    hold no newline, so what follows the last one is the key, whatever the
+    actor holds."""
+    return key if actor is None else f"{canonical(actor)}\n{key}"
 
 
 def fingerprint(method: str, path: str, body: bytes) -> str:

@@ -1,8 +1,21 @@
-"""What a name is: the characters the service refuses in names, and what counts
-as blank. Pure; the edge (chalicelib/api/validation.py) applies it to what
-callers send, and the rules (a rejection's required reason) to what they mean."""
+"""What a name is: the characters the service refuses in names, what counts as
+blank, and when two names are one person's. Pure; the edge
+(chalicelib/api/validation.py, chalicelib/api/identity.py) applies it to what
+callers send, and the rules compare names by their canonical key.
+
+One person, one name: every comparison of a user or group name (a requester,
+an approval counted once, distinct approvers, a step's approvers and those a
+deadline escalates it to, group membership, the admin group, the inbox, an
+Idempotency-Key's owner) compares `canonical(name)`, in the spirit of RFC
+8265's UsernameCaseMapped profile: fullwidth and halfwidth forms mapped to
+their usual width (their <wide> and <narrow> compatibility decompositions),
+case folded (Unicode full case folding), then NFC. Names are kept and shown as
+given; only their comparison folds them.
+"""
 
 from __future__ import annotations
+
+import functools
 
 # Unicode's Default_Ignorable_Code_Point: characters that render as nothing
 # (zero-width spaces and joiners, the BOM, bidi and variation controls). A
@@ -30,6 +43,34 @@ def has_control_characters(value: str) -> bool:
     return any(
         unicodedata.category(char) == "Cc" and char not in ALLOWED_CONTROLS for char in value
     )
+
+
+@functools.lru_cache(maxsize=4096)
+def canonical(name: str) -> str:
+    """The key two names of one person share: width-mapped, case-folded, NFC."""
+    if name.isascii():
+        return name.lower()  # ASCII: no width forms, and folding is lowercasing
+    import unicodedata
+
+    widths = ("<wide>", "<narrow>")
+    mapped = "".join(
+        "".join(chr(int(code, 16)) for code in mapping.split()[1:])
+        if (mapping := unicodedata.decomposition(char)).startswith(widths)
+        else char
+        for char in name
+    )
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", mapped).casefold())
+
+
+def canonical_principal(principal: str) -> str:
+    """A principal ("user:<name>", "group:<name>", or "*") with its name's canonical key."""
+    kind, colon, name = principal.partition(":")
+    return f"{kind}:{canonical(name)}" if colon else principal
+
+
+def same(first: str, second: object) -> bool:
+    """Whether `first` and `second` (a name, or None) name one person."""
+    return isinstance(second, str) and canonical(first) == canonical(second)
 
 
 def _invisible(char: str) -> bool:

@@ -171,7 +171,7 @@ def _after(run: Run, chosen: Decision, entry: Action) -> Run:
         ),
         approvers=(
             (*run.approvers, chosen.actor)
-            if chosen.action == APPROVE and chosen.actor not in run.approvers
+            if chosen.action == APPROVE and not decision.approved(run.approvers, chosen.actor)
             else run.approvers
         ),
         current_step_due_at=(

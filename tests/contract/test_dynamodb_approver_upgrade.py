@@ -13,6 +13,7 @@ import pytest
 from chalicelib import engine
 from chalicelib.api.representations import shape
 from chalicelib.domain.models import COMPLETED, Run, StepRule, Workflow
+from chalicelib.domain.names import canonical_principal
 from chalicelib.storage.dynamodb import adapter as dynamodb
 from chalicelib.storage.dynamodb import migrations
 from scripts import backfill_inbox
@@ -142,6 +143,48 @@ def test_inbox_entries_from_before_the_shards_move_into_them(
     expected = [waiting.id, moved_on.id, opened.id]
     assert [r.id for r in engine.inbox(ddb, "cy", finance, 10).items] == expected
     assert [r.id for r in engine.inbox(ddb, "ann", frozenset(), 10).items] == expected
-    assert list(migrations.legacy_inbox_entries(ddb.requests)) == []
+    assert (
+        list(migrations.misplaced_inbox_entries(ddb.requests, ddb.shards, canonical_principal))
+        == []
+    )
     assert backfill_inbox.main(ddb.client) == 0
     assert capsys.readouterr().out.splitlines()[1].startswith("Moved 0 inbox entries")
+
+
+def name_inboxes_as_given(ddb: dynamodb.DynamoDBStorage, names: dict[str, str]) -> int:
+    """Put the inbox entries of these principals (canonical key -> name as
+    given) back under the names as given, as versions that compared names
+    exactly wrote them; how many moved."""
+    client, table = ddb.client, ddb.table
+    moved = 0
+    for entry in client.scan(TableName=table)["Items"]:
+        pk = entry["PK"]["S"]
+        for key, given in names.items():
+            if pk.endswith(key) and pk.startswith("INBOX#"):
+                client.put_item(
+                    TableName=table, Item={**entry, "PK": {"S": pk.removesuffix(key) + given}}
+                )
+                client.delete_item(TableName=table, Key={"PK": entry["PK"], "SK": entry["SK"]})
+                moved += 1
+    return moved
+
+
+def test_inbox_entries_under_names_as_given_move_to_their_canonical_key(
+    ddb: dynamodb.DynamoDBStorage, capsys: pytest.CaptureFixture[str]
+) -> None:
+    workflow = stored_workflow(
+        ddb, "Pay", "", [StepRule("Finance", ("group:Finance", "user:Ann"))], NOW
+    )
+    waiting = stored_run(ddb, workflow, "waiting", NOW)
+    assert name_inboxes_as_given(ddb, {"user:ann": "user:Ann", "group:finance": "group:Finance"})
+    assert engine.inbox(ddb, "ann", frozenset(), 10).items == ()
+
+    assert backfill_inbox.main(ddb.client) == 0
+    assert capsys.readouterr().out.splitlines()[1].startswith("Moved 2 inbox entries")
+    assert [r.id for r in engine.inbox(ddb, "ANN", frozenset(), 10).items] == [waiting.id]
+    assert [r.id for r in engine.inbox(ddb, "cy", frozenset({"FINANCE"}), 10).items] == [waiting.id]
+    # A decision now deletes the entries where they are.
+    engine.approve(ddb, waiting.id, "Ann", clock=lambda: LATER)
+    assert not [
+        e for e in ddb.client.scan(TableName=ddb.table)["Items"] if "INBOX#" in e["PK"]["S"]
+    ]

@@ -203,8 +203,11 @@ def inbox_pks(principal: str, shards: int) -> list[str]:
 
 
 def principal_of(inbox_partition: str) -> str:
-    """The principal of an unsharded inbox partition key (INBOX#<principal>)."""
-    return inbox_partition.removeprefix(INBOX_PREFIX)
+    """The principal of an inbox partition key, sharded (INBOX#<shard>#<principal>)
+    or not (INBOX#<principal>): a principal never starts with a digit."""
+    rest = inbox_partition.removeprefix(INBOX_PREFIX)
+    shard, sep, principal = rest.partition("#")
+    return principal if sep and shard.isdigit() else rest
 
 
 def inbox_sk(since: str, run_id: int) -> str:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Optional
 
 from chalicelib.domain import errors
-from chalicelib.domain.models import ANYONE, IN_PROGRESS, Run
+from chalicelib.domain.models import IN_PROGRESS, Run
 from chalicelib.storage.dynamodb import items, keys
 from chalicelib.storage.dynamodb.client import Requests, n, s
 from chalicelib.storage.dynamodb.keys import Item
@@ -174,34 +174,45 @@ def index_waiting_run(
     return not requests.transact([update, *puts])
 
 
-def legacy_inbox_entries(requests: Requests) -> Iterator[Item]:
-    """The inbox entries of groups and of open steps still in the one
-    partition each had before those were sharded (INBOX#group:<name>,
-    INBOX#*). One Scan: for scripts/backfill_inbox.py, never for a request."""
+def misplaced_inbox_entries(
+    requests: Requests, shards: int, rekey: Callable[[str], str]
+) -> Iterator[Item]:
+    """The inbox entries not in the partition the keys put them in now: a
+    group's or the open steps' still in the one partition each had before
+    those were sharded (INBOX#group:<name>, INBOX#*), and those whose
+    principal is not the key the rules compare (`rekey`: a name as given,
+    from before names were compared by their canonical key). One Scan: for
+    scripts/backfill_inbox.py, never for a request."""
     params: dict[str, Any] = {
         "TableName": requests.table,
-        "FilterExpression": "begins_with(PK, :group) OR PK = :anyone",
-        "ExpressionAttributeValues": {
-            ":group": s(keys.INBOX_PREFIX + "group:"),
-            ":anyone": s(keys.INBOX_PREFIX + ANYONE),
-        },
+        "FilterExpression": "begins_with(PK, :inbox)",
+        "ExpressionAttributeValues": {":inbox": s(keys.INBOX_PREFIX)},
     }
     while True:
         page = requests.call("scan", **params)
-        yield from page["Items"]
+        for entry in page["Items"]:
+            if _placed(entry, shards, rekey) != entry["PK"]["S"]:
+                yield entry
         if "LastEvaluatedKey" not in page:
             return
         params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
-def move_legacy_inbox_entry(requests: Requests, entry: Item, shards: int) -> bool:
-    """Move an entry of legacy_inbox_entries into its shard, in one
+def _placed(entry: Item, shards: int, rekey: Callable[[str], str]) -> str:
+    """The partition an inbox entry belongs in now."""
+    principal = rekey(keys.principal_of(entry["PK"]["S"]))
+    return keys.inbox_pk(principal, int(entry["run_id"]["N"]), shards)
+
+
+def move_inbox_entry(
+    requests: Requests, entry: Item, shards: int, rekey: Callable[[str], str]
+) -> bool:
+    """Move an entry of misplaced_inbox_entries where it belongs, in one
     transaction conditional on its run still waiting at its step; True if
     moved, False if its run has moved on (the entry is then only deleted)."""
-    principal = keys.principal_of(entry["PK"]["S"])
     run_id = int(entry["run_id"]["N"])
-    sharded = {**entry, "PK": s(keys.inbox_pk(principal, run_id, shards))}
-    legacy = {"PK": entry["PK"], "SK": entry["SK"]}
+    placed = {**entry, "PK": s(_placed(entry, shards, rekey))}
+    misplaced = {"PK": entry["PK"], "SK": entry["SK"]}
     still_waiting = {
         "ConditionCheck": {
             "TableName": requests.table,
@@ -217,12 +228,12 @@ def move_legacy_inbox_entry(requests: Requests, entry: Item, shards: int) -> boo
     moved = not requests.transact(
         [
             still_waiting,
-            {"Put": {"TableName": requests.table, "Item": sharded}},
-            {"Delete": {"TableName": requests.table, "Key": legacy}},
+            {"Put": {"TableName": requests.table, "Item": placed}},
+            {"Delete": {"TableName": requests.table, "Key": misplaced}},
         ]
     )
     if not moved:
-        requests.call("delete_item", TableName=requests.table, Key=legacy)
+        requests.call("delete_item", TableName=requests.table, Key=misplaced)
     return moved
 
 
