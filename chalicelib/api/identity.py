@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Optional
 
 from chalicelib.domain import errors
-from chalicelib.domain.names import canonical, same
+from chalicelib.domain.names import canonical, principal_problem, same
 from chalicelib.domain.record import Record
 
 if TYPE_CHECKING:
@@ -191,29 +191,50 @@ def _jwks_client(url: str) -> PyJWKClient:
 
 
 def _caller(claims: Mapping[str, Any], config: Settings) -> Caller:
+    """The caller a verified token names: its actor and groups, each held to the
+    rules of a name in a body (names.principal_problem), or Unauthorized."""
     actor = claims.get(config.actor_claim)
     if not isinstance(actor, str) or not actor.strip():
         raise errors.Unauthorized(
             f"The token names no actor (claim {config.actor_claim!r})", token_given=True
         )
-    groups = _groups(claims.get(config.groups_claim))
+    actor = _nfc(actor.strip())
+    problem = principal_problem(actor)
+    if problem:
+        raise errors.Unauthorized(
+            f"The token's actor (claim {config.actor_claim!r}) {problem}", token_given=True
+        )
+    groups = _groups(claims.get(config.groups_claim), config.groups_claim)
     admin = canonical(config.admin_group) in {canonical(group) for group in groups}
-    return Caller(actor.strip(), groups, admin)
+    return Caller(actor, groups, admin)
 
 
-def _groups(value: Any) -> frozenset[str]:
+def _groups(value: Any, claim: str) -> frozenset[str]:
     if isinstance(value, str):
         value = value.replace(",", " ").split()
     if not isinstance(value, list):
         return frozenset()
-    # NFC, as the groups that steps name are stored: one name typed two ways is one group.
+    groups = set()
+    for group in value:
+        if not isinstance(group, str) or not group.strip():
+            continue
+        # NFC, as the groups that steps name are stored.
+        name = _nfc(group.strip())
+        problem = principal_problem(name)
+        if problem:
+            raise errors.Unauthorized(
+                f"A group of the token (claim {claim!r}) {problem}", token_given=True
+            )
+        groups.add(name)
+    return frozenset(groups)
+
+
+def _nfc(name: str) -> str:
+    if name.isascii():
+        return name
     import unicodedata  # only where a token is verified: not on the import path of app.py
 
-    return frozenset(
-        unicodedata.normalize("NFC", group.strip())
-        for group in value
-        if isinstance(group, str) and group.strip()
-    )
+    return unicodedata.normalize("NFC", name)
 
 
 # -- the rules that use the caller -------------------------------------------------------

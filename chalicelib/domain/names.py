@@ -16,6 +16,7 @@ given; only their comparison folds them.
 from __future__ import annotations
 
 import functools
+from typing import Optional
 
 # Unicode's Default_Ignorable_Code_Point: characters that render as nothing
 # (zero-width spaces and joiners, the BOM, bidi and variation controls). A
@@ -43,6 +44,45 @@ def has_control_characters(value: str) -> bool:
     return any(
         unicodedata.category(char) == "Cc" and char not in ALLOWED_CONTROLS for char in value
     )
+
+
+# A name a principal may not have: what would make two names look alike while
+# being different, or hide what a name is. Beyond INVISIBLE_RANGES (the
+# default-ignorable code points, bidirectional controls among them: U+061C,
+# U+200E-U+200F, U+202A-U+202E, U+2066-U+2069):
+# - control characters (category Cc), tab and newline included;
+# - characters that render blank but are no plain space: every space separator
+#   (category Zs) but U+0020, the line and paragraph separators (Zl, Zp), and
+#   U+2800 BRAILLE PATTERN BLANK;
+# - more than MAX_PRINCIPAL characters, and none but spaces.
+MAX_PRINCIPAL = 200
+BLANK_GLYPHS = "\u2800"
+# The names the service signs its own actions with (system:deadline): no caller's.
+RESERVED_PREFIX = "system:"
+
+
+def principal_problem(name: str) -> Optional[str]:
+    """Why `name` (already trimmed) cannot be a user's or a group's: a reason in
+    words; None if it can. Checked alike for names in bodies and in tokens."""
+    if len(name) > MAX_PRINCIPAL:
+        return f"is longer than {MAX_PRINCIPAL} characters"
+    if not name.strip():
+        return "is blank"
+    if canonical(name).startswith(RESERVED_PREFIX):
+        return f"starts with {RESERVED_PREFIX!r}, which is reserved for the service's own actions"
+    if name.isascii() and name.isprintable():
+        return None  # most names: no control, invisible or blank character
+    import unicodedata
+
+    for char in name:
+        category = unicodedata.category(char)
+        if category == "Cc":
+            return f"holds a control character (U+{ord(char):04X})"
+        if _invisible(char):
+            return f"holds an invisible or bidirectional control character (U+{ord(char):04X})"
+        if (category == "Zs" and char != " ") or category in ("Zl", "Zp") or char in BLANK_GLYPHS:
+            return f"holds a character that renders blank (U+{ord(char):04X})"
+    return None
 
 
 @functools.lru_cache(maxsize=4096)

@@ -123,3 +123,37 @@ def test_the_admin_group_is_one_group_however_a_token_spells_it(
     token = hs256(claims("ada", groups=["Workflow-Admins"]))
     created = as_(api, token, "POST", "/workflows", {"name": "Pay", "steps": ["Any"]})
     assert created.status_code == 201
+
+
+@pytest.mark.parametrize(
+    ("actor", "reason"),
+    [
+        ("\u200b", "invisible"),
+        ("ma\u0000ria", "control character"),
+        ("m" * 300, "longer than 200"),
+        ("system:deadline", "reserved"),
+        ("System:Deadline", "reserved"),
+        ("Ri\u202eta", "bidirectional"),
+        ("\u2800", "renders blank"),
+    ],
+)
+def test_a_token_whose_actor_no_body_could_name_is_401_and_writes_nothing(
+    api: Api, secret_mode: None, actor: str, reason: str
+) -> None:
+    admin = admin_token()
+    flow = as_(api, admin, "POST", "/workflows", {"name": "Pay", "steps": ["Any"]}).json_body
+    run = as_(api, admin, "POST", "/runs", {"workflow_id": flow["id"], "title": "t"}).json_body
+    refused = as_(api, hs256(claims(actor)), "POST", f"/runs/{run['id']}/approve", {})
+    assert_error(refused, 401)
+    assert reason in refused.json_body["error"]
+    assert 'error="invalid_token"' in refused.headers["WWW-Authenticate"]
+    assert as_(api, admin, "GET", f"/runs/{run['id']}").json_body["actions"] == []
+
+
+@pytest.mark.parametrize("group", ["fin\u200bance", "\u202efinance", "fin\u0007ance"])
+def test_a_token_whose_groups_no_body_could_name_is_401(
+    api: Api, secret_mode: None, group: str
+) -> None:
+    refused = as_(api, hs256(claims("fay", groups=[group])), "GET", "/inbox")
+    assert_error(refused, 401)
+    assert "group" in refused.json_body["error"]
