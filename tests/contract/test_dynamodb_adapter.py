@@ -12,6 +12,7 @@ import pytest
 from chalice.test import Client
 
 import app as app_module
+from chalicelib.domain import errors
 from chalicelib.storage.dynamodb import adapter as dynamodb
 from chalicelib.storage.dynamodb import client as dynamodb_client
 from chalicelib.storage.dynamodb import ids as dynamodb_ids
@@ -448,3 +449,61 @@ def test_a_decision_whose_transaction_is_sent_twice_is_recorded_once(
     assert stored == decided
     assert [(a.step_name, a.actor) for a in stored.actions] == [("A", "ann")]
     assert stored.current_step == workflow.steps[1]
+
+
+@pytest.fixture
+def sent_twice(ddb: dynamodb.DynamoDBStorage, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every transaction sent twice: the second, refused by the first one's
+    writes, is what botocore's retry after a read timeout meets."""
+    send = ddb.client.transact_write_items
+
+    def twice(**params: Any) -> Any:
+        send(**params)
+        return send(**params)
+
+    monkeypatch.setattr(ddb.client, "transact_write_items", twice)
+    yield
+    monkeypatch.undo()
+
+
+def test_a_workflow_whose_creation_is_sent_twice_is_created_once(
+    ddb: dynamodb.DynamoDBStorage, sent_twice: None
+) -> None:
+    from chalicelib import engine
+
+    created = engine.create_workflow(ddb, "Twice", steps=["A"])
+    assert ddb.get_workflow(created.id) == created
+    assert [w.name for w in ddb.list_workflows(None, 10).items] == ["Twice"]
+    with pytest.raises(errors.Conflict, match="already exists"):
+        engine.create_workflow(ddb, "Twice", steps=["B"])
+
+
+def test_a_run_whose_start_is_sent_twice_is_started_once(
+    ddb: dynamodb.DynamoDBStorage, sent_twice: None
+) -> None:
+    from chalicelib import engine
+
+    workflow = engine.create_workflow(ddb, "Twice", steps=["A"])
+    run = engine.start_run(ddb, workflow.id, "t")
+    assert ddb.get_run(run.id) == run
+    assert [e.type for e in ddb.list_events(f"runs/{run.id}", None, 10).items] == [
+        "approval.run.started",
+        "approval.step.activated",
+    ]
+
+
+def test_a_deadline_whose_reminder_is_sent_twice_is_applied_once(
+    ddb: dynamodb.DynamoDBStorage, sent_twice: None
+) -> None:
+    from chalicelib import engine
+    from chalicelib.domain.models import Deadline, StepRule
+
+    step = StepRule("A", deadline=Deadline(60, "remind"))
+    workflow = engine.create_workflow(
+        ddb, "Twice", steps=[step], clock=lambda: "2030-01-01T00:00:00.000Z"
+    )
+    run = engine.start_run(ddb, workflow.id, "t", clock=lambda: "2030-01-01T00:00:00.000Z")
+    assert engine.sweep(ddb, lambda: "2030-01-01T00:05:00.000Z") == 1
+    assert ddb.get_run(run.id).deadline_passed
+    types = [e.type for e in ddb.list_events(f"runs/{run.id}", None, 10).items]
+    assert types.count("approval.step.reminded") == 1

@@ -121,7 +121,7 @@ class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState):
             *(put({**items.step_item(step), "event_seq": n(len(told))}) for step in workflow.steps),
             *self._event_puts(told, 0),
         ]
-        if self.requests.transact(writes):
+        if self.requests.transact(writes) and not self._applied(told, 0):
             raise errors.Conflict(f"A workflow named {workflow.name!r} already exists")
         return self._remember(workflow)
 
@@ -175,9 +175,7 @@ class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState):
                     "400 KB that DynamoDB stores per workflow"
                 ) from exc
             # Written, or refused because an earlier attempt of it was applied.
-            if not reasons or self._holds_own(
-                keys.workflow_pk(workflow_id), keys.step_sk(order), step.id
-            ):
+            if not reasons or self._applied(told, event_seq):
                 known = self._known_steps.get(workflow_id)
                 if known is not None and len(known) == order - 1:
                     self._known_steps[workflow_id] = (*known, step)
@@ -270,13 +268,12 @@ class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState):
         if run.requested_by is not None:
             item["requested_by"] = s(run.requested_by)
         # The run, its events and its first step's inbox entries, at once.
-        if self.requests.transact(
-            [
-                self.requests.put_new(item),
-                *self._event_puts(told, 0),
-                *self._inbox_puts(run, started.enters),
-            ]
-        ):
+        written = [
+            self.requests.put_new(item),
+            *self._event_puts(told, 0),
+            *self._inbox_puts(run, started.enters),
+        ]
+        if self.requests.transact(written) and not self._applied(told, 0):
             raise unavailable(
                 f"Run id {run_id} is already taken in table {self.table!r}: a counter item "
                 "was changed by hand, or the table holds runs of another service",
@@ -362,10 +359,7 @@ class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState):
             writes.append(self._no_step_after(before, change.last_step_order))
         writes, stale = self._with_inbox(writes, change)
         reasons = self.requests.transact(writes)
-        if reasons and not (
-            change.action is not None
-            and self._holds_own(keys.run_pk(before.id), keys.action_sk(seq), action_id)
-        ):
+        if reasons and not self._applied(told, before.event_seq):
             if checked is not None and reasons[checked] == "ConditionalCheckFailed":
                 # The workflow has a step after this one now: know it for the retry.
                 self._read_steps(before.workflow_id)
@@ -420,16 +414,17 @@ class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState):
         room = MAX_TRANSACTION_ITEMS - len(writes)
         return writes + deletes[:room], deletes[room:]
 
-    def _holds_own(self, pk: str, sk: str, own_id: int) -> bool:
-        """Whether the item at (pk, sk) carries `own_id`, the id this attempt of a
-        write gave it (unique to the attempt): a transaction refused because it
-        had already been applied (botocore retried it after a timeout, and the
-        retry's conditions saw its own writes) is done, not lost, and must not be
-        made again. DynamoDB answers such a retry from its ClientRequestToken;
-        not every endpoint does (moto). An equal write of another attempt has
-        another id."""
-        item = self.requests.read_item(s(pk), s(sk))
-        return item is not None and int(item["id"]["N"]) == own_id
+    def _applied(self, drafts: Sequence[EventDraft], after: int) -> bool:
+        """Whether a refused transaction, whose events are `drafts` numbered from
+        `after` + 1, was in fact applied: by an earlier attempt of itself, which
+        botocore retried after a timeout, and whose own writes the retry's
+        conditions then saw. Such a change is done, not lost, and must not be made
+        again. Every change records an event, whose id is this attempt's alone:
+        its event standing at its place says so. DynamoDB answers such a retry
+        from its ClientRequestToken; not every endpoint does (moto)."""
+        first = drafts[0]
+        item = self.requests.read_item(s(keys.event_pk(first.subject)), s(keys.event_sk(after + 1)))
+        return item is not None and item["event_id"]["S"] == first.id
 
     def _inbox_puts(self, run: Run, principals: Sequence[str]) -> list[dict[str, Any]]:
         """The entries that put `run`, at its step since it reached it, into the
