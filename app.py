@@ -51,7 +51,12 @@ def create_workflow() -> Workflow:
     identity.require_admin(api.caller())
     new = validation.new_workflow(api.body())
     return engine.create_workflow(
-        get_storage(), new.name, new.description, new.steps, policy=new.policy
+        get_storage(),
+        new.name,
+        new.description,
+        new.steps,
+        policy=new.policy,
+        input_schema=new.input_schema,
     )
 
 
@@ -82,7 +87,7 @@ def append_step(workflow_id: str) -> Step:
 def start_run() -> Run:
     new = validation.new_run(api.body())
     requester = identity.requester_of(api.caller(), new.requested_by)
-    return engine.start_run(get_storage(), new.workflow_id, new.title, requester)
+    return engine.start_run(get_storage(), new.workflow_id, new.title, requester, data=new.input)
 
 
 @app.route("/runs", methods=["GET"])

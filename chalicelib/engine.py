@@ -79,14 +79,16 @@ def create_workflow(
     steps: Sequence[StepRule | str] = (),
     clock: Clock = utc_now,
     policy: Policy = DEFAULT_POLICY,
+    input_schema: Optional[dict[str, Any]] = None,
 ) -> Workflow:
     """Define a workflow, optionally with its first steps (a name alone is a
-    step anyone may decide with one approval)."""
+    step anyone may decide with one approval) and the schema its runs' input
+    must meet."""
     from chalicelib.domain import transitions
 
     rules = [StepRule(step) if isinstance(step, str) else step for step in steps]
     return storage.create_workflow(
-        transitions.define_workflow(name, description, rules, policy, clock())
+        transitions.define_workflow(name, description, rules, policy, clock(), input_schema)
     )
 
 
@@ -102,7 +104,10 @@ def append_step(
     from chalicelib.domain import transitions
 
     rule = StepRule(step) if isinstance(step, str) else step
-    return storage.append_step(transitions.append_step(workflow_id, rule, clock()))
+    # A condition reads the input the workflow's schema defines; a schema
+    # never changes, so it is read only for a step that has a condition.
+    schema = storage.get_workflow(workflow_id).input_schema if rule.when is not None else None
+    return storage.append_step(transitions.append_step(workflow_id, rule, clock(), schema))
 
 
 # -- runs ------------------------------------------------------------------
@@ -114,8 +119,10 @@ def start_run(
     title: str,
     requested_by: Optional[str] = None,
     clock: Clock = utc_now,
+    data: Optional[dict[str, Any]] = None,
 ) -> Run:
-    """Start a run of a workflow at its first step, on behalf of `requested_by`."""
+    """Start a run of a workflow, about `data` (its input), on behalf of
+    `requested_by`: at its first step whose condition holds."""
     if workflow_id > MAX_ID:
         raise errors.workflow_not_found(workflow_id)
     workflow = storage.get_workflow(workflow_id)
@@ -125,7 +132,7 @@ def start_run(
         )
     from chalicelib.domain import transitions
 
-    return storage.create_run(transitions.start_run(workflow, title, requested_by, clock()))
+    return storage.create_run(transitions.start_run(workflow, title, requested_by, clock(), data))
 
 
 def get_run(storage: Storage, run_id: int) -> Run:
@@ -222,12 +229,12 @@ def _decide(
             decision.check_canceller(run, actor, admin)
         else:
             decision.check_decider(run, action, actor, groups, comment)
-        next_step = (
-            storage.next_step(run.workflow_id, current.step_order)
+        following = (
+            storage.steps_after(run.workflow_id, current.step_order)
             if decision.needs_next_step(run, action)
-            else None
+            else ()
         )
-        change = transitions.decide(run, action, actor, comment, next_step, clock())
+        change = transitions.decide(run, action, actor, comment, following, clock())
         try:
             return storage.record_change(change)
         except errors.LostWrite:

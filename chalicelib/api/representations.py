@@ -34,6 +34,7 @@ def listed_run(run: Run) -> dict[str, Any]:
         "id": run.id,
         "workflow_id": run.workflow_id,
         "title": run.title,
+        "input": run.input,
         "requested_by": run.requested_by,
         "status": run.status,
         "current_step_id": run.current_step_id,
@@ -69,6 +70,7 @@ def run_shape(run: Run) -> dict[str, Any]:
 def audit_shape(audit: RunAudit) -> dict[str, Any]:
     return {
         "run_id": audit.run_id,
+        "input": audit.input,
         "genesis": audit.genesis,
         "head_hash": audit.head_hash,
         "valid": audit.first_invalid_seq is None,

@@ -54,12 +54,14 @@ class NewWorkflow(Record):
     description: str
     steps: list[StepRule]
     policy: Policy
+    input_schema: Optional[dict[str, Any]] = None
 
 
 class NewRun(Record):
     workflow_id: int
     title: str
     requested_by: Optional[str] = None
+    input: Optional[dict[str, Any]] = None
 
 
 class DecisionRequest(Record):
@@ -148,11 +150,13 @@ _decoder = json.JSONDecoder(object_pairs_hook=_object, parse_constant=_not_a_num
 
 
 def new_workflow(body: Any) -> NewWorkflow:
-    """POST /workflows: {"name", "description"?, "steps"?: [step, ...], and the
-    policy flags?}, where a step is its name or {"name", "approvers"?,
-    "required_approvals"?}."""
+    """POST /workflows: {"name", "description"?, "steps"?: [step, ...], the
+    policy flags?, "input_schema"?}, where a step is its name or {"name",
+    "approvers"?, "required_approvals"?, the deadline's fields?, "when"?}."""
     flags = Policy._fields
-    fields = _fields(body, required=("name",), optional=("description", "steps", *flags))
+    fields = _fields(
+        body, required=("name",), optional=("description", "steps", *flags, "input_schema")
+    )
     name = _text(fields, "name", MAX_NAME)
     description = _text(fields, "description", MAX_TEXT, required=False)
     steps = fields.get("steps")
@@ -171,21 +175,31 @@ def new_workflow(body: Any) -> NewWorkflow:
         for step in steps
     ]
     policy = Policy(*(_flag(fields, flag) for flag in flags))
-    return NewWorkflow(name, description, rules, policy)
+    return NewWorkflow(name, description, rules, policy, _input_schema(fields))
+
+
+def _input_schema(fields: Mapping[str, Any]) -> Optional[dict[str, Any]]:
+    schema = fields.get("input_schema")
+    if schema is None:
+        return None
+    from chalicelib.domain import content
+
+    return content.checked_schema(schema)
 
 
 def new_step(body: Any) -> StepRule:
     """POST /workflows/{id}/steps: {"name", "approvers"?, "required_approvals"?,
-    "deadline_seconds"?, "on_deadline"?, "escalate_to"?}."""
+    "deadline_seconds"?, "on_deadline"?, "escalate_to"?, "when"?}."""
     return _step_rule(body)
 
 
 def _step_rule(body: Any, where: str = "") -> StepRule:
-    """A step's definition: its name, who may decide it, its quorum, its deadline."""
+    """A step's definition: its name, who may decide it, its quorum, its
+    deadline, and when it applies."""
     fields = _fields(
         body,
         required=("name",),
-        optional=("approvers", "required_approvals", *STEP_DEADLINE_FIELDS),
+        optional=("approvers", "required_approvals", *STEP_DEADLINE_FIELDS, "when"),
     )
     name = _text(fields, "name", MAX_NAME)
     approvers = _principals(fields.get("approvers"), "approvers", MAX_APPROVERS)
@@ -209,7 +223,18 @@ def _step_rule(body: Any, where: str = "") -> StepRule:
             f"Step {name!r} requires {required} approvals but lists only {len(users)} "
             "approvers, all users: it could never be approved"
         )
-    return StepRule(name, approvers, required, step_deadline(fields))
+    return StepRule(name, approvers, required, step_deadline(fields), _when(fields, name))
+
+
+def _when(fields: Mapping[str, Any], step: str) -> Optional[dict[str, Any]]:
+    """A step's condition, as conditions.py reads them (its `var` paths are
+    checked against the workflow's input_schema by the transition)."""
+    when = fields.get("when")
+    if when is None:
+        return None
+    from chalicelib.domain import conditions
+
+    return conditions.checked(when, step)
 
 
 def step_deadline(fields: Mapping[str, Any]) -> Optional[Deadline]:
@@ -289,14 +314,23 @@ def groups(value: Any) -> Optional[frozenset[str]]:
 
 
 def new_run(body: Any) -> NewRun:
-    """POST /runs: {"workflow_id", "title", "requested_by"?}."""
-    fields = _fields(body, required=("workflow_id", "title"), optional=("requested_by",))
+    """POST /runs: {"workflow_id", "title", "requested_by"?, "input"?}."""
+    fields = _fields(body, required=("workflow_id", "title"), optional=("requested_by", "input"))
     workflow_id = _id(fields, "workflow_id")
     title = _text(fields, "title", MAX_TITLE)
     requested_by = (
         _text(fields, "requested_by", MAX_ACTOR) if fields.get("requested_by") is not None else None
     )
-    return NewRun(workflow_id, title, requested_by)
+    return NewRun(workflow_id, title, requested_by, _run_input(fields.get("input")))
+
+
+def _run_input(data: Any) -> Optional[dict[str, Any]]:
+    """What the run is about (content.py's rules): 400, or 413 when too large."""
+    if data is None:
+        return None
+    from chalicelib.domain import content
+
+    return content.checked_input(data)
 
 
 def decision(body: Any, actor_required: bool = True) -> DecisionRequest:

@@ -1,17 +1,19 @@
 """The audit chain: each run's history as a hash chain anyone can verify.
 
     canonical(x) = json.dumps(x, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    genesis      = sha256(canonical({run_id, workflow_id, title, requested_by, created_at}))
+    genesis      = sha256(canonical({run_id, workflow_id, title, requested_by, created_at}
+                                    + {input_digest} where the run's input is not empty))
+    input_digest = sha256(canonical(input))
     hash(seq)    = sha256(hash(seq - 1) + "\\n" + canonical({run_id, seq, step_id, step_name,
                                                           action, actor, comment, created_at}))
 
 where hash(0) is the genesis, seq counts a run's actions from 1 in history
 order, and sha256 is the lowercase hex digest of the text's UTF-8 bytes. A run
 keeps its head_hash: the last action's hash, or the genesis while it has none.
-The README's definition is the contract; this module is one implementation.
+docs/audit.md's definition is the contract; this module is one implementation.
 
-Pure: no storage, no HTTP. The storage adapters call `next_hash` inside the
-write that records an action, `audit_of` recomputes a stored run's chain for
+Pure: no storage, no HTTP. The transitions (chalicelib/domain/transitions.py)
+chain each action they record, `audit_of` recomputes a stored run's chain for
 GET /runs/{id}/audit, and `python -m chalicelib.domain.audit verify FILE` checks a
 saved answer of that route offline, with nothing but this module. Any action
 kind is chained alike: the chain knows fields, not the state machine.
@@ -34,6 +36,7 @@ from chalicelib.domain.models import (
     IN_PROGRESS,
     REJECT,
     REJECTED,
+    SKIP,
     Action,
     Decision,
     Run,
@@ -42,6 +45,8 @@ from chalicelib.domain.models import (
 )
 
 GENESIS_FIELDS = ("run_id", "workflow_id", "title", "requested_by", "created_at")
+# In the genesis of a run whose input is not empty: what binds the chain to it.
+INPUT_DIGEST = "input_digest"
 ENTRY_FIELDS = (
     "run_id",
     "seq",
@@ -72,8 +77,10 @@ def sha256_hex(text: str) -> str:
 
 
 def genesis_hash(genesis: Mapping[str, Any]) -> str:
-    """The hash the chain starts from: of the run's GENESIS_FIELDS, nothing else."""
-    return sha256_hex(canonical({name: genesis[name] for name in GENESIS_FIELDS}))
+    """The hash the chain starts from: of the run's GENESIS_FIELDS (and its
+    input_digest, for a run whose input is not empty), nothing else."""
+    fields = (*GENESIS_FIELDS, INPUT_DIGEST) if INPUT_DIGEST in genesis else GENESIS_FIELDS
+    return sha256_hex(canonical({name: genesis[name] for name in fields}))
 
 
 def entry_hash(prev: str, entry: Mapping[str, Any]) -> str:
@@ -85,13 +92,21 @@ def entry_hash(prev: str, entry: Mapping[str, Any]) -> str:
 
 
 def genesis_of(run: Run) -> dict[str, Any]:
-    return {
+    genesis = {
         "run_id": run.id,
         "workflow_id": run.workflow_id,
         "title": run.title,
         "requested_by": run.requested_by,
         "created_at": run.created_at,
     }
+    if run.input:
+        genesis["input_digest"] = input_digest(run.input)
+    return genesis
+
+
+def input_digest(data: Mapping[str, Any]) -> Optional[str]:
+    """The SHA-256 hex of a run's input in its canonical form; None when empty."""
+    return sha256_hex(canonical(data)) if data else None
 
 
 def entry_of(action: Action, seq: int) -> dict[str, Any]:
@@ -114,6 +129,21 @@ def recomputed(run: Run) -> list[str]:
     for seq, action in enumerate(run.actions, start=1):
         hashes.append(entry_hash(hashes[-1], entry_of(action, seq)))
     return hashes
+
+
+def head_of(run: Run) -> str:
+    """The head a run's next action chains to: its stored head, or, for a run
+    read without one (DynamoDB history from before the chain, until
+    scripts/backfill_audit_chain.py stores it), its recomputed head, the one
+    the backfill will store."""
+    return run.head_hash if run.head_hash is not None else recomputed(run)[-1]
+
+
+def chained(action: Action, seq: int, head: str) -> Action:
+    """`action`, recorded at `seq` of its run's history after `head`, with its hash.
+    Only one write can append to a given head (the adapters' conditional
+    write), so the chain never forks."""
+    return action._replace(hash=entry_hash(head, entry_of(action, seq)))
 
 
 def next_hash(run: Run, decision: Decision) -> str:
@@ -199,6 +229,7 @@ def audit_of(run: Run, steps: Optional[Sequence[Step]] = None) -> RunAudit:
         first_invalid_seq(genesis, entries, run.head_hash),
         entries,
         state_mismatches(run, steps) if steps is not None else (),
+        run.input,
     )
 
 
@@ -212,7 +243,8 @@ def state_mismatches(run: Run, steps: Sequence[Step]) -> tuple[str, ...]:
 
     A replay starts at the first step; an approval counts toward its step, and
     the step's quorum moves the run on to the next step by order, or completes
-    it after the last; a reject or cancel ends it so. One reading is allowed
+    it after the last, as a skip (its condition did not hold) does; a reject or
+    cancel ends it so. One reading is allowed
     that the history cannot tell apart: a run stored as completed once the
     quorum of a step was met, though steps follow that one now (a step
     appended after the run completed)."""
@@ -238,6 +270,13 @@ def _replayed(run: Run, steps: Sequence[Step]) -> tuple[Any, ...]:
             # stored state can be the one the history leads to.
             return (None, None, None, head)
         moved_on_last = False
+        if action.action == SKIP:
+            approved = ()
+            if at + 1 < len(steps):
+                at, moved_on_last = at + 1, True
+            else:
+                at, status = None, COMPLETED
+            continue
         if action.action == APPROVE:
             approved = (*approved, action.actor)
             if len(approved) >= steps[at].required_approvals:
@@ -264,6 +303,8 @@ def verify_document(document: Any) -> tuple[bool, str]:
     run = f"run {document['run_id']}"
     if genesis["hash"] != genesis_hash(genesis):
         return False, f"invalid: {run}, the genesis hash is not that of the genesis record"
+    if genesis.get(INPUT_DIGEST) != input_digest(document.get("input") or {}):
+        return False, f"invalid: {run}, the genesis's input_digest is not that of the input"
     seq = first_invalid_seq(genesis, entries, document["head_hash"])
     if seq is not None:
         return False, f"invalid: {run}, first invalid seq {seq}"
@@ -281,6 +322,8 @@ def _shape_problem(document: Any) -> Optional[str]:
         return f"the genesis needs {', '.join(GENESIS_FIELDS)} and hash"
     if genesis["run_id"] != document["run_id"]:
         return "the genesis is of another run"
+    if not isinstance(document.get("input", {}), dict):
+        return "input is not an object"
     if not isinstance(entries, list):
         return "entries is not a list"
     for position, entry in enumerate(entries, start=1):

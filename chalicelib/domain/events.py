@@ -17,6 +17,7 @@ extension attribute `sequence`, which the storage assigns inside the write.
     POST /runs                      run.started, step.activated (the first step)
     approve (more steps)            step.approved, step.activated (the next step)
     approve (the last step)         step.approved, run.completed
+    a step whose condition fails    step.skipped, between the above (actor system:conditions)
     approve (below the quorum)      step.approved
     reject                          step.rejected, run.rejected
     cancel                          run.cancelled
@@ -29,9 +30,11 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Optional
 
+from chalicelib.domain import conditions
+from chalicelib.domain.audit import input_digest
 from chalicelib.domain.models import (
     APPROVE,
     CANCEL,
@@ -63,6 +66,7 @@ RUN_CANCELLED = "approval.run.cancelled"
 STEP_REMINDED = "approval.step.reminded"
 STEP_ESCALATED = "approval.step.escalated"
 STEP_EXPIRED = "approval.step.expired"
+STEP_SKIPPED = "approval.step.skipped"
 TYPES = (
     WORKFLOW_CREATED,
     STEP_ADDED,
@@ -76,10 +80,12 @@ TYPES = (
     STEP_REMINDED,
     STEP_ESCALATED,
     STEP_EXPIRED,
+    STEP_SKIPPED,
 )
 
-# Who acts when nobody does: the deadline sweeper.
+# Who acts when nobody does: the deadline sweeper, and the conditions of steps.
 DEADLINE_ACTOR = "system:deadline"
+CONDITIONS_ACTOR = "system:conditions"
 # The run's status after a transition -> the event that says the run ended so.
 _RUN_ENDED = {COMPLETED: RUN_COMPLETED, REJECTED: RUN_REJECTED, "cancelled": RUN_CANCELLED}
 STAGE_VARIABLE = "WORKFLOW_STAGE"
@@ -173,19 +179,28 @@ def _workflow_data(workflow_id: int, step: Optional[Step]) -> dict[str, Any]:
 # -- runs --------------------------------------------------------------------
 
 
-def run_started(run: Run) -> list[Draft]:
-    """A run began at its first step: run.started, then step.activated."""
+def run_started(run: Run, skipped: Sequence[Step] = ()) -> list[Draft]:
+    """A run began, with its input: run.started, a step.skipped for each first
+    step whose condition does not hold, then the step it waits at activated
+    (or run.completed, when none was left)."""
     subject = run_subject(run.id)
-    started = _run_data(run, run.current_step, run.requested_by, "")
+    first = skipped[0] if skipped else run.current_step
+    started = {**_run_data(run, first, run.requested_by, ""), "input": run.input}
     return [
         Draft(RUN_STARTED, subject, run.created_at, started),
-        _activated(run, run.created_at),
+        *_skipped(run, skipped, run.created_at),
+        _activated(run, run.created_at)
+        if run.status == IN_PROGRESS
+        else Draft(RUN_COMPLETED, subject, run.created_at, _run_data(run, None, None, "")),
     ]
 
 
-def decided(before: Run, decision: Decision, after: Run) -> list[Draft]:
-    """A decision on `before`'s current step left the run as `after`. A reject
-    by the deadline sweeper is the step's expiry, not a person's rejection."""
+def decided(
+    before: Run, decision: Decision, after: Run, skipped: Sequence[Step] = ()
+) -> list[Draft]:
+    """A decision on `before`'s current step left the run as `after`, past the
+    `skipped` steps. A reject by the deadline sweeper is the step's expiry,
+    not a person's rejection."""
     if decision.action == CANCEL:
         return cancelled(before, after, decision.actor, decision.comment, decision.at)
     if decision.action == APPROVE:
@@ -194,7 +209,8 @@ def decided(before: Run, decision: Decision, after: Run) -> list[Draft]:
         step_type = STEP_EXPIRED if decision.actor == DEADLINE_ACTOR else STEP_REJECTED
     else:
         raise ValueError(f"unknown action {decision.action!r}")
-    return transition(before, after, step_type, decision.actor, decision.comment, decision.at)
+    at = decision.at
+    return transition(before, after, step_type, decision.actor, decision.comment, at, skipped)
 
 
 def cancelled(before: Run, after: Run, actor: str, reason: str, at: str) -> list[Draft]:
@@ -232,16 +248,19 @@ def transition(
     actor: Optional[str],
     comment: str,
     at: str,
+    skipped: Sequence[Step] = (),
     **extra: Any,
 ) -> list[Draft]:
     """The events of one transition from `before` to `after`: `step_type` about
-    the step `before` was at (if given), then what follows from where the run
-    is now: its next step activated, or its end."""
+    the step `before` was at (if given), a step.skipped for each step passed
+    as its condition does not hold, then what follows from where the run is
+    now: its next step activated, or its end."""
     subject = run_subject(after.id)
     drafts = []
     if step_type is not None:
         data = _run_data(after, before.current_step, actor, comment)
         drafts.append(Draft(step_type, subject, at, {**data, **extra}))
+    drafts += _skipped(after, skipped, at)
     if after.status == IN_PROGRESS:
         if after.current_step_id != before.current_step_id:
             drafts.append(_activated(after, at))
@@ -250,6 +269,19 @@ def transition(
             Draft(_RUN_ENDED[after.status], subject, at, _run_data(after, None, actor, comment))
         )
     return drafts
+
+
+def _skipped(run: Run, steps: Sequence[Step], at: str) -> list[Draft]:
+    """A step.skipped for each of `steps`, passed as its condition does not hold."""
+    return [
+        Draft(
+            STEP_SKIPPED,
+            run_subject(run.id),
+            at,
+            _run_data(run, step, CONDITIONS_ACTOR, conditions.text(step.when)),
+        )
+        for step in steps
+    ]
 
 
 def _activated(run: Run, at: str) -> Draft:
@@ -269,6 +301,8 @@ def _run_data(run: Run, step: Optional[Step], actor: Optional[str], comment: str
         "step": step_shape(step) if step else None,
         "actor": actor,
         "head_hash": run.head_hash,
+        # What is being approved, bound: run.started carries the input itself.
+        "input_digest": input_digest(run.input),
     }
     if comment:
         data["comment"] = comment

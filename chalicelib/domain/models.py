@@ -13,7 +13,7 @@ dataclasses out of the import path of app.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Generic, Optional, TypeVar
 
 from chalicelib.domain.errors import Conflict, Forbidden, WorkflowError
@@ -29,6 +29,8 @@ RUN_STATUSES = (IN_PROGRESS, COMPLETED, REJECTED, CANCELLED)
 APPROVE = "approve"
 REJECT = "reject"
 CANCEL = "cancel"
+# A step whose condition does not hold for its run's input, passed by the service.
+SKIP = "skip"
 
 REMIND = "remind"
 ESCALATE = "escalate"
@@ -64,6 +66,9 @@ class Step(Record):
     # Distinct approvals that complete it.
     required_approvals: int = 1
     deadline: Optional[Deadline] = None
+    # When it applies: a condition over the run's input (chalicelib/domain/
+    # conditions.py); None: always. A run reaching it skips it otherwise.
+    when: Optional[dict[str, Any]] = None
 
 
 class StepRule(Record):
@@ -73,6 +78,7 @@ class StepRule(Record):
     approvers: tuple[str, ...] = ()
     required_approvals: int = 1
     deadline: Optional[Deadline] = None
+    when: Optional[dict[str, Any]] = None
 
     def stored(self, step_id: int, workflow_id: int, order: int) -> Step:
         """The step this definition is, once stored with its id and order."""
@@ -84,6 +90,7 @@ class StepRule(Record):
             self.approvers,
             self.required_approvals,
             self.deadline,
+            self.when,
         )
 
 
@@ -110,6 +117,8 @@ class Workflow(Record):
     created_at: str
     steps: tuple[Step, ...] = ()
     policy: Policy = DEFAULT_POLICY
+    # The JSON Schema its runs' input must meet (None: any object).
+    input_schema: Optional[dict[str, Any]] = None
 
 
 class Action(Record):
@@ -160,6 +169,9 @@ class Run(Record):
     # without them (a decision whose answer leaves them out); None: count
     # `actions`.
     action_count: Optional[int] = None
+    # What is being approved: a JSON object given at the start, never changed
+    # (empty when none was given); the audit chain's genesis binds it.
+    input: dict[str, Any] = {}  # noqa: RUF012 (records are immutable: never changed in place)
 
     @property
     def current_step_id(self) -> Optional[int]:
@@ -191,6 +203,8 @@ class RunAudit(Record):
     entries: tuple[dict[str, Any], ...]
     # The fields of the stored state the history does not lead to (audit.STATE_FIELDS).
     state_mismatches: tuple[str, ...] = ()
+    # The run's input as stored, which the genesis's input_digest is of.
+    input: dict[str, Any] = {}  # noqa: RUF012 (records are immutable)
 
 
 class Decision(Record):
@@ -302,19 +316,20 @@ class Page(Record, Generic[Listed]):
 
 class RunChange(Record):
     """One change of a run, computed from the run as read: a decision (with the
-    action it records) or a deadline that reminds or escalates (none).
+    action it records, and a skip for each step passed as its condition does
+    not hold) or a deadline that reminds or escalates (no action).
 
     The storage writes it only if the run is still as `before` was read: its
     history (head and length) and its deadline's state; and, where the change
     completes the run, only if no step follows `last_step_order` in its
-    workflow. It stores `after`, the action, the events (numbered as it
+    workflow. It stores `after`, the actions, the events (numbered as it
     allocates) and the inbox keys the run leaves and enters, and nothing else."""
 
     before: Run
-    # The run as the change leaves it; the action it records is last in its
-    # history (where the history was read), its id 0 until the storage gives one.
+    # The run as the change leaves it; the actions it records are last in its
+    # history (where the history was read), their ids 0 until the storage gives them.
     after: Run
-    action: Optional[Action]
+    actions: tuple[Action, ...]
     events: tuple[EventDraft, ...]
     # The principals (inbox keys, chalicelib/domain/decision.py) whose inboxes the
     # run leaves, at before.current_step_since, and enters at after's.
@@ -323,20 +338,32 @@ class RunChange(Record):
     # A completion: the step it found to be its workflow's last.
     last_step_order: Optional[int] = None
 
-    def recorded(self, action_id: int) -> Run:
-        """The run after, its action with the id the storage gave it."""
-        after = self.after
-        if self.action is None or after.action_count is not None:
-            return after
-        return after._replace(actions=(*after.actions[:-1], self.action._replace(id=action_id)))
+    def recorded(self, action_ids: Sequence[int]) -> Run:
+        """The run after, its actions with the ids the storage gave them."""
+        return _with_ids(self.after, self.actions, action_ids)
 
 
 class Started(Record):
-    """A new run, its events and the principals whose inboxes it enters."""
+    """A new run, its events and the principals whose inboxes it enters; and the
+    actions it starts with: a skip of each first step whose condition does not
+    hold (their ids 0 until the storage gives them)."""
 
     run: Run
     events: tuple[EventDraft, ...]
     enters: tuple[str, ...]
+    actions: tuple[Action, ...] = ()
+
+    def recorded(self, action_ids: Sequence[int]) -> Run:
+        """The run, its actions with the ids the storage gave them."""
+        return _with_ids(self.run, self.actions, action_ids)
+
+
+def _with_ids(run: Run, new: tuple[Action, ...], ids: Sequence[int]) -> Run:
+    """`run`, its last actions (`new`) with these ids, where its history was read."""
+    if not new or run.action_count is not None:
+        return run
+    named = tuple(action._replace(id=action_id) for action, action_id in zip(new, ids, strict=True))
+    return run._replace(actions=(*run.actions[: -len(new)], *named))
 
 
 class RunStart(Record):

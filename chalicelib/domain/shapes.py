@@ -21,6 +21,7 @@ def step_shape(step: Step) -> dict[str, Any]:
         "deadline_seconds": deadline.seconds if deadline else None,
         "on_deadline": deadline.action if deadline else None,
         "escalate_to": list(deadline.escalate_to) if deadline else [],
+        "when": step.when,
     }
 
 
@@ -35,5 +36,6 @@ def workflow_shape(workflow: Workflow) -> dict[str, Any]:
         "description": workflow.description,
         "created_at": workflow.created_at,
         **policy_shape(workflow.policy),
+        "input_schema": workflow.input_schema,
         "steps": [step_shape(step) for step in workflow.steps],
     }

@@ -22,14 +22,15 @@ other value is computed here, and only here.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Optional
+from typing import Any, Optional
 
-from chalicelib.domain import audit, deadlines, decision, events
+from chalicelib.domain import audit, conditions, content, deadlines, decision, errors, events
 from chalicelib.domain.models import (
     APPROVE,
     COMPLETED,
     IN_PROGRESS,
     REJECT,
+    SKIP,
     Action,
     Appended,
     Decision,
@@ -49,23 +50,35 @@ from chalicelib.domain.models import (
 
 
 def define_workflow(
-    name: str, description: str, rules: Sequence[StepRule], policy: Policy, at: str
+    name: str,
+    description: str,
+    rules: Sequence[StepRule],
+    policy: Policy,
+    at: str,
+    input_schema: Optional[dict[str, Any]] = None,
 ) -> WorkflowDefinition:
-    """A workflow named `name`, its first steps in the order given."""
+    """A workflow named `name`, its first steps in the order given, its runs'
+    input held to `input_schema` (which its steps' conditions read)."""
+    for rule in rules:
+        _check_condition(rule, input_schema)
 
     def made(workflow_id: int, step_ids: tuple[int, ...]) -> Defined:
         steps = tuple(
             rule.stored(step_id, workflow_id, order)
             for order, (step_id, rule) in enumerate(zip(step_ids, rules, strict=True), start=1)
         )
-        workflow = Workflow(workflow_id, name, description, at, steps, policy)
+        workflow = Workflow(workflow_id, name, description, at, steps, policy, input_schema)
         return Defined(workflow, _prepared(events.workflow_created(workflow)))
 
     return WorkflowDefinition(name, len(rules), made)
 
 
-def append_step(workflow_id: int, rule: StepRule, at: str) -> StepAppend:
-    """A step after the workflow's last one."""
+def append_step(
+    workflow_id: int, rule: StepRule, at: str, input_schema: Optional[dict[str, Any]] = None
+) -> StepAppend:
+    """A step after the workflow's last one (of the workflow whose runs' input
+    `input_schema` describes, which the step's condition reads)."""
+    _check_condition(rule, input_schema)
 
     def made(step_id: int, order: int) -> Appended:
         step = rule.stored(step_id, workflow_id, order)
@@ -74,39 +87,66 @@ def append_step(workflow_id: int, rule: StepRule, at: str) -> StepAppend:
     return StepAppend(workflow_id, made)
 
 
-def start_run(workflow: Workflow, title: str, requested_by: Optional[str], at: str) -> RunStart:
-    """A run of `workflow` at its first step since `at`, under its policy."""
-    first = workflow.steps[0]
+def start_run(
+    workflow: Workflow,
+    title: str,
+    requested_by: Optional[str],
+    at: str,
+    data: Optional[dict[str, Any]] = None,
+) -> RunStart:
+    """A run of `workflow` with its input `data`, under its workflow's policy, at
+    its first step whose condition holds since `at` (the steps before it
+    skipped), or completed if none does."""
+    given = data or {}
+    violated = content.violation(workflow.input_schema, given)
+    if violated:
+        raise errors.InvalidInput(f"'input' does not meet the workflow's schema at {violated}")
+    landing, skipped = _arrival(workflow.steps, given)
 
     def made(run_id: int) -> Started:
         run = Run(
             run_id,
             workflow.id,
             title,
-            IN_PROGRESS,
-            first,
+            IN_PROGRESS if landing else COMPLETED,
+            landing,
             at,
             at,
             (),
             requested_by,
-            current_step_since=at,
+            current_step_since=at if landing else None,
             policy=workflow.policy,
-            current_step_due_at=deadlines.step_due_at(first, at),
+            current_step_due_at=deadlines.step_due_at(landing, at),
+            input=given,
         )
         # The id is the genesis's first field: the chain starts once it is known.
-        run = run._replace(head_hash=audit.genesis_hash(audit.genesis_of(run)))
-        return Started(run, _prepared(events.run_started(run)), decision.awaited_by(run))
+        genesis = audit.genesis_hash(audit.genesis_of(run))
+        skips = _skips(run_id, 0, genesis, skipped, at)
+        head = skips[-1].hash if skips else genesis
+        run = run._replace(actions=skips, head_hash=head)
+        told = _prepared(events.run_started(run, skipped))
+        return Started(run, told, decision.awaited_by(run), skips)
 
     return RunStart(workflow, made)
 
 
 def decide(
-    run: Run, action: str, actor: str, comment: str, next_step: Optional[Step], at: str
+    run: Run,
+    action: str,
+    actor: str,
+    comment: str,
+    following: Sequence[Step],
+    at: str,
 ) -> RunChange:
-    """The decision `action` by `actor` on the run's current step, as read:
-    `next_step` is the step after it (None after the last; needed only where
-    decision.needs_next_step says so)."""
-    return _decided(run, decision.decide(run, action, actor, comment, next_step, at))
+    """The decision `action` by `actor` on the run's current step, as read.
+    `following` are the steps after it, in order (read only where
+    decision.needs_next_step says so): an approval that completes the step's
+    quorum moves the run to the first of them whose condition holds for its
+    input, skipping the others, or completes it."""
+    landing, skipped = _arrival(following, run.input)
+    return _decided(
+        run, decision.decide(run, action, actor, comment, landing, at), skipped, following
+    )
 
 
 def deadline_passed(run: Run, at: str) -> Optional[RunChange]:
@@ -122,14 +162,64 @@ def deadline_passed(run: Run, at: str) -> Optional[RunChange]:
     awaited = decision.awaited_by(run)
     enters = tuple(key for key in decision.awaited_by(after) if key not in awaited)
     told = _prepared(events.deadline_passed(run, after, at))
-    return RunChange(run, after, None, told, (), enters)
+    return RunChange(run, after, (), told, (), enters)
 
 
-def _decided(run: Run, chosen: Decision) -> RunChange:
-    """The change that `chosen`, a decision on `run` as read, makes."""
+def _check_condition(rule: StepRule, input_schema: Optional[dict[str, Any]]) -> None:
+    """InvalidInput if the step's condition reads an input path that the
+    workflow's schema, where it has one, does not define."""
+    if rule.when is None or input_schema is None:
+        return
+    found = conditions.problem(rule.when, content.schema_paths(input_schema))
+    if found:
+        raise errors.InvalidInput(f"Step {rule.name!r}: 'when' {found}")
+
+
+def _arrival(steps: Sequence[Step], data: dict[str, Any]) -> tuple[Optional[Step], list[Step]]:
+    """Where a run arriving at `steps` (in order) waits: the first whose
+    condition holds for its input, and the steps before it, which it skips
+    (all of them, and None, when no condition holds)."""
+    for index, step in enumerate(steps):
+        if step.when is None or conditions.holds(step.when, data):
+            return step, list(steps[:index])
+    return None, list(steps)
+
+
+def _skips(
+    run_id: int, seq: int, head: str, skipped: Sequence[Step], at: str
+) -> tuple[Action, ...]:
+    """The skip of each of `skipped`, chained after `head`, the hash of the
+    run's action at `seq` (0: its genesis): by system:conditions, the
+    condition's text its comment."""
+    skips: list[Action] = []
+    for step in skipped:
+        seq += 1
+        skip = Action(
+            0,
+            run_id,
+            step.id,
+            step.name,
+            SKIP,
+            events.CONDITIONS_ACTOR,
+            conditions.text(step.when),
+            at,
+        )
+        skips.append(audit.chained(skip, seq, head))
+        head = skips[-1].hash or head
+    return tuple(skips)
+
+
+def _decided(
+    run: Run,
+    chosen: Decision,
+    skipped: Sequence[Step] = (),
+    following: Sequence[Step] = (),
+) -> RunChange:
+    """The change that `chosen`, a decision on `run` as read, makes, past the
+    `skipped` steps where it moves the run on."""
     step = run.current_step
     assert step is not None, "only a run in progress has a decision to record"
-    chained = audit.next_hash(run, chosen)
+    moves = chosen.action == APPROVE and not chosen.stays
     entry = Action(
         0,
         run.id,
@@ -139,30 +229,36 @@ def _decided(run: Run, chosen: Decision) -> RunChange:
         chosen.actor,
         chosen.comment,
         chosen.at,
-        chained,
     )
-    after = _after(run, chosen, entry)
-    told = _prepared(events.decided(run, chosen, after))
+    seq = run.history_length + 1
+    first = audit.chained(entry, seq, audit.head_of(run))
+    assert first.hash is not None
+    passed = skipped if moves else ()
+    recorded = (first, *_skips(run.id, seq, first.hash, passed, chosen.at))
+    after = _after(run, chosen, recorded)
+    told = _prepared(events.decided(run, chosen, after, passed))
     if chosen.stays:
-        return RunChange(run, after, entry, told)
+        return RunChange(run, after, recorded, told)
     # Positional, as every record on this path: keywords take a slower constructor.
-    last = step.step_order if after.status == COMPLETED else None
+    last = None
+    if after.status == COMPLETED:
+        last = following[-1].step_order if following else step.step_order
     return RunChange(
-        run, after, entry, told, decision.awaited_by(run), decision.awaited_by(after), last
+        run, after, recorded, told, decision.awaited_by(run), decision.awaited_by(after), last
     )
 
 
-def _after(run: Run, chosen: Decision, entry: Action) -> Run:
-    """The run as `chosen` leaves it, `entry` (whose hash is its new head) last
-    in its history."""
+def _after(run: Run, chosen: Decision, recorded: tuple[Action, ...]) -> Run:
+    """The run as `chosen` leaves it, `recorded` (the decision and the skips
+    after it; the last one's hash is its new head) last in its history."""
     return run._replace(
         status=chosen.status,
         current_step=chosen.next_step,
         updated_at=chosen.at,
         # A history that was not read stays unread: only counted.
-        actions=(*run.actions, entry) if run.action_count is None else (),
-        action_count=None if run.action_count is None else run.action_count + 1,
-        head_hash=entry.hash,
+        actions=(*run.actions, *recorded) if run.action_count is None else (),
+        action_count=None if run.action_count is None else run.action_count + len(recorded),
+        head_hash=recorded[-1].hash,
         current_step_approved_by=chosen.approved_by,
         current_step_since=(
             None

@@ -55,8 +55,8 @@ class Storage(Protocol):
         NotFound if its workflow is absent."""
         ...
 
-    def next_step(self, workflow_id: int, after_order: int) -> Optional[Step]:
-        """The step that follows step_order `after_order`, or None after the last."""
+    def steps_after(self, workflow_id: int, after_order: int) -> tuple[Step, ...]:
+        """The steps that follow step_order `after_order`, in order (none after the last)."""
         ...
 
     def create_run(self, start: RunStart) -> Run:

@@ -655,6 +655,49 @@ def walk(c: Conversation, run: Run) -> None:
         "po reject late", "POST", at("po run", "/reject"), {"actor": "late"}, who="late", expect=409
     )
 
+    # Content and conditions: the schema validator (a native library) loads in
+    # the function, and a step whose condition does not hold is skipped.
+    c.ask(
+        "tiered workflow",
+        "POST",
+        "/workflows",
+        {
+            "name": "Tiered purchase",
+            "input_schema": {
+                "type": "object",
+                "required": ["amount"],
+                "properties": {"amount": {"type": "number", "minimum": 0}},
+            },
+            "steps": ["Manager", {"name": "CFO", "when": {">": [{"var": "amount"}, 10000]}}],
+        },
+        who="ada",
+        expect=201,
+    )
+    c.ask(
+        "tiered refused",
+        "POST",
+        "/runs",
+        run_of("tiered workflow", "PO-3001", input={"amount": -1}),
+        who="rita",
+        expect=400,
+    )
+    c.ask(
+        "tiered run",
+        "POST",
+        "/runs",
+        run_of("tiered workflow", "PO-3002: toner", input={"amount": 500}),
+        who="rita",
+        expect=201,
+    )
+    c.ask(
+        "tiered approve",
+        "POST",
+        at("tiered run", "/approve"),
+        {"actor": "maria"},
+        who="maria",
+        expect=200,
+    )
+
     # The approver rules.
     c.ask(
         "big workflow",

@@ -23,6 +23,7 @@ from tests.support.shapes import BAD_PATH_IDS, MISSING_ID, assert_error, assert_
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 # The chain's fields, and the state's beside them (the state the history leads to).
 AUDIT_FIELDS = {"run_id", "genesis", "head_hash", "valid", "first_invalid_seq", "entries"} | {
+    "input",
     "state_valid",
     "state_mismatches",
 }

@@ -141,6 +141,28 @@ def play(session: Session) -> None:
         "/workflows",
         {"name": "Contract", "steps": [{"name": "Legal", "deadline_seconds": 45}]},
     )
+    # Content and conditions: a tiered purchase order, routed by its amount
+    # (defined before the refusals: DynamoDB's ids may skip a refused one).
+    tiered = s.send(
+        "POST",
+        "/workflows",
+        {
+            "name": "Tiered purchase",
+            "input_schema": {
+                "type": "object",
+                "required": ["amount"],
+                "properties": {
+                    "amount": {"type": "number", "minimum": 0, "title": "Amount (EUR)"},
+                    "supplier": {"type": "string"},
+                },
+            },
+            "steps": [
+                "Manager",
+                {"name": "Finance", "when": {">=": [{"var": "amount"}, 1000]}},
+                {"name": "CFO", "when": {">": [{"var": "amount"}, 10000]}},
+            ],
+        },
+    )
     s.send("POST", "/workflows", {"name": "Purchase order"})  # 409: the name is taken
     s.send("POST", "/workflows", {"name": " ", "steps": []})  # 400
     s.send("GET", "/workflows/999")
@@ -225,10 +247,27 @@ def play(session: Session) -> None:
     s.send("POST", "/runs", {"workflow_id": wid})
     s.send("POST", "/runs", {"workflow_id": 999, "title": "x"})
 
+    # The tiered orders: 500, 5,000 and 50,000 EUR take 1, 2 and 3 decisions.
+    for amount in (500, 5000, 50000):
+        order = s.send(
+            "POST",
+            "/runs",
+            {
+                "workflow_id": tiered["id"],
+                "title": f"PO for {amount} EUR",
+                "input": {"amount": amount, "supplier": "Acme"},
+            },
+        )
+        while order.get("status") == "in_progress":
+            order = s.send("POST", f"/runs/{order['id']}/approve", {"actor": "mo"})
+    s.send("GET", f"/runs/{order['id']}/audit")
+    s.send("POST", "/runs", {"workflow_id": tiered["id"], "title": "x", "input": {"amount": -1}})
+    s.send("POST", "/runs", {"workflow_id": tiered["id"], "title": "x"})  # 400: /amount
+
 
 def stored_events(storage: Backend) -> dict[str, list[Event]]:
     """Every event the session stored, by subject, as it is delivered."""
-    subjects = [f"workflows/{n}" for n in range(1, 5)] + [f"runs/{n}" for n in range(1, 10)]
+    subjects = [f"workflows/{n}" for n in range(1, 6)] + [f"runs/{n}" for n in range(1, 13)]
     return {subject: list(storage.list_events(subject, None, 100).items) for subject in subjects}
 
 
@@ -296,4 +335,4 @@ def test_the_session_exercises_what_it_claims() -> None:
     assert any(answer.get("headers", {}).get("Preference-Applied") for answer in answers)
     assert [answer["applied"] for answer in answers if "sweep" in answer] == [3, 0, 1]
     types = {json.loads(body)["type"] for bodies in recorded["events"].values() for body in bodies}
-    assert len(types) == 12, sorted(types)
+    assert len(types) == 13, sorted(types)

@@ -171,7 +171,7 @@ def test_a_step_that_would_outgrow_the_workflow_item_answers_409_and_writes_noth
     assert response.status_code == 409, response.json_body
     assert "400 KB" in response.json_body["error"]
     assert ddb.get_workflow(workflow.id) == before
-    assert ddb.next_step(workflow.id, 1) is None
+    assert ddb.steps_after(workflow.id, 1) == ()
 
 
 def _ids(storage: dynamodb.DynamoDBStorage, status: Optional[str], limit: int) -> list[int]:
@@ -267,7 +267,7 @@ def test_a_step_appended_after_a_container_read_the_steps_is_not_skipped(
 ) -> None:
     workflow = workflow_with_steps(ddb, "Manager")
     run = stored_run(ddb, workflow, "t", NOW)
-    assert ddb.next_step(workflow.id, 1) is None  # this container knows one step
+    assert ddb.steps_after(workflow.id, 1) == ()  # this container knows one step
     other = dynamodb.DynamoDBStorage(ddb.client, ddb.table)
     appended = stored_step(other, workflow.id, rules("Finance")[0], NOW)
 

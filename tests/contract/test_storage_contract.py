@@ -50,21 +50,21 @@ def test_ids_and_orders_are_python_ints(storage: Storage) -> None:
     assert all(type(value) is int for value in values), values
 
 
-def test_next_step_follows_step_order_and_is_none_after_the_last(storage: Storage) -> None:
+def test_steps_after_follow_step_order_and_are_none_after_the_last(storage: Storage) -> None:
     workflow = workflow_with_steps(storage, "A", "B")
     c = stored_step(storage, workflow.id, StepRule("C"), NOW)
 
-    assert storage.next_step(workflow.id, 0) == workflow.steps[0]
-    assert storage.next_step(workflow.id, 1) == workflow.steps[1]
-    assert storage.next_step(workflow.id, 2) == c
-    assert storage.next_step(workflow.id, 3) is None
+    assert storage.steps_after(workflow.id, 0) == (*workflow.steps, c)
+    assert storage.steps_after(workflow.id, 1) == (workflow.steps[1], c)
+    assert storage.steps_after(workflow.id, 2) == (c,)
+    assert storage.steps_after(workflow.id, 3) == ()
 
 
-def test_next_step_never_crosses_into_another_workflow(storage: Storage) -> None:
+def test_steps_after_never_cross_into_another_workflow(storage: Storage) -> None:
     first = workflow_with_steps(storage, "A")
     stored_workflow(storage, "Other", "", rules("X", "Y"), NOW)
 
-    assert storage.next_step(first.id, 1) is None
+    assert storage.steps_after(first.id, 1) == ()
 
 
 def test_losing_create_writes_none_of_its_steps(storage: Storage) -> None:

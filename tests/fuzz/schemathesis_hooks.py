@@ -6,12 +6,16 @@ replaced with one the service issued for the generated list and filters (the
 empty cursor, the only schema violation a query string can carry, is left to
 be refused).
 
-Two rules no schema of a request states, so generated requests are made to
-keep them rather than count as valid data refused (the API tests cover both
-refusals): a rejection's comment is required where the run's workflow says so
-(reject_requires_comment), which only the stored workflow knows; and a step
+Rules no schema of a request states, so generated valid requests are made to
+keep them rather than count as valid data refused (the API tests cover each
+refusal): a rejection's comment is required where the run's workflow says so
+(reject_requires_comment), which only the stored workflow knows; a step
 whose approvers are users only may not require more approvals than it lists
-(hypothesis cannot generate from the JSON Schema that says so)."""
+(hypothesis cannot generate from the JSON Schema that says so); a run's input
+must meet its workflow's input_schema, which only the stored workflow knows
+(so generated valid workflows have none: the refusals of invalid schemas are
+still fuzzed); and a condition and an input have limits of depth, of size and
+of integers' range that JSON Schema cannot state over nested values."""
 
 from __future__ import annotations
 
@@ -21,7 +25,7 @@ import schemathesis
 
 from chalicelib import cursors, engine
 from chalicelib.api import validation
-from chalicelib.domain import errors, names
+from chalicelib.domain import conditions, content, errors, names
 
 LISTS = {
     "/workflows": "workflows",
@@ -33,6 +37,8 @@ LISTS = {
 
 @schemathesis.hook
 def map_case(context: Any, case: Any) -> Any:
+    if _positive(case):
+        _within_content_rules(case)
     if case.operation.path == "/runs/{run_id}/reject" and isinstance(case.body, dict):
         comment = case.body.get("comment")
         if comment is None or (isinstance(comment, str) and names.is_blank(comment)):
@@ -72,6 +78,37 @@ def map_case(context: Any, case: Any) -> Any:
     position: Any = ["2030-01-01T00:00:00.000Z", 1] if list_name == "inbox" else 1
     case.query["cursor"] = cursors.issue(list_name, filters, position)
     return case
+
+
+def _positive(case: Any) -> bool:
+    meta = getattr(case, "meta", None)
+    return meta is not None and not meta.generation.mode.is_negative
+
+
+def _within_content_rules(case: Any) -> None:
+    """A valid case's input, input_schema and conditions, kept to the rules
+    only the service can apply."""
+    body, path = case.body, case.operation.path
+    if not isinstance(body, dict):
+        return
+    if path == "/runs" and body.get("input") is not None:
+        try:
+            content.checked_input(body["input"])
+        except errors.InvalidInput:
+            body["input"] = {}
+    if path == "/workflows":
+        body.pop("input_schema", None)
+        for step in body.get("steps") or []:
+            _applicable(step)
+    if path == "/workflows/{workflow_id}/steps":
+        _applicable(body)
+
+
+def _applicable(step: Any) -> None:
+    """A step's condition that conditions.py evaluates (any within the document's shape)."""
+    when = step.get("when") if isinstance(step, dict) else None
+    if isinstance(when, dict) and conditions.problem(when) is not None:
+        step["when"] = {"==": [1, 1]}
 
 
 def _meetable(step: Any) -> None:

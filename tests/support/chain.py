@@ -18,7 +18,8 @@ def canonical(value: Any) -> str:
 
 
 def genesis_of(run: dict[str, Any]) -> str:
-    """The genesis hash of a run in the API's shape (or any dict with its fields)."""
+    """The genesis hash of a run in the API's shape (its input digested where
+    it is not empty), or of an audit answer's genesis (its input_digest given)."""
     record = {
         "run_id": run.get("run_id", run.get("id")),
         "workflow_id": run["workflow_id"],
@@ -26,6 +27,10 @@ def genesis_of(run: dict[str, Any]) -> str:
         "requested_by": run["requested_by"],
         "created_at": run["created_at"],
     }
+    if run.get("input"):
+        record["input_digest"] = sha256(canonical(run["input"]))
+    elif "input_digest" in run:
+        record["input_digest"] = run["input_digest"]
     return sha256(canonical(record))
 
 

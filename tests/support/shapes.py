@@ -17,9 +17,18 @@ STEP_FIELDS = {
     "deadline_seconds",
     "on_deadline",
     "escalate_to",
+    "when",
 }
 POLICY_FIELDS = {"allow_self_approval", "distinct_approvers", "reject_requires_comment"}
-WORKFLOW_FIELDS = {"id", "name", "description", "created_at", "steps", *POLICY_FIELDS}
+WORKFLOW_FIELDS = {
+    "id",
+    "name",
+    "description",
+    "created_at",
+    "steps",
+    "input_schema",
+    *POLICY_FIELDS,
+}
 ACTION_FIELDS = {
     "id",
     "run_id",
@@ -35,6 +44,7 @@ RUN_FIELDS = {
     "id",
     "workflow_id",
     "title",
+    "input",
     "requested_by",
     "status",
     "current_step_id",
@@ -80,6 +90,7 @@ def assert_step(step: Any, workflow_id: Optional[int] = None) -> None:
         isinstance(p, str) and p.startswith(("user:", "group:")) for p in step["approvers"]
     ), step
     assert type(step["required_approvals"]) is int and 1 <= step["required_approvals"] <= 20
+    assert step["when"] is None or isinstance(step["when"], dict), step
     if workflow_id is not None:
         assert step["workflow_id"] == workflow_id
 
@@ -90,6 +101,8 @@ def assert_workflow(workflow: Any) -> None:
     assert isinstance(workflow["name"], str) and workflow["name"]
     assert isinstance(workflow["description"], str)
     assert all(type(workflow[flag]) is bool for flag in POLICY_FIELDS), workflow
+    schema = workflow["input_schema"]
+    assert schema is None or (isinstance(schema, dict) and schema["type"] == "object"), workflow
     assert_utc_timestamp(workflow["created_at"])
     assert isinstance(workflow["steps"], list)
     for step in workflow["steps"]:
@@ -104,7 +117,7 @@ def assert_action(action: Any, run_id: int) -> None:
     assert action["run_id"] == run_id
     assert_id(action["step_id"])
     assert isinstance(action["step_name"], str) and action["step_name"]
-    assert action["action"] in {"approve", "reject", "cancel"}
+    assert action["action"] in {"approve", "reject", "cancel", "skip"}
     assert isinstance(action["actor"], str) and action["actor"]
     assert isinstance(action["comment"], str)
     assert_utc_timestamp(action["created_at"])
@@ -116,6 +129,7 @@ def assert_run(run: Any) -> None:
     assert_id(run["id"])
     assert_id(run["workflow_id"])
     assert isinstance(run["title"], str) and run["title"]
+    assert isinstance(run["input"], dict), run
     assert run["requested_by"] is None or (
         isinstance(run["requested_by"], str) and run["requested_by"]
     )

@@ -64,16 +64,17 @@ def decide(storage: Storage, run: Run, action: str = APPROVE, actor: str = "alic
     engine checks them): what the storage writes of it."""
     assert run.current_step is not None
     following = (
-        storage.next_step(run.workflow_id, run.current_step.step_order)
+        storage.steps_after(run.workflow_id, run.current_step.step_order)
         if action == APPROVE
-        else None
+        else ()
     )
     return storage.record_change(transitions.decide(run, action, actor, "", following, LATER))
 
 
 def record(storage: Storage, run: Run, decision: Decision) -> Run:
     """`decision` on the run as read, as the storage writes it."""
+    following = () if decision.next_step is None else (decision.next_step,)
     change = transitions.decide(
-        run, decision.action, decision.actor, decision.comment, decision.next_step, decision.at
+        run, decision.action, decision.actor, decision.comment, following, decision.at
     )
     return storage.record_change(change)

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 from chalicelib.storage import Backend
 from chalicelib.storage.dynamodb import adapter as dynamodb
+from chalicelib.storage.dynamodb import keys
 from chalicelib.storage.sqlite.adapter import SQLiteStorage
 
 
@@ -112,4 +113,21 @@ def set_run_state(storage: Backend, run_id: int, **state: object) -> None:
         UpdateExpression="SET " + ", ".join(f"#{name} = :{name}" for name in state),
         ExpressionAttributeNames={f"#{name}": name for name in state},
         ExpressionAttributeValues=values,
+    )
+
+
+def edit_input(storage: Backend, run_id: int, data: dict[str, object]) -> None:
+    """Set the run's stored input (what the run is about) to `data`."""
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    if isinstance(storage, SQLiteStorage):
+        with _sqlite(storage) as conn:
+            conn.execute("UPDATE workflow_runs SET input = ? WHERE id = ?", (text, run_id))
+        return
+    assert isinstance(storage, dynamodb.DynamoDBStorage)
+    storage.client.update_item(
+        TableName=storage.table,
+        Key={"PK": {"S": keys.run_pk(run_id)}, "SK": {"S": keys.RUN_SK}},
+        UpdateExpression="SET #input = :value",
+        ExpressionAttributeNames={"#input": "input"},
+        ExpressionAttributeValues={":value": {"S": text}},
     )

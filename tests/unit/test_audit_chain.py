@@ -33,6 +33,8 @@ STEPS = tuple(
 # docs/audit.md's worked example, pinned: its hashes are the contract.
 EXAMPLE_GENESIS = "a9640e487b6a12e5cccd45b5d19e36828718927c9c4839df82506fe56d10bc67"
 EXAMPLE_FIRST = "b750c692197dee62b8ee35909ffe32f6d6d5860d89925ecc5757f8d16eb39f76"
+EXAMPLE_INPUT_DIGEST = "f9e5779e3418d0cdc4de71fc757a6c75a099ed3030b70edcf818ba4d6776835f"
+EXAMPLE_GENESIS_WITH_INPUT = "6180d405ae0218cf9555641e9afa1ee06a773f6f9a9ef3dec1614e2b38867db6"
 
 
 def run_with(*actions: tuple[str, str, str], head: Any = "recompute") -> Run:
@@ -85,6 +87,18 @@ def test_the_readmes_worked_example_hashes_as_pinned() -> None:
 
     assert audit.genesis_hash(genesis) == chain.genesis_of(genesis) == EXAMPLE_GENESIS
     assert audit.entry_hash(EXAMPLE_GENESIS, entry) == EXAMPLE_FIRST
+    assert audit.input_digest({"amount": 1200}) == EXAMPLE_INPUT_DIGEST
+    with_input = {**genesis, "input_digest": EXAMPLE_INPUT_DIGEST}
+    assert audit.genesis_hash(with_input) == EXAMPLE_GENESIS_WITH_INPUT
+    assert chain.genesis_of({**genesis, "input": {"amount": 1200}}) == EXAMPLE_GENESIS_WITH_INPUT
+    page = (Path(__file__).resolve().parents[2] / "docs" / "audit.md").read_text(encoding="utf-8")
+    for pinned in (
+        EXAMPLE_GENESIS,
+        EXAMPLE_FIRST,
+        EXAMPLE_INPUT_DIGEST,
+        EXAMPLE_GENESIS_WITH_INPUT,
+    ):
+        assert pinned in page
 
 
 def test_canonical_json_sorts_keys_has_no_spaces_and_keeps_unicode() -> None:

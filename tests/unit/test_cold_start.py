@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +28,8 @@ KEPT_OUT = (
     # Needed by a request with an Idempotency-Key and by event delivery.
     "chalicelib.domain.idempotency",
     "chalicelib.delivery.dispatch",
+    # Needed where a workflow's input schema is checked or applied (20 ms).
+    "jsonschema_rs",
 )
 
 
@@ -39,3 +42,33 @@ def test_importing_the_app_loads_none_of_the_heavy_modules() -> None:
         [sys.executable, "-c", probe], cwd=PROJECT_DIR, check=True, capture_output=True, text=True
     ).stdout
     assert json.loads(loaded) == []
+
+
+def test_a_request_that_applies_no_schema_never_loads_the_validator(tmp_path: Path) -> None:
+    """Defining a workflow, starting and deciding its runs, with conditions but
+    without an input schema: the schema validator stays unloaded."""
+    probe = (
+        "import json, sys\n"
+        "from chalice.test import Client\n"
+        "import app\n"
+        "h = {'Content-Type': 'application/json'}\n"
+        "with Client(app.app) as c:\n"
+        "    w = {'name': 'W', 'steps': ['A', {'name': 'B', 'when': {'>': [{'var': 'n'}, 1]}}]}\n"
+        "    c.http.post('/workflows', headers=h, body=json.dumps(w))\n"
+        "    r = {'workflow_id': 1, 'title': 't', 'input': {'n': 2}}\n"
+        "    c.http.post('/runs', headers=h, body=json.dumps(r))\n"
+        "    c.http.post('/runs/1/approve', headers=h, body=json.dumps({'actor': 'a'}))\n"
+        "    assert json.loads(c.http.get('/runs/1').body)['current_step']['name'] == 'B'\n"
+        "print(json.dumps('jsonschema_rs' in sys.modules))\n"
+    )
+    env = {**os.environ, "WORKFLOW_SQLITE_PATH": str(tmp_path / "w.sqlite3")}
+    env.pop("WORKFLOW_AUTH", None)
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=PROJECT_DIR,
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    ).stdout
+    assert json.loads(loaded.splitlines()[-1]) is False

@@ -45,6 +45,8 @@ def test_starting_a_run_is_run_started_then_the_first_step_activated() -> None:
         "step": shape(FIRST),
         "actor": "rita",
         "head_hash": "a" * 64,
+        "input_digest": None,
+        "input": {},
     }
     assert activated.data["step"] == shape(FIRST) and activated.data["actor"] is None
 

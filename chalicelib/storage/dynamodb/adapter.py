@@ -221,22 +221,23 @@ class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState):
         found, more = self.requests.list_page(ALL_INDEX, keys.WORKFLOWS_PK, after_id, limit)
         return Slice(tuple(items.workflow_of(item) for item in found), more)
 
-    def next_step(self, workflow_id: int, after_order: int) -> Optional[Step]:
-        """From the steps this storage knows of the workflow (read once): None
-        after the last one known, which the change's write then checks (a step
-        appended since makes it fail, and the steps are read again)."""
+    def steps_after(self, workflow_id: int, after_order: int) -> tuple[Step, ...]:
+        """From the steps this storage knows of the workflow (read once): those
+        known after `after_order`; a step appended after the last one known is
+        checked for by the write that completes a run (it fails, and the steps
+        are read again)."""
         steps = self._known_steps.get(workflow_id)
         if steps is None:
             steps = self._read_steps(workflow_id)
-        return next((step for step in steps if step.step_order > after_order), None)
+        return tuple(step for step in steps if step.step_order > after_order)
 
     def _read_steps(self, workflow_id: int) -> tuple[Step, ...]:
-        """The workflow's steps, read now and kept for next_step."""
+        """The workflow's steps, read now and kept for steps_after."""
         item = self.requests.read_item(s(keys.workflow_pk(workflow_id)), s(keys.WORKFLOW_SK))
         return self._remember(items.workflow_of(item)).steps if item is not None else ()
 
     def _remember(self, workflow: Workflow) -> Workflow:
-        """Keep the steps of `workflow`, as just read or written, for next_step."""
+        """Keep the steps of `workflow`, as just read or written, for steps_after."""
         known = self._known_steps
         if workflow.id not in known and len(known) >= KNOWN_WORKFLOWS:
             known.pop(next(iter(known)), None)
@@ -257,19 +258,23 @@ class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState):
             "status": s(run.status),
             "created_at": s(run.created_at),
             "updated_at": s(run.updated_at),
-            "seq": n(0),
+            "seq": n(len(started.actions)),
             "head_hash": s(run.head_hash or ""),
             "policy": {"M": {flag: {"BOOL": on} for flag, on in run.policy._asdict().items()}},
             "event_seq": n(len(told)),
             **items.current_step_state(run, self.shards)[0],
             "approvers": {"L": []},
             **keys.run_keys(run_id, run.workflow_id, run.status, self.shards),
+            **items.input_attrs(run.input),
         }
         if run.requested_by is not None:
             item["requested_by"] = s(run.requested_by)
-        # The run, its events and its first step's inbox entries, at once.
+        action_ids = self.counters.take("action", len(started.actions)) if started.actions else []
+        # The run, the skips it starts with, its events and its first step's
+        # inbox entries, at once.
         written = [
             self.requests.put_new(item),
+            *self._action_puts(started.actions, action_ids, 0),
             *self._event_puts(told, 0),
             *self._inbox_puts(run, started.enters),
         ]
@@ -278,7 +283,7 @@ class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState):
                 f"Run id {run_id} is already taken in table {self.table!r}: a counter item "
                 "was changed by hand, or the table holds runs of another service",
             )
-        return run._replace(event_seq=len(told))
+        return started.recorded(action_ids)._replace(event_seq=len(told))
 
     def get_run(self, run_id: int, history: bool = True) -> Run:
         if not history:
@@ -318,9 +323,9 @@ class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState):
     def record_change(self, change: RunChange) -> Run:
         before, after, told = change.before, change.after, change.events
         seq = after.history_length
-        action_id = self.counters.take("action")[0] if change.action is not None else 0
+        action_ids = self.counters.take("action", len(change.actions)) if change.actions else []
         moved: Item = {"event_seq": n(before.event_seq + len(told))}
-        if change.action is not None:
+        if change.actions:
             assert after.head_hash is not None
             moved.update(
                 updated_at=s(after.updated_at),
@@ -340,15 +345,7 @@ class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState):
         moved.update(current)
         writes = [
             self._run_update(before, moved, removed),
-            *(
-                [
-                    self.requests.put_new(
-                        items.action_item(change.action._replace(id=action_id), seq)
-                    )
-                ]
-                if change.action is not None
-                else []
-            ),
+            *self._action_puts(change.actions, action_ids, before.history_length),
             # An event put refused means another writer numbered its events
             # first: the run moved on, as for a lost decision.
             *self._event_puts(told, before.event_seq),
@@ -366,7 +363,17 @@ class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState):
             raise errors.LostWrite()
         for delete in stale:
             self.requests.call("delete_item", **delete["Delete"])
-        return change.recorded(action_id)._replace(event_seq=before.event_seq + len(told))
+        return change.recorded(action_ids)._replace(event_seq=before.event_seq + len(told))
+
+    def _action_puts(
+        self, actions: Sequence[Action], ids: Sequence[int], after: int
+    ) -> list[dict[str, Any]]:
+        """The puts of `actions` with these ids, at their places in their run's
+        history from `after` + 1, each only where the place is free."""
+        return [
+            self.requests.put_new(items.action_item(action._replace(id=action_id), seq))
+            for seq, (action, action_id) in enumerate(zip(actions, ids, strict=True), after + 1)
+        ]
 
     def _run_update(self, before: Run, moved: Item, removed: list[str]) -> dict[str, Any]:
         """The update of the run item to `moved` (and without `removed`), on the

@@ -48,7 +48,33 @@ def rule_attrs(step: Step) -> Item:
         "approvers": strings(step.approvers),
         "required_approvals": n(step.required_approvals),
         **deadline_attrs(step, "deadline"),
+        **json_attr("when", step.when),
     }
+
+
+def json_attr(name: str, value: Any) -> Item:
+    """A JSON value as attribute `name`, its text (none where it is None)."""
+    return {name: s(_json_text(value))} if value is not None else {}
+
+
+def json_of(item: Item, name: str, default: Any = None) -> Any:
+    """The JSON value attribute `name` holds (`default` without it)."""
+    if name not in item:
+        return default
+    import json
+
+    return json.loads(item[name]["S"])
+
+
+def input_attrs(data: dict[str, Any]) -> Item:
+    """A run's input as its item keeps it (none while it is empty)."""
+    return json_attr("input", data) if data else {}
+
+
+def _json_text(value: Any) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def deadline_attrs(step: Step, name: str) -> Item:
@@ -87,6 +113,7 @@ def workflow_item(workflow: Workflow) -> Item:
         "steps": {"L": [step_entry(step) for step in workflow.steps]},
         "all_pk": s(keys.WORKFLOWS_PK),
         **{flag: {"BOOL": on} for flag, on in workflow.policy._asdict().items()},
+        **json_attr("input_schema", workflow.input_schema),
     }
 
 
@@ -100,6 +127,7 @@ def workflow_of(item: Item) -> Workflow:
         item["created_at"]["S"],
         tuple(sorted(steps, key=lambda step: step.step_order)),
         policy_of(item),
+        json_of(item, "input_schema"),
     )
 
 
@@ -121,7 +149,15 @@ def step_entry(step: Step) -> dict[str, Item]:
 
 
 # A step's attributes: in its own item, and as a run item's current step.
-STEP_ATTRIBUTES = ("id", "name", "step_order", "approvers", "required_approvals", "deadline")
+STEP_ATTRIBUTES = (
+    "id",
+    "name",
+    "step_order",
+    "approvers",
+    "required_approvals",
+    "deadline",
+    "when",
+)
 CURRENT_STEP_ATTRIBUTES = (
     "step_id",
     "step_name",
@@ -129,12 +165,13 @@ CURRENT_STEP_ATTRIBUTES = (
     "step_approvers",
     "step_required",
     "step_deadline",
+    "step_when",
 )
 
 
 def step_of(item: Item, workflow_id: int, names: tuple[str, ...] = STEP_ATTRIBUTES) -> Step:
     """The step `item` holds under `names` (items from before quorums: one approval)."""
-    step_id, name, order, approvers, required, deadline = names
+    step_id, name, order, approvers, required, deadline, when = names
     return Step(
         int(item[step_id]["N"]),
         workflow_id,
@@ -143,6 +180,7 @@ def step_of(item: Item, workflow_id: int, names: tuple[str, ...] = STEP_ATTRIBUT
         texts(item, approvers),
         int(item[required]["N"]) if required in item else 1,
         deadline_of(item, deadline),
+        json_of(item, when),
     )
 
 
@@ -177,6 +215,9 @@ def current_step_state(run: Run, shards: int) -> tuple[Item, list[str]]:
     deadline = deadline_attrs(step, "step_deadline") if step else {}
     sets.update(deadline)
     removed += [] if deadline else ["step_deadline"]
+    when = json_attr("step_when", step.when) if step else {}
+    sets.update(when)
+    removed += [] if when else ["step_when"]
     if run.current_step_due_at is None:
         removed += ["current_step_due_at", DUE_KEY, DUE_AT]
     else:
@@ -216,6 +257,8 @@ def run_of(item: Item, actions: tuple[Action, ...]) -> Run:
         event_seq(item),
         item["current_step_due_at"]["S"] if "current_step_due_at" in item else None,
         item.get("deadline_passed", {}).get("BOOL", False),
+        None,
+        json_of(item, "input", {}),
     )
 
 

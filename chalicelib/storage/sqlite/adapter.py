@@ -50,14 +50,15 @@ class SQLiteStorage(OutboxState, IdempotencyKeys):
             try:
                 conn.execute(
                     "INSERT INTO workflows (id, name, description, created_at, "
-                    "allow_self_approval, distinct_approvers, reject_requires_comment) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    "allow_self_approval, distinct_approvers, reject_requires_comment, "
+                    "input_schema) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         workflow.id,
                         workflow.name,
                         workflow.description,
                         workflow.created_at,
                         *workflow.policy,
+                        rows.document(workflow.input_schema),
                     ),
                 )
             except sqlite3.IntegrityError as exc:
@@ -121,17 +122,17 @@ class SQLiteStorage(OutboxState, IdempotencyKeys):
             _record_events(conn, appended.events)
         return appended.step
 
-    def next_step(self, workflow_id: int, after_order: int) -> Optional[Step]:
-        row = (
+    def steps_after(self, workflow_id: int, after_order: int) -> tuple[Step, ...]:
+        found = (
             self._connection()
             .execute(
                 f"SELECT {rows.STEP_COLUMNS} FROM workflow_steps "
-                "WHERE workflow_id = ? AND step_order > ? ORDER BY step_order ASC LIMIT 1",
+                "WHERE workflow_id = ? AND step_order > ? ORDER BY step_order ASC",
                 (workflow_id, after_order),
             )
-            .fetchone()
+            .fetchall()
         )
-        return rows.step(row) if row else None
+        return tuple(rows.step(row) for row in found)
 
     # -- runs ------------------------------------------------------------
 
@@ -142,7 +143,8 @@ class SQLiteStorage(OutboxState, IdempotencyKeys):
             conn.execute(
                 "INSERT INTO workflow_runs (id, workflow_id, title, status, current_step_id, "
                 "created_at, updated_at, requested_by, current_step_since, "
-                "current_step_due_at, head_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "current_step_due_at, head_hash, input) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run.id,
                     run.workflow_id,
@@ -155,11 +157,13 @@ class SQLiteStorage(OutboxState, IdempotencyKeys):
                     run.current_step_since,
                     run.current_step_due_at,
                     run.head_hash,
+                    rows.document(run.input),
                 ),
             )
+            action_ids = _insert_actions(conn, started.actions)
             _enter_inboxes(conn, run, started.enters)
             _record_events(conn, started.events, new_subject=True)
-        return run
+        return started.recorded(action_ids)
 
     def get_run(self, run_id: int, history: bool = True) -> Run:
         if not history:
@@ -294,27 +298,10 @@ class SQLiteStorage(OutboxState, IdempotencyKeys):
             ).rowcount
             if moved != 1:
                 raise errors.LostWrite()
-            action_id = 0
-            if change.action is not None:
-                action = change.action
-                action_id = rows.last_id(
-                    conn.execute(
-                        "INSERT INTO workflow_actions (run_id, step_id, action, actor, comment, "
-                        "created_at, hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (
-                            action.run_id,
-                            action.step_id,
-                            action.action,
-                            action.actor,
-                            action.comment,
-                            action.created_at,
-                            action.hash,
-                        ),
-                    )
-                )
+            action_ids = _insert_actions(conn, change.actions)
             _move_in_inboxes(conn, change)
             _record_events(conn, change.events)
-        return change.recorded(action_id)
+        return change.recorded(action_ids)
 
     # -- deadlines ---------------------------------------------------------
 
@@ -355,9 +342,31 @@ def _next_id(conn: sqlite3.Connection, table: str) -> int:
     return (row[0] if row else 0) + 1
 
 
+def _insert_actions(conn: sqlite3.Connection, actions: Sequence[Action]) -> list[int]:
+    """The actions appended to their run's history, in order; their new ids."""
+    return [
+        rows.last_id(
+            conn.execute(
+                "INSERT INTO workflow_actions (run_id, step_id, action, actor, comment, "
+                "created_at, hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    action.run_id,
+                    action.step_id,
+                    action.action,
+                    action.actor,
+                    action.comment,
+                    action.created_at,
+                    action.hash,
+                ),
+            )
+        )
+        for action in actions
+    ]
+
+
 def _insert_step(conn: sqlite3.Connection, step: Step) -> None:
     conn.execute(
-        f"INSERT INTO workflow_steps ({rows.STEP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO workflow_steps ({rows.STEP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (step.id, *rows.step_values(step)),
     )
 

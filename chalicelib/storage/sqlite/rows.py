@@ -11,25 +11,25 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Optional
 
 from chalicelib.domain.models import Deadline, Policy, Run, Step, Workflow
 
 STEP_COLUMNS = (
     "id, workflow_id, name, step_order, approvers, required_approvals, "
-    "deadline_seconds, on_deadline, escalate_to"
+    "deadline_seconds, on_deadline, escalate_to, when_condition"
 )
 WORKFLOW_COLUMNS = (
     "w.id, w.name, w.description, w.created_at, "
-    "w.allow_self_approval, w.distinct_approvers, w.reject_requires_comment"
+    "w.allow_self_approval, w.distinct_approvers, w.reject_requires_comment, w.input_schema"
 )
 RUN_COLUMNS = (
     "r.id, r.workflow_id, r.title, r.status, r.created_at, r.updated_at, "
     "s.id, s.workflow_id, s.name, s.step_order, s.approvers, s.required_approvals, "
-    "s.deadline_seconds, s.on_deadline, s.escalate_to, "
+    "s.deadline_seconds, s.on_deadline, s.escalate_to, s.when_condition, "
     "r.requested_by, r.head_hash, r.approved_by, r.current_step_since, "
     "w.allow_self_approval, w.distinct_approvers, w.reject_requires_comment, r.approvers, "
-    "r.current_step_due_at, r.deadline_passed"
+    "r.current_step_due_at, r.deadline_passed, r.input"
 )
 # A run's row: the run, its current step and its workflow's policy, joined.
 RUN_FROM = (
@@ -37,12 +37,12 @@ RUN_FROM = (
     "JOIN workflows w ON w.id = r.workflow_id"
 )
 # Columns after the first RUN_COLUMNS in a run's row with its actions.
-ACTIONS_FROM = 25
+ACTIONS_FROM = 27
 
 
 def listed_run(row: tuple[Any, ...]) -> Run:
     """A run from a row that starts with RUN_COLUMNS, without its actions."""
-    current = step(row[6:15]) if row[6] is not None else None
+    current = step(row[6:16]) if row[6] is not None else None
     return Run(
         row[0],
         row[1],
@@ -52,29 +52,34 @@ def listed_run(row: tuple[Any, ...]) -> Run:
         row[4],
         row[5],
         (),
-        row[15],
         row[16],
-        strings(row[17]),
-        row[18],
-        Policy(*map(bool, row[19:22])),
-        strings(row[22]),
-        current_step_due_at=row[23],
-        deadline_passed=bool(row[24]),
+        row[17],
+        strings(row[18]),
+        row[19],
+        Policy(*map(bool, row[20:23])),
+        strings(row[23]),
+        current_step_due_at=row[24],
+        deadline_passed=bool(row[25]),
+        input=json_of(row[26]) or {},
     )
 
 
 def step(row: Sequence[Any]) -> Step:
-    """A step from a row of STEP_COLUMNS."""
-    step_id, workflow_id, name, order, approvers, required, seconds, action, escalate_to = row
+    """A step from a row of STEP_COLUMNS (or of its first nine, before steps
+    had conditions: the inboxes' migration reads those)."""
+    step_id, workflow_id, name, order, approvers, required, seconds, action, escalate_to = row[:9]
     deadline = (
         Deadline(seconds, action, strings(escalate_to or "[]")) if seconds is not None else None
     )
-    return Step(step_id, workflow_id, name, order, strings(approvers), required, deadline)
+    when = json_of(row[9]) if len(row) > 9 else None
+    return Step(step_id, workflow_id, name, order, strings(approvers), required, deadline, when)
 
 
 def workflow(row: Sequence[Any], steps: tuple[Step, ...]) -> Workflow:
     """A workflow from a row of WORKFLOW_COLUMNS, and its steps."""
-    return Workflow(row[0], row[1], row[2], row[3], steps, Policy(*map(bool, row[4:7])))
+    return Workflow(
+        row[0], row[1], row[2], row[3], steps, Policy(*map(bool, row[4:7])), json_of(row[7])
+    )
 
 
 def step_values(step: Step) -> tuple[object, ...]:
@@ -89,6 +94,7 @@ def step_values(step: Step) -> tuple[object, ...]:
         deadline.seconds if deadline else None,
         deadline.action if deadline else None,
         as_json(deadline.escalate_to) if deadline else None,
+        document(step.when),
     )
 
 
@@ -126,6 +132,18 @@ _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 def as_json(values: Sequence[str]) -> str:
     return "[]" if not values else _encode(list(values))
+
+
+def document(value: Optional[dict[str, Any]]) -> Optional[str]:
+    """A JSON object as stored (a run's input, a schema, a condition); None: null."""
+    return None if value is None else _encode(value)
+
+
+def json_of(stored: Optional[str]) -> Optional[dict[str, Any]]:
+    """A stored JSON object; most runs' input is empty, which needs no parsing."""
+    if stored is None:
+        return None
+    return {} if stored == "{}" else json.loads(stored)
 
 
 def strings(stored: str) -> tuple[str, ...]:

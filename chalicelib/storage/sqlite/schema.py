@@ -149,12 +149,20 @@ def _add_approver_rules(conn: sqlite3.Connection, upgrades: Optional[Upgrades]) 
         "ON workflow_runs(status, current_step_since)",
     ):
         conn.execute(statement)
-    (version,) = conn.execute("PRAGMA schema_version").fetchone()
-    conn.execute("PRAGMA writable_schema = ON")
-    for table, old, new in (
+    _widen_checks(
+        conn,
         ("workflow_runs", "'completed','rejected')", "'completed','rejected','cancelled')"),
         ("workflow_actions", "'approve','reject')", "'approve','reject','cancel')"),
-    ):
+    )
+
+
+def _widen_checks(conn: sqlite3.Connection, *widenings: tuple[str, str, str]) -> None:
+    """Widen CHECK constraints that every stored row meets: each (table, old
+    text, new text) rewrites the table's definition where it does not say the
+    new text yet (the rewrite SQLite documents as safe for loosening one)."""
+    (version,) = conn.execute("PRAGMA schema_version").fetchone()
+    conn.execute("PRAGMA writable_schema = ON")
+    for table, old, new in widenings:
         conn.execute(
             "UPDATE sqlite_master SET sql = replace(sql, ?, ?) WHERE type = 'table' AND name = ? "
             "AND instr(sql, ?) = 0",
@@ -240,6 +248,23 @@ def _add_inboxes(conn: sqlite3.Connection, upgrades: Optional[Upgrades]) -> None
         )
 
 
+def _add_content_and_conditions(conn: sqlite3.Connection, upgrades: Optional[Upgrades]) -> None:
+    """What a run is about and when a step applies: a run's input (JSON, empty
+    for the runs before it), a workflow's input schema and a step's condition
+    (JSON, null where none), and the skip a step whose condition does not
+    hold is recorded with."""
+    for statement in (
+        "ALTER TABLE workflow_runs ADD COLUMN input TEXT NOT NULL DEFAULT '{}'",
+        "ALTER TABLE workflows ADD COLUMN input_schema TEXT",
+        "ALTER TABLE workflow_steps ADD COLUMN when_condition TEXT",
+    ):
+        conn.execute(statement)
+    _widen_checks(
+        conn,
+        ("workflow_actions", "'approve','reject','cancel')", "'approve','reject','cancel','skip')"),
+    )
+
+
 # A change to the schema: a statement, or a function of the connection (and of
 # the rules' upgrades) when SQL alone cannot make it.
 Migration = Union[str, Callable[[sqlite3.Connection, Optional[Upgrades]], None]]
@@ -261,6 +286,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     _add_deadlines,
     # 6: the inboxes, by the keys the rules name.
     _add_inboxes,
+    # 7: runs' input, workflows' input schema, steps' conditions, skip.
+    _add_content_and_conditions,
 )
 
 
