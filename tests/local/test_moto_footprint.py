@@ -7,6 +7,8 @@
 - With it, a table that grows keeps transactions cheap and moto's memory
   small (stock moto copies the whole table per transaction item: 600 four-item
   transactions took it to 2.3 GB).
+- Past MOTO_MAX_MB, writes are refused and reads still answer: the API
+  answers 503 and logs moto's reason.
 """
 
 from __future__ import annotations
@@ -21,7 +23,15 @@ from typing import Any
 import pytest
 
 from chalicelib.storage.dynamodb import schema as dynamodb_schema
-from tests.support.processes import PROJECT_DIR
+from tests.support.http import request
+from tests.support.processes import (
+    PROJECT_DIR,
+    command_env,
+    free_port,
+    own_lines,
+    started,
+    wait_listening,
+)
 
 TABLE = "footprint"
 
@@ -192,3 +202,23 @@ def test_lean_moto_keeps_transactions_cheap_and_its_memory_small_as_the_table_gr
         resident_mb = int(status.split("VmRSS:")[1].split()[0]) / 1024
     # Stock moto: about 1 GB by then; the lean one stays near its start (~85 MB).
     assert resident_mb < 250, resident_mb
+
+
+def test_past_moto_max_mb_writes_answer_503_with_the_reason_and_reads_still_answer(
+    tmp_path: Path,
+) -> None:
+    port, moto_port = free_port(), free_port()
+    command = ["make", "--no-print-directory", "run-dynamodb", f"PORT={port}"]
+    command += [f"MOTO_PORT={moto_port}", "MOTO_MAX_MB=1"]
+    env = command_env(tmp_path, MOTO_LOG=str(tmp_path / "moto.log"))
+    with started(command, env, tmp_path) as server:
+        wait_listening(port, server, 60)
+        refused = request(port, "POST", "/workflows", {"name": "Too much", "steps": ["a"]})
+        assert refused.status == 503
+        assert refused.json() == {"error": "The storage is not available; retry later"}
+        assert request(port, "GET", "/workflows").status == 200
+    (line,) = [
+        line for line in own_lines((tmp_path / "stderr").read_text()) if "MOTO_MAX_MB" in line
+    ]
+    assert "ItemCollectionSizeLimitExceededException" in line
+    assert "over its limit of 1 MB (MOTO_MAX_MB)" in line
