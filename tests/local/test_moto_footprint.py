@@ -1,9 +1,9 @@
 """`make run-dynamodb`'s moto has a bounded footprint and answers as moto does.
 
 - `--lean` (scripts/moto_server.py) answers every transaction as stock moto
-  does, failed ones rolled back alike, stream records included: the same
-  operations on both, in processes of their own, leave the same answers and
-  the same items.
+  does, failed ones rolled back alike, stream records included, and every
+  Query page alike: the same operations on both, in processes of their own,
+  leave the same answers and the same items.
 - With it, a table that grows keeps transactions cheap and moto's memory
   small (stock moto copies the whole table per transaction item: 600 four-item
   transactions took it to 2.3 GB).
@@ -126,8 +126,51 @@ TRANSACTIONS: list[list[dict[str, Any]]] = [
 ]
 
 
+def _queries(client: Any) -> list[Any]:
+    """Queries of the table and of its indexes, page by page, after items
+    that share index keys (ordered by the table's keys, then)."""
+    for n in range(30):
+        item = {
+            **_key(f"W#{n % 3}", f"S#{n:02d}"),
+            "all_pk": {"S": "ALL"},
+            "id": {"N": str(n % 7)},
+        }
+        if n % 2:
+            item |= {"due_pk": {"S": "DUE"}, "due_at": {"S": f"2026-12-0{n % 4 + 1}"}}
+        client.put_item(TableName=TABLE, Item=item)
+    value = {":p": {"S": "W#1"}, ":s": {"S": "S#1"}, ":a": {"S": "ALL"}, ":d": {"S": "DUE"}}
+    queries: list[dict[str, Any]] = [
+        {"KeyConditionExpression": "PK = :p"},
+        {"KeyConditionExpression": "PK = :p AND begins_with(SK, :s)", "ScanIndexForward": False},
+        {"IndexName": "all", "KeyConditionExpression": "all_pk = :a"},
+        {
+            "IndexName": "all",
+            "KeyConditionExpression": "all_pk = :a AND id BETWEEN :lo AND :hi",
+            "ScanIndexForward": False,
+            "values": {":lo": {"N": "2"}, ":hi": {"N": "4"}},
+        },
+        {"IndexName": "due", "KeyConditionExpression": "due_pk = :d"},
+    ]
+    pages = []
+    for query in queries:
+        extra = query.pop("values", {})
+        names = {name for name in value | extra if name in query["KeyConditionExpression"]}
+        values = {name: (value | extra)[name] for name in names}
+        start: dict[str, Any] = {}
+        while True:
+            page = client.query(
+                TableName=TABLE, Limit=4, ExpressionAttributeValues=values, **query, **start
+            )
+            pages.append((page["Items"], page.get("LastEvaluatedKey")))
+            if "LastEvaluatedKey" not in page:
+                break
+            start = {"ExclusiveStartKey": page["LastEvaluatedKey"]}
+    return pages
+
+
 def _replay(client: Any) -> list[Any]:
-    """Every transaction's outcome, then every item, then the stream's records."""
+    """Every transaction's outcome, then every item, then the stream's records,
+    then the pages of some queries."""
     outcomes: list[Any] = []
     for items in TRANSACTIONS:
         try:
@@ -140,6 +183,7 @@ def _replay(client: Any) -> list[Any]:
     items = client.scan(TableName=TABLE, ConsistentRead=True)["Items"]
     outcomes.append(sorted(items, key=lambda item: (item["PK"]["S"], item["SK"]["S"])))
     outcomes.append(_stream_records(client))
+    outcomes.append(_queries(client))
     return outcomes
 
 
@@ -162,7 +206,7 @@ def _stream_records(client: Any) -> list[Any]:
     return [(r["eventName"], r["dynamodb"]["Keys"], r["dynamodb"].get("NewImage")) for r in records]
 
 
-def test_lean_moto_answers_and_rolls_back_every_transaction_as_moto_does() -> None:
+def test_lean_moto_answers_every_transaction_and_query_as_moto_does() -> None:
     replays = []
     for flags in ((), ("--lean",)):
         with moto_process(*flags) as (_, client):
@@ -171,6 +215,7 @@ def test_lean_moto_answers_and_rolls_back_every_transaction_as_moto_does() -> No
             replays.append(_replay(client))
     stock, lean = replays
     assert lean == stock
+    assert len(stock[-1]) > 10  # the queries' pages
     outcomes = stock[: len(TRANSACTIONS)]
     assert outcomes[:2] == ["ok", "ok"] and outcomes[-1] == "ok"
     assert all(outcome != "ok" for outcome in outcomes[2:-1])  # the failures were real
