@@ -244,7 +244,11 @@ class RequestHandler(chalice.local.ChaliceRequestHandler):
         request_id = self._access_line(status, route)
         self.close_connection = True
         self.request_version = self.protocol_version  # a status line, whatever was sent
-        body = b"" if self.command == "HEAD" else json.dumps({"error": message}).encode()
+        body = (
+            b""
+            if self.command == "HEAD"
+            else json.dumps({"error": message}, separators=(",", ":")).encode()
+        )
         try:
             self.connection.settimeout(local_http.PAUSE_SECONDS)
             self.send_response(status)
