@@ -169,7 +169,11 @@ class RequestHandler(chalice.local.ChaliceRequestHandler):
         most = validation.MAX_BODY_BYTES
         length, chunked = local_http.body_framing(self.headers, most)
         if self._expects_continue and (length or chunked):
-            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            try:
+                self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            except OSError as exc:
+                message = "The connection failed before the request sent its body"
+                raise local_http.Gone(message) from exc
         self._reader.reading = "its body"
         if chunked:
             self._body = local_http.read_chunked(self._reader, most) or None
