@@ -277,9 +277,16 @@ class HTTPServer(chalice.local.ThreadedHTTPServer):
     request_queue_size = BACKLOG
 
 
-def build_server(
-    app: Chalice, config: Config, host: str, port: int
-) -> chalice.local.LocalDevServer:
+class DevServer(chalice.local.LocalDevServer):
+    """chalice's LocalDevServer, whose start line (under --autoreload, where
+    chalice's reloader starts it) is written whole beside the event lines."""
+
+    def serve_forever(self) -> None:
+        log_lines.write(f"Serving on http://{self.host}:{self.server.server_address[1]}")
+        self.server.serve_forever()
+
+
+def build_server(app: Chalice, config: Config, host: str, port: int) -> DevServer:
     """`app` on an HTTP server bound to host:port (0: a free port), not yet serving.
     OSError if it cannot listen there."""
     # As chalice.local.create_local_server does: the app's current_request
@@ -287,9 +294,7 @@ def build_server(
     if not isinstance(app, chalice.local.LocalChalice):
         chalice.local.CustomLocalChalice.__bases__ = (chalice.local.LocalChalice, app.__class__)
         app.__class__ = chalice.local.CustomLocalChalice
-    return chalice.local.LocalDevServer(
-        app, config, host, port, handler_cls=RequestHandler, server_cls=HTTPServer
-    )
+    return DevServer(app, config, host, port, handler_cls=RequestHandler, server_cls=HTTPServer)
 
 
 @contextlib.contextmanager
