@@ -34,13 +34,14 @@ class Served:
         self.out = out
 
     def lines(self) -> list[dict[str, Any]]:
-        """Every line on its standard output but the first ("Serving on ..."),
-        each parsed as JSON: one that does not parse fails the test."""
+        """Every line the server wrote after its "Serving on ..." line (before
+        it, make may have installed what serving needs), each parsed as JSON:
+        one that does not parse fails the test."""
         text = (self.out / "stdout").read_text()
         assert text.endswith("\n"), "a line was cut"
         lines = text.splitlines()
-        assert lines[0].startswith("Serving on http://"), lines[0]
-        return [json.loads(line) for line in lines[1:]]
+        start = next(n for n, line in enumerate(lines) if line.startswith("Serving on http://"))
+        return [json.loads(line) for line in lines[start + 1 :]]
 
     def access_lines(self) -> list[dict[str, Any]]:
         return [line for line in self.lines() if "request_id" in line]
