@@ -32,7 +32,8 @@ XDIST := -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 	dynamodb-table run-dynamodb package scan rehearse audit-chain inbox-backfill list-indexes \
 	browser screenshots
 
-# Serving needs only Chalice and boto3; the test and benchmark tools come on top.
+# Serving needs only Chalice and boto3; `make run-dynamodb` adds moto's DynamoDB
+# server, and the test and benchmark tools come on top of both.
 $(VENV)/.created:
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed"'
 	$(PYTHON) -m venv $(VENV)
@@ -43,7 +44,13 @@ $(VENV)/.serve: $(VENV)/.created requirements.txt requirements-serve.txt
 	$(PIP) -r requirements-serve.txt
 	@touch $@
 
-$(VENV)/.dev: $(VENV)/.serve requirements-dev.txt
+# moto's DynamoDB server for `make run-dynamodb`: what it needs, and no test tool.
+$(VENV)/.moto: $(VENV)/.serve requirements-moto.txt
+	@echo "Installing moto's DynamoDB server (requirements-moto.txt) into $(VENV) ..."
+	$(PIP) -r requirements-moto.txt
+	@touch $@
+
+$(VENV)/.dev: $(VENV)/.moto requirements-dev.txt
 	@echo "Installing the test, lint and benchmark tools (requirements-dev.txt) into $(VENV) ..."
 	$(PIP) -r requirements-dev.txt
 	@touch $@
@@ -117,10 +124,13 @@ list-indexes: $(VENV)/.serve
 	WORKFLOW_TABLE=$(WORKFLOW_TABLE) $(BIN)/python scripts/migrate_list_indexes.py $(LIST_INDEX_FLAGS)
 
 # The API on a throwaway moto DynamoDB (port MOTO_PORT); no AWS account needed.
-# Both ports are checked before moto starts.
-run-dynamodb: $(VENV)/.dev
-	@HOST=$(HOST) PORT=$(PORT) MOTO_PORT=$(MOTO_PORT) WORKFLOW_TABLE=$(WORKFLOW_TABLE) \
-		BIN=$(BIN) CHALICE_LOCAL_FLAGS="$(CHALICE_LOCAL_FLAGS)" bash scripts/run_dynamodb.sh
+# Both ports are checked before moto starts. moto refuses writes once it has
+# used MOTO_MAX_MB of memory (docs/deploy.md).
+MOTO_MAX_MB ?= 1024
+run-dynamodb: $(VENV)/.moto
+	@HOST=$(HOST) PORT=$(PORT) MOTO_PORT=$(MOTO_PORT) MOTO_MAX_MB=$(MOTO_MAX_MB) \
+		WORKFLOW_TABLE=$(WORKFLOW_TABLE) BIN=$(BIN) CHALICE_LOCAL_FLAGS="$(CHALICE_LOCAL_FLAGS)" \
+		bash scripts/run_dynamodb.sh
 
 # dist/sam.json and dist/deployment.zip for CloudFormation, table included; offline.
 # INDEX_STEP=1..7: a stack from before the sharded run lists, one step of its move (docs/deploy.md).

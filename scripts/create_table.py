@@ -3,7 +3,11 @@
 The endpoint, region and credentials come from boto3's usual configuration
 (AWS_ENDPOINT_URL_DYNAMODB, AWS_DEFAULT_REGION or AWS_REGION, AWS_PROFILE, ...);
 the table name from WORKFLOW_TABLE. The definition is `dynamodb_schema.TABLE_KEYS`, the
-same one `make package` deploys.
+same one `make package` deploys, but without its stream: the deployed relay
+reads the stream of the stack's own table, and where this table is used
+(`make run`, `make run-dynamodb`) the events are sent from the table itself
+(WORKFLOW_EVENT_DELIVERY=table). A stream nobody reads costs memory and time
+on a local endpoint (moto keeps every record). `--stream` adds it.
 
 Whatever goes wrong (no region, no credentials, an endpoint that refuses a call
 or cannot be reached) is said in one line on standard error, with a non-zero
@@ -26,8 +30,9 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
-def main(client: DynamoDBClient | None = None) -> int:
-    """0 once the table exists with its Time to Live on. Otherwise one line on
+def main(client: DynamoDBClient | None = None, stream: bool = False) -> int:
+    """0 once the table exists with its Time to Live on (and, with `stream`,
+    the deployed table's stream, if it is created now). Otherwise one line on
     standard error, no traceback: what to set (exit 2), or what the endpoint
     refused or why it could not be reached (exit 1)."""
     from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
@@ -40,7 +45,7 @@ def main(client: DynamoDBClient | None = None) -> int:
         return 2  # the storage module has logged what to set, in one line
     where = client.meta.endpoint_url
     try:
-        created = dynamodb_schema.ensure_table(client, table)
+        created = dynamodb_schema.ensure_table(client, table, stream=stream)
     except NoCredentialsError:
         return _fail(
             f"No AWS credentials were found to create DynamoDB table {table!r} at {where}: "
@@ -71,4 +76,10 @@ def _fail(reason: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    import argparse
+
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument(
+        "--stream", action="store_true", help="with the stream the deployed relay reads"
+    )
+    sys.exit(main(stream=parser.parse_args().stream))

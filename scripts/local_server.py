@@ -17,6 +17,13 @@ Where it differs, on purpose:
   status is the one a missing route should have (API Gateway's own is still 403).
 - One access line per request, the service's JSON line (chalicelib/api/access_log.py):
   http.server's own "127.0.0.1 - - [...] GET ..." line is not written.
+- Each request is read within bounds (scripts/local_http.py): chunked bodies
+  are decoded; a request line over 64 KiB answers 414, header fields over
+  64 KiB 431, a body over the app's 1 MiB 413 (unread), a bad framing 400, a
+  request that pauses 5 s (or takes 30 s in all) 408, a client that closes
+  mid-request 400: each in the service's error shape {"error": ...}, with its
+  access line, and the connection is then closed. The listen backlog is
+  BACKLOG (http.server's 5 reset concurrent clients).
 - A port in use, or an address that cannot be listened on, is one line on
   standard error and exit status 1, not a traceback.
 - No reloading on code changes unless --autoreload is given (chalice's
@@ -35,12 +42,16 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import io
 import json
 import os
+import re
+import socket
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
@@ -51,22 +62,45 @@ import chalice.local  # noqa: E402
 from chalice.app import Chalice, CORSConfig  # noqa: E402
 from chalice.config import Config  # noqa: E402
 
-from chalicelib import engine  # noqa: E402
-from chalicelib.api import access_log  # noqa: E402
+from chalicelib import engine, log_lines  # noqa: E402
+from chalicelib.api import access_log, validation  # noqa: E402
 from chalicelib.delivery import dispatch, webhooks  # noqa: E402
 from chalicelib.domain import errors, events  # noqa: E402
+from scripts import local_http  # noqa: E402
 
 # What an unknown path answers: no echo of the path, which may be long.
 NO_ROUTE = "No route matches this path"
 
 
+# The listen backlog: connections the kernel holds until the server accepts
+# them. http.server's default of 5 reset clients beyond the fifth at once.
+BACKLOG = 1024
+# After an answer that ends the connection, what the client still sends is
+# read and dropped for up to this long (and this much), so that closing does
+# not reset the connection before the client has read the answer.
+LINGER_SECONDS = 2.0
+LINGER_BYTES = 4 * 1024 * 1024
+# What parse_request refuses, in words (its own messages echo the request).
+_REFUSALS = {
+    400: "The request line is malformed: send METHOD /path HTTP/1.1",
+    505: "HTTP/1.0 and HTTP/1.1 are served, no other version",
+}
+# RFC 9110's token: what a method name is made of.
+_METHOD = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+
+
 class RequestHandler(chalice.local.ChaliceRequestHandler):
-    """chalice's request handler, with the deployed API's answer to unknown paths
-    and no access line of its own."""
+    """chalice's request handler, reading each request within bounds
+    (scripts/local_http.py), with the deployed API's answer to unknown paths,
+    the service's error shape and access line for what the server refuses
+    itself, and no line of http.server's own."""
 
     # http.server writes headers and body apart: with Nagle's algorithm and delayed
     # ACKs every request would take 40 ms instead of one.
     disable_nagle_algorithm = True
+    # Requests are read from the socket by local_http.Reader, not through rfile.
+    rbufsize = 0
+    rfile: io.BufferedIOBase
 
     def __init__(
         self,
@@ -81,6 +115,89 @@ class RequestHandler(chalice.local.ChaliceRequestHandler):
         self._cors = app_object.api.cors
         super().__init__(request, client_address, server, app_object, config)
 
+    def setup(self) -> None:
+        super().setup()
+        self.rfile.close()
+        self.rfile = io.BytesIO()
+        self._reader = local_http.Reader(self.connection)
+        self._started = time.perf_counter()
+        self._body: bytes | None = None
+        self._expects_continue = False
+
+    def handle_one_request(self) -> None:
+        """Read one request whole (or refuse it in the service's error shape),
+        then answer it as chalice local does."""
+        self.close_connection = True
+        if not self._reader.next_request():
+            return  # the client closed or stayed silent: no request, no line
+        self._started = time.perf_counter()
+        self.command, self.path, self.requestline = "", "", ""
+        self.request_version = self.protocol_version
+        self._expects_continue = False
+        try:
+            if not self._read_request():
+                return  # parse_request refused it (send_error)
+        except local_http.Refused as refused:
+            self._refuse(refused.status, refused.message)
+            return
+        except local_http.Gone as gone:
+            # Only its sending side may be closed: it may still read the answer.
+            self._refuse(400, gone.message)
+            return
+        self.connection.settimeout(local_http.REQUEST_SECONDS)
+        try:
+            self._generic_handle()
+            self.wfile.flush()
+        except OSError:
+            # The client left before it read the answer (whose line is written).
+            self.close_connection = True
+
+    def _read_request(self) -> bool:
+        try:
+            self.raw_requestline = local_http.request_line(self._reader)
+        except local_http.Refused:
+            self._name_method(self._reader.first_word())
+            raise
+        words = self.raw_requestline.decode("latin-1").split()
+        self._name_method(words[0] if words else "")
+        self.path = words[1] if len(words) > 1 else ""
+        # parse_request reads the header fields from rfile: the ones read here.
+        self.rfile = io.BytesIO(local_http.header_fields(self._reader))
+        if not self.parse_request():
+            return False
+        if self.request_version == "HTTP/0.9" or not _METHOD.fullmatch(self.command):
+            raise local_http.Refused(400, _REFUSALS[400])
+        most = validation.MAX_BODY_BYTES
+        length, chunked = local_http.body_framing(self.headers, most)
+        if self._expects_continue and (length or chunked):
+            try:
+                self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            except OSError as exc:
+                message = "The connection failed before the request sent its body"
+                raise local_http.Gone(message) from exc
+        self._reader.reading = "its body"
+        if chunked:
+            self._body = local_http.read_chunked(self._reader, most) or None
+            del self.headers["Transfer-Encoding"]
+            self.headers["Content-Length"] = str(len(self._body or b""))
+        else:
+            self._body = self._reader.exactly(length) if length else None
+        return True
+
+    def _name_method(self, word: str) -> None:
+        """The method for the access line of a request refused before
+        parse_request ran, if the request names one."""
+        self.command = word if _METHOD.fullmatch(word) else ""
+
+    def handle_expect_100(self) -> bool:
+        """The interim 100 Continue is sent once the body's framing and size are known to
+        be served (_read_request), not for a body that is refused unread."""
+        self._expects_continue = True
+        return True
+
+    def _parse_payload(self) -> tuple[dict[str, Any], bytes | None]:
+        return dict(self.headers), self._body
+
     def _generic_handle(self) -> None:
         try:
             self._routes.match_route(self.path)
@@ -89,23 +206,27 @@ class RequestHandler(chalice.local.ChaliceRequestHandler):
             return
         super()._generic_handle()
 
-    # The base class binds every method to its own _generic_handle.
+    # The base class binds every method to its own _generic_handle. Any other
+    # method name reaches _generic_handle too (handle_one_request): the app
+    # answers it 405 with Allow, as it does PUT on a route without one.
     do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = do_PATCH = do_OPTIONS = _generic_handle
 
-    def _answer_no_route(self) -> None:
-        started = time.perf_counter()
-        # Read the body even so: the connection may carry further requests.
-        self._parse_payload()
+    def _access_line(self, status: int, route: str | None) -> str:
+        """Write the access line of an answer the server gives itself; its request id."""
         request_id = access_log.new_request_id()
         line = {
             "request_id": request_id,
-            "method": self.command,
-            "route": None,
-            "status": 404,
-            "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+            "method": self.command or None,
+            "route": route,
+            "status": status,
+            "duration_ms": round((time.perf_counter() - self._started) * 1000, 2),
         }
         # Written before the answer, as the app's middleware does.
         access_log.write(line)
+        return request_id
+
+    def _answer_no_route(self) -> None:
+        request_id = self._access_line(404, None)
         headers = {"Content-Type": "application/json", "X-Request-Id": request_id}
         # Deployed, API Gateway's answer carries the stage's allowed origin, so a
         # page on it can read the 404 (scripts/package.py, GATEWAY_CORS).
@@ -118,13 +239,59 @@ class RequestHandler(chalice.local.ChaliceRequestHandler):
         )
         self._send_http_response(404, headers, body)
 
-    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
-        """Not written: the app's access line (or _answer_no_route's) says it."""
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """What parse_request refuses, in the service's error shape."""
+        self._refuse(code, _REFUSALS.get(code) or message or HTTPStatus(code).phrase)
+
+    def _refuse(self, status: int, message: str) -> None:
+        """Answer `status` {"error": message} with one access line, and end the
+        connection (what is left of the request is not read as another)."""
+        try:
+            route: str | None = self._routes.match_route(self.path).route if self.path else None
+        except ValueError:
+            route = None
+        request_id = self._access_line(status, route)
+        self.close_connection = True
+        self.request_version = self.protocol_version  # a status line, whatever was sent
+        body = (
+            b""
+            if self.command == "HEAD"
+            else json.dumps({"error": message}, separators=(",", ":")).encode()
+        )
+        try:
+            self.connection.settimeout(local_http.PAUSE_SECONDS)
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("X-Request-Id", request_id)
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(body)
+            self.connection.shutdown(socket.SHUT_WR)
+        except OSError:
+            return  # the client is gone: the line says what it was answered
+        self._reader.drain(LINGER_SECONDS, LINGER_BYTES)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Not written: the access line says what each request was answered."""
 
 
-def build_server(
-    app: Chalice, config: Config, host: str, port: int
-) -> chalice.local.LocalDevServer:
+class HTTPServer(chalice.local.ThreadedHTTPServer):
+    """chalice local's server (a thread per connection), with a backlog."""
+
+    request_queue_size = BACKLOG
+
+
+class DevServer(chalice.local.LocalDevServer):
+    """chalice's LocalDevServer, whose start line (under --autoreload, where
+    chalice's reloader starts it) is written whole beside the event lines."""
+
+    def serve_forever(self) -> None:
+        log_lines.write(f"Serving on http://{self.host}:{self.server.server_address[1]}")
+        self.server.serve_forever()
+
+
+def build_server(app: Chalice, config: Config, host: str, port: int) -> DevServer:
     """`app` on an HTTP server bound to host:port (0: a free port), not yet serving.
     OSError if it cannot listen there."""
     # As chalice.local.create_local_server does: the app's current_request
@@ -132,7 +299,7 @@ def build_server(
     if not isinstance(app, chalice.local.LocalChalice):
         chalice.local.CustomLocalChalice.__bases__ = (chalice.local.LocalChalice, app.__class__)
         app.__class__ = chalice.local.CustomLocalChalice
-    return chalice.local.LocalDevServer(app, config, host, port, handler_cls=RequestHandler)
+    return DevServer(app, config, host, port, handler_cls=RequestHandler, server_cls=HTTPServer)
 
 
 @contextlib.contextmanager
@@ -299,7 +466,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(exc, file=sys.stderr)
         return 1
     host, port = local.server.server_address[:2]
-    print(f"Serving on http://{host}:{port} (stage {args.stage}); Ctrl-C stops it", flush=True)
+    # Through log_lines: the dispatcher thread may be writing an event line already.
+    log_lines.write(f"Serving on http://{host}:{port} (stage {args.stage}); Ctrl-C stops it")
     try:
         local.server.serve_forever()
     except KeyboardInterrupt:

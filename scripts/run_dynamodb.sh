@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
 # `make run-dynamodb`: the API on scripts/local_server.py, stored in a throwaway
 # moto DynamoDB on loopback. Dummy credentials only, so no AWS account is touched.
-# Make passes HOST, PORT, MOTO_PORT, WORKFLOW_TABLE, BIN and CHALICE_LOCAL_FLAGS.
-# Both ports are checked before moto starts, so a port in use is one line and
-# leaves nothing running; moto stops with the API server however that ends.
+# Make passes HOST, PORT, MOTO_PORT, MOTO_MAX_MB, WORKFLOW_TABLE, BIN and
+# CHALICE_LOCAL_FLAGS. Both ports are checked before moto starts, so a port in
+# use is one line and leaves nothing running.
+#
+# moto holds everything in its memory, so it lives as long as this script:
+# Ctrl-C (or a TERM) stops both, and what was stored is gone. An API server
+# killed by any other signal (kill -9, the OOM killer) is started again at
+# once on the same moto, so nothing stored is lost and the dispatcher goes on
+# where it stopped; one killed within RESTART_SECONDS of its start is not, and
+# everything stops. A server that exits by itself (a start that fails) stops
+# moto too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +21,8 @@ PORT=${PORT:-8000}
 MOTO_HOST=127.0.0.1
 MOTO_PORT=${MOTO_PORT:-5000}
 MOTO_LOG=${MOTO_LOG:-.data/moto.log}
+MOTO_MAX_MB=${MOTO_MAX_MB:-1024}
+RESTART_SECONDS=5
 
 unset AWS_PROFILE AWS_SESSION_TOKEN AWS_IGNORE_CONFIGURED_ENDPOINT_URLS
 export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing
@@ -29,7 +39,10 @@ fi
 bash scripts/port_free.sh "$HOST" "$PORT" PORT
 bash scripts/port_free.sh "$MOTO_HOST" "$MOTO_PORT" MOTO_PORT
 mkdir -p "$(dirname "$MOTO_LOG")"
-"$BIN/python" scripts/moto_server.py --host "$MOTO_HOST" --port "$MOTO_PORT" >"$MOTO_LOG" 2>&1 &
+# --lean: no copy of the table per transaction item; --max-mb: writes refused
+# past that much memory (scripts/moto_server.py).
+"$BIN/python" scripts/moto_server.py --host "$MOTO_HOST" --port "$MOTO_PORT" --lean \
+    --max-mb "$MOTO_MAX_MB" >"$MOTO_LOG" 2>&1 &
 moto=$!
 trap 'kill "$moto" 2>/dev/null || true; wait "$moto" 2>/dev/null || true' EXIT
 trap 'exit 130' INT
@@ -45,9 +58,27 @@ for _ in $(seq 100); do
     sleep 0.1
 done
 answers || { echo "moto server does not answer on $AWS_ENDPOINT_URL_DYNAMODB" >&2; exit 1; }
-echo "moto DynamoDB on $AWS_ENDPOINT_URL_DYNAMODB (log: $MOTO_LOG); stops with this server"
+echo "moto DynamoDB on $AWS_ENDPOINT_URL_DYNAMODB (log: $MOTO_LOG); Ctrl-C stops it with the API, and what it holds is gone"
 
+# Without the stream the deployed relay reads: here the events are sent from the table.
 "$BIN/python" scripts/create_table.py
-# Not exec: the EXIT trap stops moto when the server ends.
-# shellcheck disable=SC2086  # the flags are words to split
-"$BIN/python" scripts/local_server.py --host "$HOST" --port "$PORT" --stage dev ${CHALICE_LOCAL_FLAGS:-}
+while true; do
+    started=$SECONDS
+    status=0
+    # Not exec: the EXIT trap stops moto when the server ends. The server's
+    # standard error is this script's (fd 3); the shell's own "Killed" notice
+    # is not written (the line below says it).
+    # shellcheck disable=SC2086  # the flags are words to split
+    { "$BIN/python" scripts/local_server.py --host "$HOST" --port "$PORT" --stage dev \
+        ${CHALICE_LOCAL_FLAGS:-} 2>&3; } 3>&2 2>/dev/null || status=$?
+    # 128 + the signal: INT (Ctrl-C), TERM and HUP stop everything; any other
+    # (KILL above all) is a crash, and the server starts again on the same data.
+    if ((status <= 129 || status == 130 || status == 143)); then
+        exit "$status"
+    fi
+    if ((SECONDS - started < RESTART_SECONDS)); then
+        echo "The API server was killed (signal $((status - 128))) within ${RESTART_SECONDS} s of its start; stopping moto too" >&2
+        exit "$status"
+    fi
+    echo "The API server was killed (signal $((status - 128))); starting it again on the same moto: nothing stored is lost" >&2
+done

@@ -12,7 +12,8 @@ Every step is a write to the storage, so a process killed at any point
 loses nothing: an event sent but not yet marked goes again (with the same
 id: receivers dedupe by it), one not yet sent is sent by the next process.
 
-Sinks: `log` prints each event as one JSON line on standard output;
+Sinks: `log` writes each event as one JSON line on standard output (whole:
+chalicelib/log_lines.py);
 `webhook` POSTs it, signed (WORKFLOW_WEBHOOK_URL, WORKFLOW_WEBHOOK_SECRET).
 WORKFLOW_EVENTS picks one; without it, `webhook` when a URL is set, else `log`.
 The same code sends locally (the dispatcher thread of scripts/local_server.py)
@@ -23,11 +24,11 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Optional
 
+from chalicelib import log_lines
 from chalicelib.domain.models import Event
 from chalicelib.domain.record import Record
 from chalicelib.storage import Outbox
@@ -103,8 +104,9 @@ def deliver_due(outbox: Outbox, sink: Sink, clock: Clock, delay: Callable[[int],
 
 
 def log_sink(event: Event, now: float) -> bool:
-    """Print the event as one JSON line on standard output."""
-    print(event.body, file=sys.stdout, flush=True)
+    """Write the event as one JSON line on standard output, whole, beside the
+    access lines of the request threads."""
+    log_lines.write(event.body)
     return True
 
 

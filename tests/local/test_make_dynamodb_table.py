@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from chalicelib.storage.dynamodb import schema as dynamodb_schema
 from scripts.moto_server import Fault, MotoServer
 from tests.support.processes import command_env, free_port, make, own_lines
 
@@ -91,3 +92,22 @@ def test_a_reachable_endpoint_gets_the_table_once(tmp_path: Path, moto: MotoServ
     assert (first.returncode, again.returncode) == (0, 0), first.stderr + again.stderr
     assert f"DynamoDB table {table!r} created at {moto.endpoint}" in first.stdout
     assert f"DynamoDB table {table!r} already exists at {moto.endpoint}" in again.stdout
+    # Lean: no stream, which nothing reads where this table is used; the
+    # indexes and Time to Live of the deployed table.
+    import boto3
+
+    client = boto3.client(
+        "dynamodb",
+        endpoint_url=moto.endpoint,
+        region_name="eu-west-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    described = client.describe_table(TableName=table)["Table"]
+    assert "LatestStreamArn" not in described
+    assert described.get("StreamSpecification", {}).get("StreamEnabled", False) is False
+    assert {index["IndexName"] for index in described["GlobalSecondaryIndexes"]} == set(
+        dynamodb_schema.INDEXES
+    )
+    ttl = client.describe_time_to_live(TableName=table)["TimeToLiveDescription"]
+    assert ttl["TimeToLiveStatus"] == "ENABLED"

@@ -146,12 +146,16 @@ def migration_table_keys(step: int) -> dict[str, Any]:
 TTL_ATTRIBUTE = "expires_at"
 
 
-def ensure_table(client: DynamoDBClient, table: str) -> bool:
+def ensure_table(client: DynamoDBClient, table: str, *, stream: bool = True) -> bool:
     """Create the table, wait until it is active and turn its Time to Live on;
     False if it already existed (its TTL is turned on all the same, and the
-    indexes of INDEXES it lacks are added: see ensure_indexes)."""
+    indexes of INDEXES it lacks are added: see ensure_indexes). `stream`:
+    created with the stream the deployed relay reads; without it where
+    nothing reads one (a table this process sends the events from, as
+    `make run-dynamodb`'s: WORKFLOW_EVENT_DELIVERY=table)."""
+    keys = {k: v for k, v in TABLE_KEYS.items() if stream or k != "StreamSpecification"}
     try:
-        client.create_table(TableName=table, **TABLE_KEYS)
+        client.create_table(TableName=table, **keys)
         created = True
     except client.exceptions.ResourceInUseException:
         created = False
