@@ -20,14 +20,28 @@
   const GROUPS_CLAIM = meta("groups-claim") || "groups";
   const PAGE_SIZE = 20;
   const KEYS = { actor: "approvals.actor", groups: "approvals.groups", token: "approvals.token", next: "approvals.next" };
-  const DATE = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+  // Times in the reader's own zone, and saying which it is.
+  const DATE = new Intl.DateTimeFormat(undefined, { year: "numeric", month: "short", day: "numeric", hour: "numeric", minute: "2-digit", timeZoneName: "short" });
   const STATUS_TEXT = { in_progress: "In progress", completed: "Completed", rejected: "Rejected", cancelled: "Cancelled" };
   const DECIDED = { approve: "approved", reject: "rejected", cancel: "cancelled the run" };
+  // A workflow's rules (its boolean fields): the define form's label and hint,
+  // and how a workflow's card says each, when true and when false.
   const FLAG_LABELS = {
     allow_self_approval: "The requester may decide their own run",
     distinct_approvers: "Nobody approves more than one step of a run",
     reject_requires_comment: "Rejecting needs a comment",
   };
+  const FLAG_HINTS = {
+    allow_self_approval: "Otherwise whoever requested a run can't approve or reject it.",
+    distinct_approvers: "Each step of a run is then approved by people who approved none of its other steps.",
+    reject_requires_comment: "Whoever rejects a run then has to say why.",
+  };
+  const FLAG_SAYS = {
+    allow_self_approval: ["The requester may approve or reject their own run.", "The requester may not approve or reject their own run."],
+    distinct_approvers: ["Nobody approves more than one step of a run.", "One person may approve several steps of a run."],
+    reject_requires_comment: ["Rejecting needs a comment.", "Rejecting needs no comment."],
+  };
+  const ON_DEADLINE_OPTIONS = { remind: "Remind the approvers", reject: "Reject the run" };
 
   const view = document.getElementById("view");
   const alertRegion = document.getElementById("alert");
@@ -70,6 +84,22 @@
 
   const splitList = (text) => String(text || "").split(/[\s,]+/).map((part) => part.trim()).filter(Boolean);
   const plural = (count, one, many) => `${count} ${count === 1 ? one : many}`;
+
+  /** "a", "a or b", "a, b or c" (`word` "and" for "a, b and c"). */
+  function series(items, word = "or") {
+    if (items.length <= 1) return items.join("");
+    return `${items.slice(0, -1).join(", ")} ${word} ${items[items.length - 1]}`;
+  }
+
+  /** A principal in words: "group:finance" is the finance group, "user:cfo" is cfo. */
+  function principalWords(principal) {
+    const text = String(principal);
+    if (text.startsWith("group:")) return `the ${text.slice("group:".length)} group`;
+    if (text.startsWith("user:")) return text.slice("user:".length);
+    return text === "*" ? "anyone" : text;
+  }
+
+  const whoMayDecide = (principals) => (principals && principals.length ? series(principals.map(principalWords)) : "anyone");
 
   function newKey() {
     const bytes = new Uint8Array(16);
@@ -182,13 +212,20 @@
       data = null;
     }
     if (response.ok) return data;
-    const message = data && typeof data.error === "string" ? data.error : `The service answered ${response.status}.`;
+    const message = data && typeof data.error === "string" ? data.error : unexplained(response.status);
     const error = new ApiError(response.status, message, data);
     if (response.status === 401) {
       signedOut(message);
       error.handled = true;
     }
     throw error;
+  }
+
+  /** What to say of a failed answer that says nothing itself. */
+  function unexplained(status) {
+    if (status === 429) return "The service is busy: try again in a moment.";
+    if (status >= 500) return "The service could not answer just now: try again in a moment.";
+    return "The service refused this request.";
   }
 
   let contract = null;
@@ -229,7 +266,7 @@
       onDeadline: [...(onDeadline.enum || []), ...(onDeadline.anyOf || []).flatMap((each) => deref(each).enum || [])].filter((v) => typeof v === "string"),
       flags: Object.entries(workflowFields)
         .filter(([, schema]) => [deref(schema).type].flat().includes("boolean"))
-        .map(([name, schema]) => ({ name, description: deref(schema).description || "" })),
+        .map(([name]) => ({ name })),
     };
     return contract;
   }
@@ -365,7 +402,7 @@
 
   function showCaller() {
     const caller = me();
-    document.getElementById("whoami").textContent = caller ? `Acting as ${caller.actor || "?"}` : "Who am I?";
+    document.getElementById("whoami").textContent = caller ? `Acting as ${caller.actor || "nobody named"}` : "Who am I?";
   }
 
   // -- who am I ----------------------------------------------------------------------
@@ -604,7 +641,7 @@
         approved.length ? ` (${approved.join(", ")}).` : ".",
       );
     }
-    if (Array.isArray(step.approvers)) notes.push(` Who may decide: ${step.approvers.length ? step.approvers.join(", ") : "anyone"}.`);
+    if (Array.isArray(step.approvers)) notes.push(` Who may decide: ${whoMayDecide(step.approvers)}.`);
     if (caller && approved.includes(caller.actor)) notes.push(" You approved this step already.");
     const form = el(
       "form",
@@ -717,13 +754,29 @@
     });
   }
 
+  /** What happens when a step's deadline passes, in words. */
+  function deadlineOutcome(step) {
+    switch (step.on_deadline) {
+      case null:
+      case undefined:
+      case "":
+        return "";
+      case "remind":
+        return ", then its approvers are reminded";
+      case "reject":
+        return ", then the run is rejected";
+      case "escalate":
+        return `, then ${whoMayDecide(step.escalate_to)} may decide it too`;
+      default:
+        return `, then ${String(step.on_deadline).replace(/_/g, " ")}`;
+    }
+  }
+
   function stepRules(step) {
     const rules = [];
-    if (Array.isArray(step.approvers)) rules.push(`Who may decide: ${step.approvers.length ? step.approvers.join(", ") : "anyone"}.`);
+    if (Array.isArray(step.approvers)) rules.push(`Who may decide: ${whoMayDecide(step.approvers)}.`);
     if (typeof step.required_approvals === "number") rules.push(` Needs ${plural(step.required_approvals, "approval", "approvals")}.`);
-    if (typeof step.deadline_seconds === "number") {
-      rules.push(` Deadline: ${duration(step.deadline_seconds)} after it starts${step.on_deadline ? `, then ${String(step.on_deadline).replace(/_/g, " ")}` : ""}.`);
-    }
+    if (typeof step.deadline_seconds === "number") rules.push(` Deadline: ${duration(step.deadline_seconds)} after it starts${deadlineOutcome(step)}.`);
     return rules.length ? el("p", { class: "step-rules" }, rules) : null;
   }
 
@@ -800,6 +853,12 @@
     return FLAG_LABELS[flag] || capitalised(flag.replace(/_/g, " "));
   }
 
+  /** What a workflow's rule (a boolean field) being `value` means, in words. */
+  function flagText(flag, value) {
+    const says = FLAG_SAYS[flag];
+    return says ? says[value ? 0 : 1] : `${flagLabel(flag)}: ${value ? "yes" : "no"}.`;
+  }
+
   function workflowCard(workflow, caps) {
     const flags = Object.entries(workflow).filter(([, value]) => typeof value === "boolean");
     return el(
@@ -807,7 +866,8 @@
       { class: "card" },
       el("h3", { class: "card-title" }, workflow.name),
       workflow.description ? el("p", {}, workflow.description) : null,
-      flags.length ? el("ul", { class: "flags" }, flags.map(([name, value]) => el("li", {}, `${flagLabel(name)}: ${value ? "yes" : "no"}`))) : null,
+      flags.length ? [el("h4", {}, "Rules"), el("ul", { class: "flags" }, flags.map(([name, value]) => el("li", {}, flagText(name, value))))] : null,
+      el("h4", {}, "Steps"),
       workflow.steps.length
         ? el("ol", { class: "steps" }, workflow.steps.map((step) => el("li", {}, el("span", { class: "step-name" }, step.name), stepRules(step))))
         : el("p", { class: "empty" }, "No step yet: append one before starting runs."),
@@ -830,15 +890,17 @@
     };
     field("name", "Step name", el("input", { type: "text", name: "name", required: true, maxlength: "200" }));
     if (fields.has("approvers")) {
-      field("approvers", "Who may decide", el("input", { type: "text", name: "approvers", autocomplete: "off" }), "user:NAME or group:NAME, separated by commas; empty: anyone.");
+      field("approvers", "Who may decide", el("input", { type: "text", name: "approvers", autocomplete: "off" }), "People as user:name and groups as group:name, separated by commas (for example: group:finance, user:cfo). Leave it empty to let anyone decide.");
     }
     if (fields.has("required_approvals")) {
       field("required_approvals", "Approvals needed", el("input", { type: "number", name: "required_approvals", min: "1", max: "20", step: "1", value: "1", inputmode: "numeric" }));
     }
     if (fields.has("deadline_seconds")) {
-      field("deadline_hours", "Deadline, in hours after the step starts", el("input", { type: "number", name: "deadline_hours", min: "0", step: "any", inputmode: "decimal" }), "Empty: no deadline.");
-      if (fields.has("on_deadline") && caps.onDeadline.length) {
-        const select = el("select", { name: "on_deadline" }, caps.onDeadline.map((value) => el("option", { value }, capitalised(value.replace(/_/g, " ")))));
+      field("deadline_hours", "Deadline, in hours after the step starts", el("input", { type: "number", name: "deadline_hours", min: "0", step: "any", inputmode: "decimal" }), "Leave it empty for no deadline.");
+      // Escalating needs whom to escalate to, which this form does not ask: not offered.
+      const outcomes = caps.onDeadline.filter((value) => value !== "escalate");
+      if (fields.has("on_deadline") && outcomes.length) {
+        const select = el("select", { name: "on_deadline" }, outcomes.map((value) => el("option", { value }, ON_DEADLINE_OPTIONS[value] || capitalised(value.replace(/_/g, " ")))));
         field("on_deadline", "When the deadline passes", select);
       }
     }
@@ -898,9 +960,11 @@
     const description = el("textarea", { id: descriptionId, name: "description", rows: "2", maxlength: "5000" });
     const flags = caps.flags.map((flag) => {
       const id = uid(flag.name);
-      const hintId = flag.description ? uid("hint") : null;
+      // The page's own words: the contract's descriptions are written for programmers.
+      const hint = FLAG_HINTS[flag.name];
+      const hintId = hint ? uid("hint") : null;
       const box = el("input", { id, type: "checkbox", name: flag.name, "aria-describedby": hintId });
-      return { flag, box, node: el("div", { class: "check" }, box, el("label", { for: id }, flagLabel(flag.name)), hintId ? el("p", { class: "hint", id: hintId }, flag.description) : null) };
+      return { flag, box, node: el("div", { class: "check" }, box, el("label", { for: id }, flagLabel(flag.name)), hintId ? el("p", { class: "hint", id: hintId }, hint) : null) };
     });
     const steps = [];
     const stepList = el("div", { class: "step-list" });

@@ -124,7 +124,7 @@ def test_a_deadline_the_api_gives_is_shown_and_an_overdue_one_marked(
     expect(tab.heading).to_have_text("Late")
     expect(tab.fact("Deadline")).to_contain_text("Overdue")
     expect(tab.page.locator("ol.timeline .step-rules")).to_contain_text(
-        "Deadline: 2 days after it starts, then reject."
+        "Deadline: 2 days after it starts, then the run is rejected."
     )
 
 
