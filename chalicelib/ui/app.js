@@ -8,8 +8,11 @@
 // decide another step and a retried request is not recorded twice.
 //
 // What this server accepts is read from its own contract, GET /openapi.json:
-// the inbox and cancel routes, and the fields of steps, workflows and
-// decisions (approvers, quorum, deadline), so the page offers exactly those.
+// the inbox, cancel and permissions routes, and the fields of steps, workflows
+// and decisions (approvers, quorum, deadline), so the page offers exactly those.
+// What the caller may do with a run is the API's to say, GET
+// /runs/{id}/permissions: the page offers those actions only, and says in
+// words why the others are not offered.
 "use strict";
 
 (() => {
@@ -18,12 +21,16 @@
   const MODE = meta("auth-mode") === "none" ? "none" : "jwt";
   const ACTOR_CLAIM = meta("actor-claim") || "sub";
   const GROUPS_CLAIM = meta("groups-claim") || "groups";
+  const ADMIN_GROUP = meta("admin-group") || "workflow-admins";
   const PAGE_SIZE = 20;
   const KEYS = { actor: "approvals.actor", groups: "approvals.groups", token: "approvals.token", next: "approvals.next" };
   // Times in the reader's own zone, and saying which it is.
   const DATE = new Intl.DateTimeFormat(undefined, { year: "numeric", month: "short", day: "numeric", hour: "numeric", minute: "2-digit", timeZoneName: "short" });
   const STATUS_TEXT = { in_progress: "In progress", completed: "Completed", rejected: "Rejected", cancelled: "Cancelled" };
+  const ENDED = { completed: "completed", rejected: "rejected", cancelled: "cancelled" };
   const DECIDED = { approve: "approved", reject: "rejected", cancel: "cancelled the run" };
+  const ACTIONS = ["approve", "reject", "cancel"];
+  const ACTION_NAMES = { approve: "Approve", reject: "Reject", cancel: "Cancel" };
   // A workflow's rules (its boolean fields): the define form's label and hint,
   // and how a workflow's card says each, when true and when false.
   const FLAG_LABELS = {
@@ -84,6 +91,7 @@
 
   const splitList = (text) => String(text || "").split(/[\s,]+/).map((part) => part.trim()).filter(Boolean);
   const plural = (count, one, many) => `${count} ${count === 1 ? one : many}`;
+  const asSentence = (text) => (/[.!?]$/.test(text) ? text : `${text}.`);
 
   /** "a", "a or b", "a, b or c" (`word` "and" for "a, b and c"). */
   function series(items, word = "or") {
@@ -100,6 +108,22 @@
   }
 
   const whoMayDecide = (principals) => (principals && principals.length ? series(principals.map(principalWords)) : "anyone");
+
+  // Width forms (fullwidth and halfwidth, and the ideographic space): the
+  // characters whose compatibility mapping is <wide> or <narrow>.
+  const WIDTH_FORMS = /[\u3000\uFF01-\uFFEE]/g;
+
+  /** The key the service compares names by (one person, one name): width forms
+   *  at their usual width, case folded, NFC. Unicode case folding is
+   *  approximated by upper- then lower-casing, which agrees with it but for a
+   *  few letters (the dotless ı): there it joins names the service keeps apart,
+   *  which can only show a form the API then refuses, never hide one. */
+  function nameKey(name) {
+    const mapped = String(name).normalize("NFC").replace(WIDTH_FORMS, (char) => char.normalize("NFKC"));
+    return mapped.toUpperCase().toLowerCase().normalize("NFC");
+  }
+
+  const sameName = (first, second) => typeof first === "string" && typeof second === "string" && nameKey(first) === nameKey(second);
 
   function newKey() {
     const bytes = new Uint8Array(16);
@@ -260,6 +284,7 @@
     contract = {
       inbox: "/inbox" in paths,
       cancel: "/runs/{run_id}/cancel" in paths,
+      permissions: "/runs/{run_id}/permissions" in paths,
       decisionGroups: "groups" in body("/runs/{run_id}/approve"),
       stepFields: new Set(Object.keys(stepFields)),
       initialStepFields: new Set(Object.keys(initialStep)),
@@ -595,14 +620,40 @@
   // -- a run -------------------------------------------------------------------------
 
   async function showRun(current, target) {
-    const run = await request("GET", `/runs/${target.id}`);
-    const workflow = await workflowById(run.workflow_id, true);
     const caps = await capabilities();
-    return drawRun(current, run, workflow, caps, "");
+    const run = await request("GET", `/runs/${target.id}`);
+    const [workflow, permissions] = await Promise.all([workflowById(run.workflow_id, true), permissionsOf(run.id, caps)]);
+    return drawRun(current, run, workflow, caps, permissions, "");
   }
 
-  function drawRun(current, run, workflow, caps, draft) {
+  /** What the caller may do with run `id`, as GET /runs/{id}/permissions says
+   *  ({approve, reject, cancel}, each {allowed, reason, message}); null from a
+   *  server without that route; {failed: why} when it could not be asked. */
+  async function permissionsOf(id, caps) {
+    if (!caps.permissions) return null;
     const caller = me();
+    const params = MODE === "none" ? { actor: caller.actor, group: caller.groups } : {};
+    try {
+      return await request("GET", `/runs/${id}/permissions${query(params)}`);
+    } catch (error) {
+      if (error.handled) throw error;
+      return { failed: error.message };
+    }
+  }
+
+  /** The actions to offer: those the API allows. A server without the
+   *  permissions route gets the decisions offered to all and the cancel to
+   *  the requester, and has the last word on each. */
+  function offered(run, caps, permissions) {
+    if (permissions === null) {
+      const caller = me();
+      return { approve: true, reject: true, cancel: caps.cancel && Boolean(caller) && sameName(run.requested_by, caller.actor) };
+    }
+    if (permissions.failed) return { approve: false, reject: false, cancel: false };
+    return Object.fromEntries(ACTIONS.map((action) => [action, Boolean(permissions[action] && permissions[action].allowed)]));
+  }
+
+  function drawRun(current, run, workflow, caps, permissions, draft) {
     const status = STATUS_TEXT[run.status] || run.status;
     const summary = facts([
       ["Workflow", workflow.name],
@@ -618,22 +669,74 @@
       el("p", { class: "lead" }, "Status: ", el("span", { class: `badge badge-${run.status}` }, status), run.current_step ? ` Waiting at step ${stepPosition(run.current_step, workflow)}.` : ""),
       summary,
     ];
-    if (run.status === "in_progress" && run.current_step) sections.push(decisionForm(run, workflow, caps, draft));
-    if (run.status === "in_progress" && caps.cancel && caller && run.requested_by === caller.actor) sections.push(cancelForm(run, workflow, caps));
+    if (run.status === "in_progress" && run.current_step) {
+      const offer = offered(run, caps, permissions);
+      if (offer.approve || offer.reject) sections.push(decisionForm(run, workflow, caps, offer, draft));
+      if (offer.cancel) sections.push(cancelForm(run, caps));
+      sections.push(notOffered(run, permissions));
+    }
     sections.push(timeline(run, workflow), historySection(run));
     sections.push(el("p", { class: "actions" }, el("a", { href: "#/inbox" }, "Back to the inbox"), el("button", { type: "button", onclick: () => route() }, "Reload")));
     return draw(current, run.title, ...sections);
   }
 
-  function decisionForm(run, workflow, caps, draft) {
+  /** The actions the API does not allow the caller, each with why, in words;
+   *  actions held back for one reason are named together. */
+  function notOffered(run, permissions) {
+    if (permissions === null) return null;
+    const section = (...content) =>
+      el("section", { class: "panel", "aria-labelledby": "not-offered-heading" }, el("h2", { id: "not-offered-heading" }, "Not offered to you"), content);
+    if (permissions.failed) {
+      return section(el("p", {}, `The page could not check what you may do with this run, so it offers nothing: ${asSentence(permissions.failed)} Reload to try again.`));
+    }
+    const reasons = new Map(); // the reason in words -> the actions it holds back
+    for (const action of ACTIONS) {
+      const permission = permissions[action];
+      if (!permission || permission.allowed) continue;
+      const why = whyNot(permission, run);
+      reasons.set(why, [...(reasons.get(why) || []), ACTION_NAMES[action]]);
+    }
+    if (!reasons.size) return null;
+    return section(el("ul", { class: "why-not" }, [...reasons].map(([why, names]) => el("li", {}, el("strong", {}, series(names, "and")), `: ${why}`))));
+  }
+
+  /** Why the API does not allow an action (its reason code), said to the caller. */
+  function whyNot(permission, run) {
+    const step = run.current_step || {};
+    switch (permission.reason) {
+      case "run_not_in_progress":
+        return "This run has ended meanwhile: reload the page to see how.";
+      case "not_an_approver": {
+        const principals = [...(step.approvers || []), ...(run.current_step_escalated_to || [])];
+        return principals.length ? `Only ${whoMayDecide(principals)} can decide this step.` : "You are not among those who may decide this step.";
+      }
+      case "requester_may_not_decide":
+        return "You requested this run, and its workflow doesn't let requesters approve or reject it.";
+      case "already_approved_this_step": {
+        const soFar = approvalsSoFar(run);
+        return `You already approved this step; it waits for other approvers${soFar ? ` (${soFar} approvals so far)` : ""}.`;
+      }
+      case "approved_another_step":
+        return "You approved another step of this run, and its workflow wants a different person for each step.";
+      case "not_the_requester": {
+        const admins = MODE === "jwt" ? ` or a member of the ${ADMIN_GROUP} group` : "";
+        return run.requested_by ? `Only ${run.requested_by}, who requested this run,${admins ? `${admins},` : ""} can cancel it.` : `Only the requester${admins} can cancel this run.`;
+      }
+      default:
+        return permission.message || "This is not yours to do with this run now.";
+    }
+  }
+
+  function decisionForm(run, workflow, caps, offer, draft) {
     const caller = me();
     const step = run.current_step;
     const commentId = uid("comment");
     const hintId = uid("hint");
-    const needsComment = workflow.reject_requires_comment === true;
+    const needsComment = workflow.reject_requires_comment === true && offer.reject;
     const comment = el("textarea", { id: commentId, name: "comment", rows: "3", maxlength: "5000", "aria-describedby": hintId });
     comment.value = draft;
     const approved = run.current_step_approved_by || [];
+    const escalated = run.current_step_escalated_to || [];
     const notes = [];
     if (typeof step.required_approvals === "number") {
       notes.push(
@@ -642,29 +745,26 @@
       );
     }
     if (Array.isArray(step.approvers)) notes.push(` Who may decide: ${whoMayDecide(step.approvers)}.`);
-    if (caller && approved.includes(caller.actor)) notes.push(" You approved this step already.");
+    if (escalated.length) notes.push(` Its deadline has passed: ${whoMayDecide(escalated)} may decide it too.`);
+    let hint = "Optional. Kept in the run's history.";
+    if (needsComment) hint = offer.approve ? "Required to reject; optional to approve. Kept in the run's history." : "Required: say why you reject. Kept in the run's history.";
     const form = el(
       "form",
       { class: "panel", novalidate: true, "aria-labelledby": "decide-heading" },
       el("h2", { id: "decide-heading" }, `Decide step ${stepPosition(step, workflow)}`),
       notes.length ? el("p", {}, notes) : null,
-      el(
-        "div",
-        { class: "field" },
-        el("label", { for: commentId }, "Comment"),
-        el("p", { class: "hint", id: hintId }, needsComment ? "Required to reject; optional to approve. Kept in the run's history." : "Optional. Kept in the run's history."),
-        comment,
-      ),
+      el("div", { class: "field" }, el("label", { for: commentId }, "Comment"), el("p", { class: "hint", id: hintId }, hint), comment),
       el(
         "div",
         { class: "actions" },
-        el("button", { type: "submit", class: "primary", name: "decision", value: "approve" }, "Approve"),
-        el("button", { type: "submit", class: "danger", name: "decision", value: "reject" }, "Reject"),
+        offer.approve ? el("button", { type: "submit", class: "primary", name: "decision", value: "approve" }, "Approve") : null,
+        offer.reject ? el("button", { type: "submit", class: "danger", name: "decision", value: "reject" }, "Reject") : null,
       ),
     );
     form.addEventListener("submit", (event) => {
       event.preventDefault();
-      const decision = event.submitter && event.submitter.value === "reject" ? "reject" : "approve";
+      const chosen = event.submitter && event.submitter.value;
+      const decision = chosen === "reject" || chosen === "approve" ? chosen : offer.approve ? "approve" : "reject";
       const text = comment.value;
       if (decision === "reject" && needsComment && !text.trim()) return refuse(comment, "Say why you reject: this workflow needs a comment to reject.");
       const body = { expected_step_id: step.id };
@@ -673,18 +773,27 @@
         if (caps.decisionGroups && caller.groups.length) body.groups = caller.groups;
       }
       if (text.trim()) body.comment = text;
-      act(form, run, workflow, caps, `/runs/${run.id}/${decision}`, body, text, (updated) => decidedText(decision, step, updated, workflow));
+      act(form, run, caps, decision, body, text, (updated, fresh) => decidedText(decision, step, updated, fresh));
     });
     return form;
   }
 
-  function cancelForm(run, workflow, caps) {
+  function cancelForm(run, caps) {
+    const caller = me();
+    const mine = Boolean(caller) && sameName(run.requested_by, caller.actor);
     const reasonId = uid("reason");
     const reason = el("input", { id: reasonId, name: "reason", type: "text", maxlength: "5000" });
+    let note = null;
+    if (!mine) {
+      note = run.requested_by
+        ? `${run.requested_by} requested this run; as a member of the ${ADMIN_GROUP} group, you may cancel it too.`
+        : "Nobody is named as this run's requester, so anyone may cancel it.";
+    }
     const form = el(
       "form",
       { class: "panel", novalidate: true, "aria-labelledby": "cancel-heading" },
-      el("h2", { id: "cancel-heading" }, "Withdraw your request"),
+      el("h2", { id: "cancel-heading" }, mine ? "Withdraw your request" : "Cancel the run"),
+      note ? el("p", {}, note) : null,
       el("div", { class: "field" }, el("label", { for: reasonId }, "Reason (optional)"), reason),
       el("div", { class: "actions" }, el("button", { type: "submit", class: "danger" }, "Cancel this run")),
     );
@@ -693,38 +802,54 @@
       const body = {};
       if (MODE === "none") body.actor = me().actor;
       if (reason.value.trim()) body.reason = reason.value;
-      act(form, run, workflow, caps, `/runs/${run.id}/cancel`, body, "", () => "You cancelled this run.");
+      act(form, run, caps, "cancel", body, "", () => "You cancelled this run.");
     });
     return form;
   }
 
-  /** Send a decision; show the outcome (or the API's error) and the run as it is now. */
-  async function act(form, run, workflow, caps, path, body, draft, describe) {
+  /** Send a decision; show the outcome (or why it was not recorded) and the
+   *  run as it is now, with what the caller may do with it now. */
+  async function act(form, run, caps, action, body, draft, describe) {
     const buttons = form.querySelectorAll("button");
     for (const button of buttons) button.disabled = true;
     const current = generation;
     clearMessages();
     try {
-      const updated = await request("POST", path, body, newKey());
-      const fresh = await workflowById(updated.workflow_id, true);
+      const updated = await request("POST", `/runs/${run.id}/${action}`, body, newKey());
+      const [fresh, permissions] = await Promise.all([workflowById(updated.workflow_id, true), permissionsOf(updated.id, caps)]);
       if (current !== generation) return;
-      drawRun(current, updated, fresh, caps, "");
-      say(describe(updated));
+      drawRun(current, updated, fresh, caps, permissions, "");
+      say(describe(updated, fresh));
       focus(statusRegion);
     } catch (error) {
       if (error.handled || current !== generation) return;
       warn(error.message);
       try {
         const reloaded = await request("GET", `/runs/${run.id}`);
-        const fresh = await workflowById(reloaded.workflow_id, true);
+        const [fresh, permissions] = await Promise.all([workflowById(reloaded.workflow_id, true), permissionsOf(reloaded.id, caps)]);
         if (current !== generation) return;
-        drawRun(current, reloaded, fresh, caps, draft);
+        drawRun(current, reloaded, fresh, caps, permissions, draft);
+        if (error.status === 403 || error.status === 409) warn(notRecorded(action, run, reloaded, fresh, permissions) || error.message);
       } catch (reloadError) {
         if (reloadError.handled) return;
         for (const button of buttons) button.disabled = false;
       }
       focus(alertRegion);
     }
+  }
+
+  const NOUNS = { approve: "approval", reject: "rejection", cancel: "cancellation" };
+
+  /** Why a refused action was not recorded, from the run as it is now (`after`);
+   *  null when that does not tell. */
+  function notRecorded(action, before, after, workflow, permissions) {
+    const lead = `Your ${NOUNS[action]} was not recorded`;
+    if (after.status !== "in_progress") return `${lead}: the run was ${ENDED[after.status] || after.status} meanwhile.`;
+    if (after.current_step_id !== before.current_step_id && after.current_step) {
+      return `${lead}: the run moved on meanwhile, to step ${stepPosition(after.current_step, workflow)}. Your comment is kept: decide again if you still want to.`;
+    }
+    const permission = permissions && !permissions.failed ? permissions[action] : null;
+    return permission && !permission.allowed ? `${lead}. ${whyNot(permission, after)}` : null;
   }
 
   function decidedText(decision, step, run, workflow) {
