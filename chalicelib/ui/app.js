@@ -201,6 +201,14 @@
     return { actor, groups: claimGroups(claims[GROUPS_CLAIM]), token, expires };
   }
 
+  /** Whether the caller may define workflows and append steps: anyone without
+   *  sign-in; with tokens, the members of the admin group (read from the token
+   *  for display only: the API checks the token on every call). */
+  function isAdmin(caller) {
+    if (MODE === "none") return true;
+    return Boolean(caller) && caller.groups.some((group) => sameName(group, ADMIN_GROUP));
+  }
+
   // -- the API ---------------------------------------------------------------------
 
   class ApiError extends Error {
@@ -951,18 +959,19 @@
 
   async function showWorkflows(current) {
     const caps = await capabilities();
+    const admin = isAdmin(me());
     const list = el("ul", { class: "cards" });
     const more = el("div", { class: "actions" });
     const load = async (cursor) => {
       const page = await request("GET", `/workflows${query({ limit: PAGE_SIZE, cursor })}`);
       for (const workflow of page.items) {
         workflowCache.set(workflow.id, workflow);
-        list.append(workflowCard(workflow, caps));
+        list.append(workflowCard(workflow, caps, admin));
       }
       more.replaceChildren(
         page.next_cursor
           ? el("button", { type: "button", onclick: async (event) => { event.target.disabled = true; await load(page.next_cursor).catch((error) => error.handled || warn(error.message)); } }, "Show more workflows")
-          : el("p", { class: "empty" }, list.children.length ? "That is every workflow." : "No workflow yet: define the first one below."),
+          : el("p", { class: "empty" }, list.children.length ? "That is every workflow." : admin ? "No workflow yet: define the first one below." : "No workflow yet."),
       );
     };
     await load(null);
@@ -970,7 +979,9 @@
       current,
       "Workflows",
       el("section", { "aria-labelledby": "defined-heading" }, el("h2", { id: "defined-heading" }, "Defined workflows"), list, more),
-      defineForm(caps),
+      admin
+        ? defineForm(caps)
+        : el("p", { class: "panel" }, `Defining workflows and appending steps is for members of the ${ADMIN_GROUP} group, which your token does not list. You may start runs of the workflows above.`),
     );
   }
 
@@ -984,7 +995,7 @@
     return says ? says[value ? 0 : 1] : `${flagLabel(flag)}: ${value ? "yes" : "no"}.`;
   }
 
-  function workflowCard(workflow, caps) {
+  function workflowCard(workflow, caps, admin) {
     const flags = Object.entries(workflow).filter(([, value]) => typeof value === "boolean");
     return el(
       "li",
@@ -995,9 +1006,9 @@
       el("h4", {}, "Steps"),
       workflow.steps.length
         ? el("ol", { class: "steps" }, workflow.steps.map((step) => el("li", {}, el("span", { class: "step-name" }, step.name), stepRules(step))))
-        : el("p", { class: "empty" }, "No step yet: append one before starting runs."),
+        : el("p", { class: "empty" }, admin ? "No step yet: append one before starting runs." : "No step yet: runs can start once an administrator appends one."),
       el("details", {}, el("summary", {}, "Start a run"), startRunForm(workflow)),
-      el("details", {}, el("summary", {}, "Append a step"), appendStepForm(workflow, caps)),
+      admin ? el("details", {}, el("summary", {}, "Append a step"), appendStepForm(workflow, caps)) : null,
     );
   }
 

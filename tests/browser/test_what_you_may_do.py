@@ -1,7 +1,8 @@
 """The run page offers only what GET /runs/{id}/permissions allows the caller,
 and says in words why the rest is not offered: to the run's requester, to
 someone who is no approver of the step, to an approver who already approved
-it. Names are one person's whatever their case or width, as
+it; in jwt mode the forms that define workflows and append steps are shown to
+the admin group only. Names are one person's whatever their case or width, as
 the API compares them."""
 
 from __future__ import annotations
@@ -133,6 +134,37 @@ def bearer(actor: str, groups: tuple[str, ...] = ()) -> dict[str, str]:
 def use_token(tab: PageUnderTest, actor: str, groups: tuple[str, ...] = ()) -> None:
     tab.visit(f"#token={tokens.hs256(tokens.claims(actor, list(groups)))}")
     expect(tab.status).to_contain_text(f"Using the token of {actor}")
+
+
+@pytest.mark.usefixtures("secret_mode")
+def test_in_jwt_mode_only_the_admin_group_is_shown_the_forms_that_define_workflows(
+    tab: PageUnderTest, api: Api
+) -> None:
+    workflow = {"name": "Deploys", "steps": ["Review"]}
+    created = api.request("POST", "/workflows", workflow, headers=bearer("root", (tokens.ADMIN,)))
+    assert created.status_code == 201, created.body
+
+    use_token(tab, "maria", ("finance",))
+    tab.visit("#/workflows")
+    card = tab.page.locator("li.card").filter(has_text="Deploys")
+    expect(card.get_by_text("Start a run")).to_be_visible()
+    expect(
+        tab.page.get_by_text(
+            "Defining workflows and appending steps is for members of the workflow-admins"
+            " group, which your token does not list."
+        )
+    ).to_be_visible()
+    assert tab.page.get_by_role("form", name="Define a workflow").count() == 0
+    assert card.get_by_text("Append a step").count() == 0
+    tab.assert_accessible()
+
+    use_token(tab, "ada", ("Workflow-Admins",))  # the admin group, as the API compares names
+    tab.visit("#/workflows")
+    expect(tab.page.get_by_role("form", name="Define a workflow")).to_be_visible()
+    card.get_by_text("Append a step").click()
+    card.get_by_label("Step name").fill("Release")
+    card.get_by_role("button", name="Append step").click()
+    expect(tab.status).to_have_text("Step 2, Release, appended to Deploys.")
 
 
 @pytest.mark.usefixtures("secret_mode")
