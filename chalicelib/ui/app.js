@@ -1007,7 +1007,8 @@
       workflow.steps.length
         ? el("ol", { class: "steps" }, workflow.steps.map((step) => el("li", {}, el("span", { class: "step-name" }, step.name), stepRules(step))))
         : el("p", { class: "empty" }, admin ? "No step yet: append one before starting runs." : "No step yet: runs can start once an administrator appends one."),
-      el("details", {}, el("summary", {}, "Start a run"), startRunForm(workflow)),
+      // A workflow without steps cannot start a run (the API answers 409): not offered.
+      workflow.steps.length ? el("details", {}, el("summary", {}, "Start a run"), startRunForm(workflow)) : null,
       admin ? el("details", {}, el("summary", {}, "Append a step"), appendStepForm(workflow, caps)) : null,
     );
   }
