@@ -12,10 +12,12 @@ The document is the one file rendered per request: it names where the API is
 the script and style load and the script calls the API under it: a relative
 URL would break at "https://.../api", without the trailing slash, and
 `base-uri 'none'` rules out <base>) and how callers are known (WORKFLOW_AUTH:
-`none`, the page asks for a name; `jwt`, it asks for a token, and which claims
-name the caller and their groups, to show who a token belongs to). Rendering
-the mode costs no request and no route of its own; the page still goes back
-to asking for a token on any 401.
+`none`, the page asks for a name; `jwt`, it asks for a token, which claims
+name the caller and their groups, to show who a token belongs to, and the
+admin group, WORKFLOW_ADMIN_GROUP, whose members alone are shown the forms
+that define workflows and append steps). Rendering these costs no request and
+no route of its own; the API still has the last word on each call, and the
+page goes back to asking for a token on any 401.
 
 Every answer carries a strict Content-Security-Policy (no inline script or
 style, no other origin, not framed) and is never cached, so a deployment's
@@ -97,11 +99,12 @@ def style() -> Response:
 
 class AuthSettings(Record):
     """What the page needs to know of WORKFLOW_AUTH: the mode, and in `jwt` mode
-    the claims that name the caller and their groups."""
+    the claims that name the caller and their groups, and the admin group."""
 
     mode: str
     actor_claim: str = "sub"
     groups_claim: str = "groups"
+    admin_group: str = identity.DEFAULT_ADMIN_GROUP
 
 
 def auth_settings() -> AuthSettings:
@@ -111,7 +114,7 @@ def auth_settings() -> AuthSettings:
         # Misconfigured: every API call answers 503, which the page shows; it
         # asks for a token meanwhile rather than for a name it would trust.
         return AuthSettings(identity.JWT)
-    return AuthSettings(config.mode, config.actor_claim, config.groups_claim)
+    return AuthSettings(config.mode, config.actor_claim, config.groups_claim, config.admin_group)
 
 
 def render(template: str, base_path: str, auth: AuthSettings) -> str:
@@ -124,6 +127,7 @@ def render(template: str, base_path: str, auth: AuthSettings) -> str:
         "auth_mode": auth.mode,
         "actor_claim": auth.actor_claim,
         "groups_claim": auth.groups_claim,
+        "admin_group": auth.admin_group,
     }
     for name, value in values.items():
         template = template.replace("{{" + name + "}}", html.escape(value, quote=True))

@@ -8,8 +8,11 @@
 // decide another step and a retried request is not recorded twice.
 //
 // What this server accepts is read from its own contract, GET /openapi.json:
-// the inbox and cancel routes, and the fields of steps, workflows and
-// decisions (approvers, quorum, deadline), so the page offers exactly those.
+// the inbox, cancel and permissions routes, and the fields of steps, workflows
+// and decisions (approvers, quorum, deadline), so the page offers exactly those.
+// What the caller may do with a run is the API's to say, GET
+// /runs/{id}/permissions: the page offers those actions only, and says in
+// words why the others are not offered.
 "use strict";
 
 (() => {
@@ -18,16 +21,34 @@
   const MODE = meta("auth-mode") === "none" ? "none" : "jwt";
   const ACTOR_CLAIM = meta("actor-claim") || "sub";
   const GROUPS_CLAIM = meta("groups-claim") || "groups";
+  const ADMIN_GROUP = meta("admin-group") || "workflow-admins";
   const PAGE_SIZE = 20;
   const KEYS = { actor: "approvals.actor", groups: "approvals.groups", token: "approvals.token", next: "approvals.next" };
-  const DATE = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+  // Times in the reader's own zone, and saying which it is.
+  const DATE = new Intl.DateTimeFormat(undefined, { year: "numeric", month: "short", day: "numeric", hour: "numeric", minute: "2-digit", timeZoneName: "short" });
   const STATUS_TEXT = { in_progress: "In progress", completed: "Completed", rejected: "Rejected", cancelled: "Cancelled" };
+  const ENDED = { completed: "completed", rejected: "rejected", cancelled: "cancelled" };
   const DECIDED = { approve: "approved", reject: "rejected", cancel: "cancelled the run" };
+  const ACTIONS = ["approve", "reject", "cancel"];
+  const ACTION_NAMES = { approve: "Approve", reject: "Reject", cancel: "Cancel" };
+  // A workflow's rules (its boolean fields): the define form's label and hint,
+  // and how a workflow's card says each, when true and when false.
   const FLAG_LABELS = {
     allow_self_approval: "The requester may decide their own run",
     distinct_approvers: "Nobody approves more than one step of a run",
     reject_requires_comment: "Rejecting needs a comment",
   };
+  const FLAG_HINTS = {
+    allow_self_approval: "Otherwise whoever requested a run can't approve or reject it.",
+    distinct_approvers: "Each step of a run is then approved by people who approved none of its other steps.",
+    reject_requires_comment: "Whoever rejects a run then has to say why.",
+  };
+  const FLAG_SAYS = {
+    allow_self_approval: ["The requester may approve or reject their own run.", "The requester may not approve or reject their own run."],
+    distinct_approvers: ["Nobody approves more than one step of a run.", "One person may approve several steps of a run."],
+    reject_requires_comment: ["Rejecting needs a comment.", "Rejecting needs no comment."],
+  };
+  const ON_DEADLINE_OPTIONS = { remind: "Remind the approvers", reject: "Reject the run" };
 
   const view = document.getElementById("view");
   const alertRegion = document.getElementById("alert");
@@ -70,6 +91,39 @@
 
   const splitList = (text) => String(text || "").split(/[\s,]+/).map((part) => part.trim()).filter(Boolean);
   const plural = (count, one, many) => `${count} ${count === 1 ? one : many}`;
+  const asSentence = (text) => (/[.!?]$/.test(text) ? text : `${text}.`);
+
+  /** "a", "a or b", "a, b or c" (`word` "and" for "a, b and c"). */
+  function series(items, word = "or") {
+    if (items.length <= 1) return items.join("");
+    return `${items.slice(0, -1).join(", ")} ${word} ${items[items.length - 1]}`;
+  }
+
+  /** A principal in words: "group:finance" is the finance group, "user:cfo" is cfo. */
+  function principalWords(principal) {
+    const text = String(principal);
+    if (text.startsWith("group:")) return `the ${text.slice("group:".length)} group`;
+    if (text.startsWith("user:")) return text.slice("user:".length);
+    return text === "*" ? "anyone" : text;
+  }
+
+  const whoMayDecide = (principals) => (principals && principals.length ? series(principals.map(principalWords)) : "anyone");
+
+  // Width forms (fullwidth and halfwidth, and the ideographic space): the
+  // characters whose compatibility mapping is <wide> or <narrow>.
+  const WIDTH_FORMS = /[\u3000\uFF01-\uFFEE]/g;
+
+  /** The key the service compares names by (one person, one name): width forms
+   *  at their usual width, case folded, NFC. Unicode case folding is
+   *  approximated by upper- then lower-casing, which agrees with it but for a
+   *  few letters (the dotless ı): there it joins names the service keeps apart,
+   *  which can only show a form the API then refuses, never hide one. */
+  function nameKey(name) {
+    const mapped = String(name).normalize("NFC").replace(WIDTH_FORMS, (char) => char.normalize("NFKC"));
+    return mapped.toUpperCase().toLowerCase().normalize("NFC");
+  }
+
+  const sameName = (first, second) => typeof first === "string" && typeof second === "string" && nameKey(first) === nameKey(second);
 
   function newKey() {
     const bytes = new Uint8Array(16);
@@ -147,6 +201,14 @@
     return { actor, groups: claimGroups(claims[GROUPS_CLAIM]), token, expires };
   }
 
+  /** Whether the caller may define workflows and append steps: anyone without
+   *  sign-in; with tokens, the members of the admin group (read from the token
+   *  for display only: the API checks the token on every call). */
+  function isAdmin(caller) {
+    if (MODE === "none") return true;
+    return Boolean(caller) && caller.groups.some((group) => sameName(group, ADMIN_GROUP));
+  }
+
   // -- the API ---------------------------------------------------------------------
 
   class ApiError extends Error {
@@ -182,13 +244,20 @@
       data = null;
     }
     if (response.ok) return data;
-    const message = data && typeof data.error === "string" ? data.error : `The service answered ${response.status}.`;
+    const message = data && typeof data.error === "string" ? data.error : unexplained(response.status);
     const error = new ApiError(response.status, message, data);
     if (response.status === 401) {
       signedOut(message);
       error.handled = true;
     }
     throw error;
+  }
+
+  /** What to say of a failed answer that says nothing itself. */
+  function unexplained(status) {
+    if (status === 429) return "The service is busy: try again in a moment.";
+    if (status >= 500) return "The service could not answer just now: try again in a moment.";
+    return "The service refused this request.";
   }
 
   let contract = null;
@@ -223,13 +292,14 @@
     contract = {
       inbox: "/inbox" in paths,
       cancel: "/runs/{run_id}/cancel" in paths,
+      permissions: "/runs/{run_id}/permissions" in paths,
       decisionGroups: "groups" in body("/runs/{run_id}/approve"),
       stepFields: new Set(Object.keys(stepFields)),
       initialStepFields: new Set(Object.keys(initialStep)),
       onDeadline: [...(onDeadline.enum || []), ...(onDeadline.anyOf || []).flatMap((each) => deref(each).enum || [])].filter((v) => typeof v === "string"),
       flags: Object.entries(workflowFields)
         .filter(([, schema]) => [deref(schema).type].flat().includes("boolean"))
-        .map(([name, schema]) => ({ name, description: deref(schema).description || "" })),
+        .map(([name]) => ({ name })),
     };
     return contract;
   }
@@ -365,7 +435,7 @@
 
   function showCaller() {
     const caller = me();
-    document.getElementById("whoami").textContent = caller ? `Acting as ${caller.actor || "?"}` : "Who am I?";
+    document.getElementById("whoami").textContent = caller ? `Acting as ${caller.actor || "nobody named"}` : "Who am I?";
   }
 
   // -- who am I ----------------------------------------------------------------------
@@ -558,14 +628,40 @@
   // -- a run -------------------------------------------------------------------------
 
   async function showRun(current, target) {
-    const run = await request("GET", `/runs/${target.id}`);
-    const workflow = await workflowById(run.workflow_id, true);
     const caps = await capabilities();
-    return drawRun(current, run, workflow, caps, "");
+    const run = await request("GET", `/runs/${target.id}`);
+    const [workflow, permissions] = await Promise.all([workflowById(run.workflow_id, true), permissionsOf(run.id, caps)]);
+    return drawRun(current, run, workflow, caps, permissions, "");
   }
 
-  function drawRun(current, run, workflow, caps, draft) {
+  /** What the caller may do with run `id`, as GET /runs/{id}/permissions says
+   *  ({approve, reject, cancel}, each {allowed, reason, message}); null from a
+   *  server without that route; {failed: why} when it could not be asked. */
+  async function permissionsOf(id, caps) {
+    if (!caps.permissions) return null;
     const caller = me();
+    const params = MODE === "none" ? { actor: caller.actor, group: caller.groups } : {};
+    try {
+      return await request("GET", `/runs/${id}/permissions${query(params)}`);
+    } catch (error) {
+      if (error.handled) throw error;
+      return { failed: error.message };
+    }
+  }
+
+  /** The actions to offer: those the API allows. A server without the
+   *  permissions route gets the decisions offered to all and the cancel to
+   *  the requester, and has the last word on each. */
+  function offered(run, caps, permissions) {
+    if (permissions === null) {
+      const caller = me();
+      return { approve: true, reject: true, cancel: caps.cancel && Boolean(caller) && sameName(run.requested_by, caller.actor) };
+    }
+    if (permissions.failed) return { approve: false, reject: false, cancel: false };
+    return Object.fromEntries(ACTIONS.map((action) => [action, Boolean(permissions[action] && permissions[action].allowed)]));
+  }
+
+  function drawRun(current, run, workflow, caps, permissions, draft) {
     const status = STATUS_TEXT[run.status] || run.status;
     const summary = facts([
       ["Workflow", workflow.name],
@@ -581,22 +677,74 @@
       el("p", { class: "lead" }, "Status: ", el("span", { class: `badge badge-${run.status}` }, status), run.current_step ? ` Waiting at step ${stepPosition(run.current_step, workflow)}.` : ""),
       summary,
     ];
-    if (run.status === "in_progress" && run.current_step) sections.push(decisionForm(run, workflow, caps, draft));
-    if (run.status === "in_progress" && caps.cancel && caller && run.requested_by === caller.actor) sections.push(cancelForm(run, workflow, caps));
+    if (run.status === "in_progress" && run.current_step) {
+      const offer = offered(run, caps, permissions);
+      if (offer.approve || offer.reject) sections.push(decisionForm(run, workflow, caps, offer, draft));
+      if (offer.cancel) sections.push(cancelForm(run, caps));
+      sections.push(notOffered(run, permissions));
+    }
     sections.push(timeline(run, workflow), historySection(run));
     sections.push(el("p", { class: "actions" }, el("a", { href: "#/inbox" }, "Back to the inbox"), el("button", { type: "button", onclick: () => route() }, "Reload")));
     return draw(current, run.title, ...sections);
   }
 
-  function decisionForm(run, workflow, caps, draft) {
+  /** The actions the API does not allow the caller, each with why, in words;
+   *  actions held back for one reason are named together. */
+  function notOffered(run, permissions) {
+    if (permissions === null) return null;
+    const section = (...content) =>
+      el("section", { class: "panel", "aria-labelledby": "not-offered-heading" }, el("h2", { id: "not-offered-heading" }, "Not offered to you"), content);
+    if (permissions.failed) {
+      return section(el("p", {}, `The page could not check what you may do with this run, so it offers nothing: ${asSentence(permissions.failed)} Reload to try again.`));
+    }
+    const reasons = new Map(); // the reason in words -> the actions it holds back
+    for (const action of ACTIONS) {
+      const permission = permissions[action];
+      if (!permission || permission.allowed) continue;
+      const why = whyNot(permission, run);
+      reasons.set(why, [...(reasons.get(why) || []), ACTION_NAMES[action]]);
+    }
+    if (!reasons.size) return null;
+    return section(el("ul", { class: "why-not" }, [...reasons].map(([why, names]) => el("li", {}, el("strong", {}, series(names, "and")), `: ${why}`))));
+  }
+
+  /** Why the API does not allow an action (its reason code), said to the caller. */
+  function whyNot(permission, run) {
+    const step = run.current_step || {};
+    switch (permission.reason) {
+      case "run_not_in_progress":
+        return "This run has ended meanwhile: reload the page to see how.";
+      case "not_an_approver": {
+        const principals = [...(step.approvers || []), ...(run.current_step_escalated_to || [])];
+        return principals.length ? `Only ${whoMayDecide(principals)} can decide this step.` : "You are not among those who may decide this step.";
+      }
+      case "requester_may_not_decide":
+        return "You requested this run, and its workflow doesn't let requesters approve or reject it.";
+      case "already_approved_this_step": {
+        const soFar = approvalsSoFar(run);
+        return `You already approved this step; it waits for other approvers${soFar ? ` (${soFar} approvals so far)` : ""}.`;
+      }
+      case "approved_another_step":
+        return "You approved another step of this run, and its workflow wants a different person for each step.";
+      case "not_the_requester": {
+        const admins = MODE === "jwt" ? ` or a member of the ${ADMIN_GROUP} group` : "";
+        return run.requested_by ? `Only ${run.requested_by}, who requested this run,${admins ? `${admins},` : ""} can cancel it.` : `Only the requester${admins} can cancel this run.`;
+      }
+      default:
+        return permission.message || "This is not yours to do with this run now.";
+    }
+  }
+
+  function decisionForm(run, workflow, caps, offer, draft) {
     const caller = me();
     const step = run.current_step;
     const commentId = uid("comment");
     const hintId = uid("hint");
-    const needsComment = workflow.reject_requires_comment === true;
+    const needsComment = workflow.reject_requires_comment === true && offer.reject;
     const comment = el("textarea", { id: commentId, name: "comment", rows: "3", maxlength: "5000", "aria-describedby": hintId });
     comment.value = draft;
     const approved = run.current_step_approved_by || [];
+    const escalated = run.current_step_escalated_to || [];
     const notes = [];
     if (typeof step.required_approvals === "number") {
       notes.push(
@@ -604,30 +752,27 @@
         approved.length ? ` (${approved.join(", ")}).` : ".",
       );
     }
-    if (Array.isArray(step.approvers)) notes.push(` Who may decide: ${step.approvers.length ? step.approvers.join(", ") : "anyone"}.`);
-    if (caller && approved.includes(caller.actor)) notes.push(" You approved this step already.");
+    if (Array.isArray(step.approvers)) notes.push(` Who may decide: ${whoMayDecide(step.approvers)}.`);
+    if (escalated.length) notes.push(` Its deadline has passed: ${whoMayDecide(escalated)} may decide it too.`);
+    let hint = "Optional. Kept in the run's history.";
+    if (needsComment) hint = offer.approve ? "Required to reject; optional to approve. Kept in the run's history." : "Required: say why you reject. Kept in the run's history.";
     const form = el(
       "form",
       { class: "panel", novalidate: true, "aria-labelledby": "decide-heading" },
       el("h2", { id: "decide-heading" }, `Decide step ${stepPosition(step, workflow)}`),
       notes.length ? el("p", {}, notes) : null,
-      el(
-        "div",
-        { class: "field" },
-        el("label", { for: commentId }, "Comment"),
-        el("p", { class: "hint", id: hintId }, needsComment ? "Required to reject; optional to approve. Kept in the run's history." : "Optional. Kept in the run's history."),
-        comment,
-      ),
+      el("div", { class: "field" }, el("label", { for: commentId }, "Comment"), el("p", { class: "hint", id: hintId }, hint), comment),
       el(
         "div",
         { class: "actions" },
-        el("button", { type: "submit", class: "primary", name: "decision", value: "approve" }, "Approve"),
-        el("button", { type: "submit", class: "danger", name: "decision", value: "reject" }, "Reject"),
+        offer.approve ? el("button", { type: "submit", class: "primary", name: "decision", value: "approve" }, "Approve") : null,
+        offer.reject ? el("button", { type: "submit", class: "danger", name: "decision", value: "reject" }, "Reject") : null,
       ),
     );
     form.addEventListener("submit", (event) => {
       event.preventDefault();
-      const decision = event.submitter && event.submitter.value === "reject" ? "reject" : "approve";
+      const chosen = event.submitter && event.submitter.value;
+      const decision = chosen === "reject" || chosen === "approve" ? chosen : offer.approve ? "approve" : "reject";
       const text = comment.value;
       if (decision === "reject" && needsComment && !text.trim()) return refuse(comment, "Say why you reject: this workflow needs a comment to reject.");
       const body = { expected_step_id: step.id };
@@ -636,18 +781,27 @@
         if (caps.decisionGroups && caller.groups.length) body.groups = caller.groups;
       }
       if (text.trim()) body.comment = text;
-      act(form, run, workflow, caps, `/runs/${run.id}/${decision}`, body, text, (updated) => decidedText(decision, step, updated, workflow));
+      act(form, run, caps, decision, body, text, (updated, fresh) => decidedText(decision, step, updated, fresh));
     });
     return form;
   }
 
-  function cancelForm(run, workflow, caps) {
+  function cancelForm(run, caps) {
+    const caller = me();
+    const mine = Boolean(caller) && sameName(run.requested_by, caller.actor);
     const reasonId = uid("reason");
     const reason = el("input", { id: reasonId, name: "reason", type: "text", maxlength: "5000" });
+    let note = null;
+    if (!mine) {
+      note = run.requested_by
+        ? `${run.requested_by} requested this run; as a member of the ${ADMIN_GROUP} group, you may cancel it too.`
+        : "Nobody is named as this run's requester, so anyone may cancel it.";
+    }
     const form = el(
       "form",
       { class: "panel", novalidate: true, "aria-labelledby": "cancel-heading" },
-      el("h2", { id: "cancel-heading" }, "Withdraw your request"),
+      el("h2", { id: "cancel-heading" }, mine ? "Withdraw your request" : "Cancel the run"),
+      note ? el("p", {}, note) : null,
       el("div", { class: "field" }, el("label", { for: reasonId }, "Reason (optional)"), reason),
       el("div", { class: "actions" }, el("button", { type: "submit", class: "danger" }, "Cancel this run")),
     );
@@ -656,38 +810,54 @@
       const body = {};
       if (MODE === "none") body.actor = me().actor;
       if (reason.value.trim()) body.reason = reason.value;
-      act(form, run, workflow, caps, `/runs/${run.id}/cancel`, body, "", () => "You cancelled this run.");
+      act(form, run, caps, "cancel", body, "", () => "You cancelled this run.");
     });
     return form;
   }
 
-  /** Send a decision; show the outcome (or the API's error) and the run as it is now. */
-  async function act(form, run, workflow, caps, path, body, draft, describe) {
+  /** Send a decision; show the outcome (or why it was not recorded) and the
+   *  run as it is now, with what the caller may do with it now. */
+  async function act(form, run, caps, action, body, draft, describe) {
     const buttons = form.querySelectorAll("button");
     for (const button of buttons) button.disabled = true;
     const current = generation;
     clearMessages();
     try {
-      const updated = await request("POST", path, body, newKey());
-      const fresh = await workflowById(updated.workflow_id, true);
+      const updated = await request("POST", `/runs/${run.id}/${action}`, body, newKey());
+      const [fresh, permissions] = await Promise.all([workflowById(updated.workflow_id, true), permissionsOf(updated.id, caps)]);
       if (current !== generation) return;
-      drawRun(current, updated, fresh, caps, "");
-      say(describe(updated));
+      drawRun(current, updated, fresh, caps, permissions, "");
+      say(describe(updated, fresh));
       focus(statusRegion);
     } catch (error) {
       if (error.handled || current !== generation) return;
       warn(error.message);
       try {
         const reloaded = await request("GET", `/runs/${run.id}`);
-        const fresh = await workflowById(reloaded.workflow_id, true);
+        const [fresh, permissions] = await Promise.all([workflowById(reloaded.workflow_id, true), permissionsOf(reloaded.id, caps)]);
         if (current !== generation) return;
-        drawRun(current, reloaded, fresh, caps, draft);
+        drawRun(current, reloaded, fresh, caps, permissions, draft);
+        if (error.status === 403 || error.status === 409) warn(notRecorded(action, run, reloaded, fresh, permissions) || error.message);
       } catch (reloadError) {
         if (reloadError.handled) return;
         for (const button of buttons) button.disabled = false;
       }
       focus(alertRegion);
     }
+  }
+
+  const NOUNS = { approve: "approval", reject: "rejection", cancel: "cancellation" };
+
+  /** Why a refused action was not recorded, from the run as it is now (`after`);
+   *  null when that does not tell. */
+  function notRecorded(action, before, after, workflow, permissions) {
+    const lead = `Your ${NOUNS[action]} was not recorded`;
+    if (after.status !== "in_progress") return `${lead}: the run was ${ENDED[after.status] || after.status} meanwhile.`;
+    if (after.current_step_id !== before.current_step_id && after.current_step) {
+      return `${lead}: the run moved on meanwhile, to step ${stepPosition(after.current_step, workflow)}. Your comment is kept: decide again if you still want to.`;
+    }
+    const permission = permissions && !permissions.failed ? permissions[action] : null;
+    return permission && !permission.allowed ? `${lead}. ${whyNot(permission, after)}` : null;
   }
 
   function decidedText(decision, step, run, workflow) {
@@ -717,13 +887,29 @@
     });
   }
 
+  /** What happens when a step's deadline passes, in words. */
+  function deadlineOutcome(step) {
+    switch (step.on_deadline) {
+      case null:
+      case undefined:
+      case "":
+        return "";
+      case "remind":
+        return ", then its approvers are reminded";
+      case "reject":
+        return ", then the run is rejected";
+      case "escalate":
+        return `, then ${whoMayDecide(step.escalate_to)} may decide it too`;
+      default:
+        return `, then ${String(step.on_deadline).replace(/_/g, " ")}`;
+    }
+  }
+
   function stepRules(step) {
     const rules = [];
-    if (Array.isArray(step.approvers)) rules.push(`Who may decide: ${step.approvers.length ? step.approvers.join(", ") : "anyone"}.`);
+    if (Array.isArray(step.approvers)) rules.push(`Who may decide: ${whoMayDecide(step.approvers)}.`);
     if (typeof step.required_approvals === "number") rules.push(` Needs ${plural(step.required_approvals, "approval", "approvals")}.`);
-    if (typeof step.deadline_seconds === "number") {
-      rules.push(` Deadline: ${duration(step.deadline_seconds)} after it starts${step.on_deadline ? `, then ${String(step.on_deadline).replace(/_/g, " ")}` : ""}.`);
-    }
+    if (typeof step.deadline_seconds === "number") rules.push(` Deadline: ${duration(step.deadline_seconds)} after it starts${deadlineOutcome(step)}.`);
     return rules.length ? el("p", { class: "step-rules" }, rules) : null;
   }
 
@@ -773,18 +959,19 @@
 
   async function showWorkflows(current) {
     const caps = await capabilities();
+    const admin = isAdmin(me());
     const list = el("ul", { class: "cards" });
     const more = el("div", { class: "actions" });
     const load = async (cursor) => {
       const page = await request("GET", `/workflows${query({ limit: PAGE_SIZE, cursor })}`);
       for (const workflow of page.items) {
         workflowCache.set(workflow.id, workflow);
-        list.append(workflowCard(workflow, caps));
+        list.append(workflowCard(workflow, caps, admin));
       }
       more.replaceChildren(
         page.next_cursor
           ? el("button", { type: "button", onclick: async (event) => { event.target.disabled = true; await load(page.next_cursor).catch((error) => error.handled || warn(error.message)); } }, "Show more workflows")
-          : el("p", { class: "empty" }, list.children.length ? "That is every workflow." : "No workflow yet: define the first one below."),
+          : el("p", { class: "empty" }, list.children.length ? "That is every workflow." : admin ? "No workflow yet: define the first one below." : "No workflow yet."),
       );
     };
     await load(null);
@@ -792,7 +979,9 @@
       current,
       "Workflows",
       el("section", { "aria-labelledby": "defined-heading" }, el("h2", { id: "defined-heading" }, "Defined workflows"), list, more),
-      defineForm(caps),
+      admin
+        ? defineForm(caps)
+        : el("p", { class: "panel" }, `Defining workflows and appending steps is for members of the ${ADMIN_GROUP} group, which your token does not list. You may start runs of the workflows above.`),
     );
   }
 
@@ -800,19 +989,27 @@
     return FLAG_LABELS[flag] || capitalised(flag.replace(/_/g, " "));
   }
 
-  function workflowCard(workflow, caps) {
+  /** What a workflow's rule (a boolean field) being `value` means, in words. */
+  function flagText(flag, value) {
+    const says = FLAG_SAYS[flag];
+    return says ? says[value ? 0 : 1] : `${flagLabel(flag)}: ${value ? "yes" : "no"}.`;
+  }
+
+  function workflowCard(workflow, caps, admin) {
     const flags = Object.entries(workflow).filter(([, value]) => typeof value === "boolean");
     return el(
       "li",
       { class: "card" },
       el("h3", { class: "card-title" }, workflow.name),
       workflow.description ? el("p", {}, workflow.description) : null,
-      flags.length ? el("ul", { class: "flags" }, flags.map(([name, value]) => el("li", {}, `${flagLabel(name)}: ${value ? "yes" : "no"}`))) : null,
+      flags.length ? [el("h4", {}, "Rules"), el("ul", { class: "flags" }, flags.map(([name, value]) => el("li", {}, flagText(name, value))))] : null,
+      el("h4", {}, "Steps"),
       workflow.steps.length
         ? el("ol", { class: "steps" }, workflow.steps.map((step) => el("li", {}, el("span", { class: "step-name" }, step.name), stepRules(step))))
-        : el("p", { class: "empty" }, "No step yet: append one before starting runs."),
-      el("details", {}, el("summary", {}, "Start a run"), startRunForm(workflow)),
-      el("details", {}, el("summary", {}, "Append a step"), appendStepForm(workflow, caps)),
+        : el("p", { class: "empty" }, admin ? "No step yet: append one before starting runs." : "No step yet: runs can start once an administrator appends one."),
+      // A workflow without steps cannot start a run (the API answers 409): not offered.
+      workflow.steps.length ? el("details", {}, el("summary", {}, "Start a run"), startRunForm(workflow)) : null,
+      admin ? el("details", {}, el("summary", {}, "Append a step"), appendStepForm(workflow, caps)) : null,
     );
   }
 
@@ -830,15 +1027,17 @@
     };
     field("name", "Step name", el("input", { type: "text", name: "name", required: true, maxlength: "200" }));
     if (fields.has("approvers")) {
-      field("approvers", "Who may decide", el("input", { type: "text", name: "approvers", autocomplete: "off" }), "user:NAME or group:NAME, separated by commas; empty: anyone.");
+      field("approvers", "Who may decide", el("input", { type: "text", name: "approvers", autocomplete: "off" }), "People as user:name and groups as group:name, separated by commas (for example: group:finance, user:cfo). Leave it empty to let anyone decide.");
     }
     if (fields.has("required_approvals")) {
       field("required_approvals", "Approvals needed", el("input", { type: "number", name: "required_approvals", min: "1", max: "20", step: "1", value: "1", inputmode: "numeric" }));
     }
     if (fields.has("deadline_seconds")) {
-      field("deadline_hours", "Deadline, in hours after the step starts", el("input", { type: "number", name: "deadline_hours", min: "0", step: "any", inputmode: "decimal" }), "Empty: no deadline.");
-      if (fields.has("on_deadline") && caps.onDeadline.length) {
-        const select = el("select", { name: "on_deadline" }, caps.onDeadline.map((value) => el("option", { value }, capitalised(value.replace(/_/g, " ")))));
+      field("deadline_hours", "Deadline, in hours after the step starts", el("input", { type: "number", name: "deadline_hours", min: "0", step: "any", inputmode: "decimal" }), "Leave it empty for no deadline.");
+      // Escalating needs whom to escalate to, which this form does not ask: not offered.
+      const outcomes = caps.onDeadline.filter((value) => value !== "escalate");
+      if (fields.has("on_deadline") && outcomes.length) {
+        const select = el("select", { name: "on_deadline" }, outcomes.map((value) => el("option", { value }, ON_DEADLINE_OPTIONS[value] || capitalised(value.replace(/_/g, " ")))));
         field("on_deadline", "When the deadline passes", select);
       }
     }
@@ -898,9 +1097,11 @@
     const description = el("textarea", { id: descriptionId, name: "description", rows: "2", maxlength: "5000" });
     const flags = caps.flags.map((flag) => {
       const id = uid(flag.name);
-      const hintId = flag.description ? uid("hint") : null;
+      // The page's own words: the contract's descriptions are written for programmers.
+      const hint = FLAG_HINTS[flag.name];
+      const hintId = hint ? uid("hint") : null;
       const box = el("input", { id, type: "checkbox", name: flag.name, "aria-describedby": hintId });
-      return { flag, box, node: el("div", { class: "check" }, box, el("label", { for: id }, flagLabel(flag.name)), hintId ? el("p", { class: "hint", id: hintId }, flag.description) : null) };
+      return { flag, box, node: el("div", { class: "check" }, box, el("label", { for: id }, flagLabel(flag.name)), hintId ? el("p", { class: "hint", id: hintId }, hint) : null) };
     });
     const steps = [];
     const stepList = el("div", { class: "step-list" });

@@ -132,18 +132,21 @@ def test_in_jwt_mode_anyone_gets_the_page_which_then_asks_for_a_token(bare_api: 
     assert meta(document, "auth-mode") == "jwt"
     assert meta(document, "actor-claim") == "sub"
     assert meta(document, "groups-claim") == "groups"
+    assert meta(document, "admin-group") == "workflow-admins"
 
 
 @pytest.mark.usefixtures("secret_mode")
-def test_the_page_names_the_claims_the_service_reads_escaped(
+def test_the_page_names_the_claims_and_the_admin_group_the_service_reads_escaped(
     bare_api: Api, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("WORKFLOW_JWT_ACTOR_CLAIM", 'email"><script>alert(1)</script>')
     monkeypatch.setenv("WORKFLOW_JWT_GROUPS_CLAIM", "cognito:groups")
+    monkeypatch.setenv("WORKFLOW_ADMIN_GROUP", "Ops & <admins>")
     document = bare_api.get("/").body.decode()
     assert "<script>alert" not in document
     assert meta(document, "actor-claim") == "email&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"
     assert meta(document, "groups-claim") == "cognito:groups"
+    assert meta(document, "admin-group") == "Ops &amp; &lt;admins&gt;"
 
 
 def test_a_misconfigured_service_still_serves_the_page_asking_for_a_token(

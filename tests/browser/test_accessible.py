@@ -46,7 +46,9 @@ def test_every_view_is_accessible_and_fits_the_width(tab: PageUnderTest, api: Ap
     api.approve(run["id"], "someone-else")  # the page is stale now
     tab.expect_failed_request(409)
     tab.decide("Reject", "Too late")
-    expect(tab.alert).to_contain_text("Run is not in progress")
+    expect(tab.alert).to_have_text(
+        "Your rejection was not recorded: the run was completed meanwhile."
+    )
     check_view(tab, run["title"])
 
     tab.open_run(ended)

@@ -114,7 +114,8 @@ def test_a_stale_page_shows_the_conflict_and_the_run_as_it_is_now(
     tab.expect_failed_request(409)
     tab.decide("Approve", "Looks fine")
     expect(tab.alert).to_have_text(
-        f"Run is at step 'Finance' (id {finance}), not at step {manager}"
+        "Your approval was not recorded: the run moved on meanwhile, to step 2 of 2: Finance."
+        " Your comment is kept: decide again if you still want to."
     )
     expect(tab.alert).to_be_focused()
     # Reloaded: the run as it is, the comment still there to send again.
@@ -123,6 +124,8 @@ def test_a_stale_page_shows_the_conflict_and_the_run_as_it_is_now(
     assert "someone-else approved at Manager" in tab.history()[0]
     expect(tab.page.get_by_label("Comment")).to_have_value("Looks fine")
     assert len(api.get_run(run["id"])["actions"]) == 1
+    (sent,) = tab.decisions_sent()
+    assert sent["body"]["expected_step_id"] == manager != finance
 
 
 def test_a_double_click_decides_once(tab: PageUnderTest, api: Api) -> None:

@@ -49,6 +49,16 @@ def test_define_a_workflow_append_a_step_and_start_a_run(tab: PageUnderTest, api
     assert workflow["description"] == "Anything over 500 EUR"
 
 
+def test_a_workflow_without_steps_offers_no_run_to_start(tab: PageUnderTest, api: Api) -> None:
+    api.create_workflow("Not ready")
+    tab.act_as("maria")
+    tab.visit("#/workflows")
+    card = tab.page.locator("li.card").filter(has_text="Not ready")
+    expect(card).to_contain_text("No step yet: append one before starting runs.")
+    expect(card.get_by_text("Append a step")).to_be_visible()
+    assert card.get_by_text("Start a run").count() == 0
+
+
 def test_the_apis_refusal_is_shown_and_the_form_kept(tab: PageUnderTest, api: Api) -> None:
     api.create_workflow("Purchase order", steps=["Manager"])
     tab.act_as("maria")
@@ -124,7 +134,7 @@ def test_a_deadline_the_api_gives_is_shown_and_an_overdue_one_marked(
     expect(tab.heading).to_have_text("Late")
     expect(tab.fact("Deadline")).to_contain_text("Overdue")
     expect(tab.page.locator("ol.timeline .step-rules")).to_contain_text(
-        "Deadline: 2 days after it starts, then reject."
+        "Deadline: 2 days after it starts, then the run is rejected."
     )
 
 

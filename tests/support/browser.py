@@ -33,6 +33,7 @@ class PageUnderTest:
         self.console_errors: list[str] = []
         self.expected_statuses: set[int] = set()
         self.sent: list[dict[str, Any]] = []
+        self.permissions_asked: list[str] = []
         self.page.on("console", self._on_console)
         self.page.on("pageerror", lambda error: self.console_errors.append(f"uncaught {error}"))
         self.page.on("request", self._on_request)
@@ -53,6 +54,9 @@ class PageUnderTest:
         self.console_errors.append(message.text)
 
     def _on_request(self, request: Request) -> None:
+        path = request.url.removeprefix(self.base_url)
+        if request.method == "GET" and "/permissions" in path:
+            self.permissions_asked.append(path)
         if request.method == "POST":
             body = request.post_data
             self.sent.append(
@@ -124,6 +128,22 @@ class PageUnderTest:
         return [
             " ".join(text.split())
             for text in self.page.locator("ol.history > li").all_inner_texts()
+        ]
+
+    def offered(self) -> list[str]:
+        """The actions the run page offers: its Approve, Reject and Cancel buttons."""
+        names = {"Approve": "approve", "Reject": "reject", "Cancel this run": "cancel"}
+        return [
+            action
+            for name, action in names.items()
+            if self.page.get_by_role("button", name=name, exact=True).count()
+        ]
+
+    def not_offered(self) -> list[str]:
+        """What the run page says is not offered, and why: "Approve: You already ..."."""
+        return [
+            " ".join(text.split())
+            for text in self.page.locator("ul.why-not > li").all_inner_texts()
         ]
 
     def focused(self) -> dict[str, Optional[str]]:

@@ -56,3 +56,4 @@ def test_rendering_fills_every_placeholder() -> None:
     rendered = page.render(template, "/api", page.AuthSettings("jwt", "email", "roles"))
     assert "{{" not in rendered
     assert '<meta name="actor-claim" content="email">' in rendered
+    assert '<meta name="admin-group" content="workflow-admins">' in rendered
