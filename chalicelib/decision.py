@@ -53,7 +53,7 @@ def check_decider(
     run: Run, action: str, actor: str, groups: frozenset[str], comment: str = ""
 ) -> None:
     """Forbidden unless `actor` (a member of `groups`) may `action` the run's
-    current step under its rules; InvalidInput for a rejection without the
+    current step under its rules; Unprocessable for a rejection without the
     reason its workflow requires; Conflict for an approval given twice."""
     step = run.current_step
     assert step is not None, "step_to_decide comes first"
@@ -72,7 +72,7 @@ def check_decider(
             "distinct approvers"
         )
     if action == REJECT and run.policy.reject_requires_comment and is_blank(comment):
-        raise errors.InvalidInput("This workflow requires a comment that says why it is rejected")
+        raise errors.Unprocessable("This workflow requires a comment that says why it is rejected")
     if action == APPROVE and actor in run.current_step_approved_by:
         raise errors.Conflict(f"{actor!r} already approved step {step.name!r} of this run")
 

@@ -21,8 +21,10 @@ from chalicelib import access_log, errors, identity, validation
 if TYPE_CHECKING:
     from chalicelib.idempotency import KeyStore, StoredResponse
 
+# A kind before the kind it refines: status_of answers the first that matches.
 STATUS: dict[type[errors.WorkflowError], int] = {
     errors.PayloadTooLarge: 413,
+    errors.Unprocessable: 422,
     errors.InvalidInput: 400,
     errors.Unauthorized: 401,
     errors.Forbidden: 403,
