@@ -146,12 +146,22 @@ def migration_table_keys(step: int) -> dict[str, Any]:
 TTL_ATTRIBUTE = "expires_at"
 
 
-def ensure_table(client: DynamoDBClient, table: str) -> bool:
+def ensure_table(client: DynamoDBClient, table: str, stream: bool = True) -> bool:
     """Create the table, wait until it is active and turn its Time to Live on;
     False if it already existed (its TTL is turned on all the same, and the
-    indexes of INDEXES it lacks are added: see ensure_indexes)."""
+    indexes of INDEXES it lacks are added: see ensure_indexes).
+
+    `stream=False` creates it without the stream TABLE_KEYS gives it, for a
+    table nothing relays from (the tests': moto copies every write into the
+    stream, and its transactions take twice as long for it). A stream is only
+    left out at creation: a table that exists is left as it is."""
+    definition = (
+        TABLE_KEYS
+        if stream
+        else {key: value for key, value in TABLE_KEYS.items() if key != "StreamSpecification"}
+    )
     try:
-        client.create_table(TableName=table, **TABLE_KEYS)
+        client.create_table(TableName=table, **definition)
         created = True
     except client.exceptions.ResourceInUseException:
         created = False

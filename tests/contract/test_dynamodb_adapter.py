@@ -444,3 +444,42 @@ def test_a_decision_whose_transaction_is_sent_twice_is_recorded_once(
     assert stored == decided
     assert [(a.step_name, a.actor) for a in stored.actions] == [("A", "ann")]
     assert stored.current_step == workflow.steps[1]
+
+
+def test_a_table_made_without_its_stream_is_the_table_otherwise(tmp_path: Path) -> None:
+    """The tests' tables (ensure_table's stream=False) are the deployed table's
+    definition but for the stream; by default the stream is on."""
+    from moto import mock_aws
+
+    from chalicelib.storage import dynamodb_schema
+    from tests.support.backends import aws_env, client
+
+    def described(table: str) -> dict[str, Any]:
+        found = dict(admin.describe_table(TableName=table)["Table"])
+        return {
+            "keys": found["KeySchema"],
+            "attributes": sorted(found["AttributeDefinitions"], key=str),
+            "indexes": sorted(
+                (index["IndexName"], index["KeySchema"], index["Projection"])
+                for index in found["GlobalSecondaryIndexes"]
+            ),
+            "ttl": admin.describe_time_to_live(TableName=table)["TimeToLiveDescription"],
+        }
+
+    with aws_env(), mock_aws():
+        admin = client()
+        assert dynamodb_schema.ensure_table(admin, "with")
+        assert dynamodb_schema.ensure_table(admin, "without", stream=False)
+        with_stream = admin.describe_table(TableName="with")["Table"]
+        assert with_stream["StreamSpecification"] == {
+            "StreamEnabled": True,
+            "StreamViewType": "NEW_IMAGE",
+        }
+        assert "LatestStreamArn" in with_stream
+        without = admin.describe_table(TableName="without")["Table"]
+        assert "LatestStreamArn" not in without
+        assert not without.get("StreamSpecification", {}).get("StreamEnabled", False)
+        assert described("with") == described("without")
+        # An existing table is left as it is: its stream is not turned off.
+        assert not dynamodb_schema.ensure_table(admin, "with", stream=False)
+        assert "LatestStreamArn" in admin.describe_table(TableName="with")["Table"]

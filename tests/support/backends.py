@@ -12,6 +12,11 @@ tests call it again, once per thread, as separate Lambda containers would).
   atomic as in DynamoDB and the races left in a test are the service's own.
   moto's in-process mock does not make a condition check and its write atomic.
 
+Both DynamoDB backends create their tables without the stream the deployed
+table has (ensure_table's `stream=False`): no test of theirs reads it, and moto
+pays for it on every write, more as the table grows. Delivery through the
+stream is tested on a table of its own, with it (contract/test_relay.py).
+
 Every DynamoDB client comes from one boto3 session per test process: creating a
 session parses botocore's service models (0.3 to 0.6 s), a client from an
 existing one takes about 0.03 s. Clients are thread-safe, and every client is
@@ -115,7 +120,7 @@ def dynamodb_backend(tmp_path: Path) -> Iterator[Opener]:
 
     with aws_env(), mock_aws():
         mock_client = _mock_client()
-        dynamodb_schema.ensure_table(mock_client, "workflows")
+        dynamodb_schema.ensure_table(mock_client, "workflows", stream=False)
         yield lambda: dynamodb.DynamoDBStorage(mock_client, "workflows")
 
 
@@ -136,7 +141,7 @@ def dynamodb_race_backend(tmp_path: Path) -> Iterator[Opener]:
     with aws_env(AWS_ENDPOINT_URL_DYNAMODB=server.endpoint):
         table = f"race-{os.getpid()}-{next(_tables)}"
         admin = client(server.endpoint)
-        dynamodb_schema.ensure_table(admin, table)
+        dynamodb_schema.ensure_table(admin, table, stream=False)
         yield lambda: dynamodb.DynamoDBStorage(client(server.endpoint), table)
         # moto copies every table in a transaction: keep the server small.
         admin.delete_table(TableName=table)
