@@ -483,3 +483,61 @@ def test_a_table_made_without_its_stream_is_the_table_otherwise(tmp_path: Path) 
         # An existing table is left as it is: its stream is not turned off.
         assert not dynamodb_schema.ensure_table(admin, "with", stream=False)
         assert "LatestStreamArn" in admin.describe_table(TableName="with")["Table"]
+
+
+def test_moto_copies_a_table_once_per_transaction_and_still_rolls_one_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """tests/support/moto_snapshots.py: one snapshot of the table per
+    transaction (moto takes one per item), and a refused transaction still
+    leaves the table as it was."""
+    import copy
+
+    from moto import mock_aws
+    from moto.dynamodb.models.table import Table
+
+    from chalicelib.storage import dynamodb_schema
+    from tests.support import moto_snapshots
+    from tests.support.backends import aws_env, client
+
+    assert moto_snapshots.install(), "moto changed: check tests/support/moto_snapshots.py again"
+    snapshots = []
+    deepcopy = copy.deepcopy
+
+    def counting(value: Any, memo: Any = None) -> Any:
+        if isinstance(value, Table):
+            snapshots.append(value.name)
+        return deepcopy(value, memo)
+
+    def put(sk: str) -> dict[str, Any]:
+        return {"Put": {"TableName": "t", "Item": {"PK": {"S": "p"}, "SK": {"S": sk}}}}
+
+    def stored() -> list[str]:
+        items = admin.query(
+            TableName="t",
+            KeyConditionExpression="PK = :p",
+            ExpressionAttributeValues={":p": {"S": "p"}},
+        )["Items"]
+        return [item["SK"]["S"] for item in items]
+
+    with aws_env(), mock_aws():
+        admin = client()
+        dynamodb_schema.ensure_table(admin, "t", stream=False)
+        monkeypatch.setattr(copy, "deepcopy", counting)
+        admin.transact_write_items(TransactItems=[put(f"a{n}") for n in range(4)])
+        assert snapshots == ["t"]
+        refused = [
+            put("b1"),
+            put("b2"),
+            {
+                "ConditionCheck": {
+                    "TableName": "t",
+                    "Key": {"PK": {"S": "p"}, "SK": {"S": "a0"}},
+                    "ConditionExpression": "attribute_not_exists(PK)",
+                }
+            },
+        ]
+        with pytest.raises(admin.exceptions.TransactionCanceledException):
+            admin.transact_write_items(TransactItems=refused)
+        assert snapshots == ["t", "t"]
+        assert stored() == ["a0", "a1", "a2", "a3"]

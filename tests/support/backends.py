@@ -15,7 +15,9 @@ tests call it again, once per thread, as separate Lambda containers would).
 Both DynamoDB backends create their tables without the stream the deployed
 table has (ensure_table's `stream=False`): no test of theirs reads it, and moto
 pays for it on every write, more as the table grows. Delivery through the
-stream is tested on a table of its own, with it (contract/test_relay.py).
+stream is tested on a table of its own, with it (contract/test_relay.py). And
+both copy a table once per transaction, not once per item of it, as moto
+would (tests/support/moto_snapshots.py).
 
 Every DynamoDB client comes from one boto3 session per test process: creating a
 session parses botocore's service models (0.3 to 0.6 s), a client from an
@@ -38,6 +40,7 @@ from unittest import mock
 
 from chalicelib.storage import Backend, dynamodb, dynamodb_schema
 from chalicelib.storage.sqlite import SQLiteStorage
+from tests.support import moto_snapshots
 
 if TYPE_CHECKING:
     import boto3
@@ -118,6 +121,7 @@ def dynamodb_backend(tmp_path: Path) -> Iterator[Opener]:
     """A fresh table in moto's in-process mock."""
     from moto import mock_aws
 
+    moto_snapshots.install()
     with aws_env(), mock_aws():
         mock_client = _mock_client()
         dynamodb_schema.ensure_table(mock_client, "workflows", stream=False)
@@ -130,6 +134,7 @@ def moto_server() -> MotoServer:
     if _server is None:
         from scripts.moto_server import MotoServer
 
+        moto_snapshots.install()
         _server = MotoServer().__enter__()
     return _server
 
