@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
@@ -398,3 +399,13 @@ def test_the_inbox_query_names_the_actor_and_repeats_group() -> None:
 
 def test_a_null_quorum_is_the_default() -> None:
     assert validation.new_step({"name": "S", "required_approvals": None}) == StepRule("S")
+
+
+def test_the_invisible_ranges_are_sorted_and_disjoint() -> None:
+    """_invisible looks a character up by bisecting the ranges' starts."""
+    ranges = validation.INVISIBLE_RANGES
+    assert all(low <= high for low, high in ranges)
+    assert all(before[1] < after[0] for before, after in itertools.pairwise(ranges))
+    for low, high in ranges:
+        assert validation.is_blank(chr(low)) and validation.is_blank(chr(high))
+        assert not validation.is_blank(chr(high + 1)) or chr(high + 1).isspace()
