@@ -309,7 +309,8 @@ def serving(app: Chalice, config: Config, host: str = "127.0.0.1", port: int = 0
     for chalice.test.Client."""
     app_class = app.__class__
     server = build_server(app, config, host, port)
-    thread = threading.Thread(target=server.server.serve_forever, daemon=True)
+    # shutdown() waits for the loop to look again: every 0.05 s, not every 0.5 s.
+    thread = threading.Thread(target=server.server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield f"http://{host}:{server.server.server_address[1]}"

@@ -24,8 +24,10 @@ from chalicelib.domain import errors
 if TYPE_CHECKING:
     from chalicelib.domain.idempotency import KeyStore, StoredResponse
 
+# A kind before the kind it refines: status_of answers the first that matches.
 STATUS: dict[type[errors.WorkflowError], int] = {
     errors.PayloadTooLarge: 413,
+    errors.Unprocessable: 422,
     errors.InvalidInput: 400,
     errors.Unauthorized: 401,
     errors.Forbidden: 403,

@@ -219,7 +219,8 @@ def _step_rule(body: Any, where: str = "") -> StepRule:
         )
     users = [approver for approver in approvers if approver.startswith(USER_PREFIX)]
     if approvers and len(users) == len(approvers) and required > len(users):
-        raise errors.InvalidInput(
+        # Valid by the document's schema, which cannot count a list against a number.
+        raise errors.Unprocessable(
             f"Step {name!r} requires {required} approvals but lists only {len(users)} "
             "approvers, all users: it could never be approved"
         )
@@ -290,7 +291,13 @@ def _principals(value: Any, name: str, most: int) -> tuple[str, ...]:
             )
         principal = prefix + _text({f"{name}[]": entry[len(prefix) :]}, f"{name}[]", MAX_ACTOR)
         if principal in principals:
-            raise errors.InvalidInput(f"{_shown(principal)} is listed twice in {name!r}")
+            # The schema's uniqueItems refuses a repeat as sent (400); one that
+            # only trimming or NFC makes a repeat ("user:a", "user:a ") is
+            # valid by it, and refused for a rule it cannot state (422).
+            twice = (
+                errors.InvalidInput if entry in value[: len(principals)] else errors.Unprocessable
+            )
+            raise twice(f"{_shown(principal)} is listed twice in {name!r}")
         principals.append(principal)
     return tuple(principals)
 

@@ -156,14 +156,14 @@ def check_decider(
     run: Run, action: str, actor: str, groups: frozenset[str], comment: str = ""
 ) -> None:
     """Forbidden unless `actor` (a member of `groups`) may `action` the run's
-    current step under its rules; InvalidInput for a rejection without the
+    current step under its rules; Unprocessable for a rejection without the
     reason its workflow requires; Conflict for an approval given twice."""
     assert run.current_step is not None, "step_to_decide comes first"
     refused = refusal(run, action, actor, groups)
     if refused is not None:
         raise refused.error()
     if action == REJECT and run.policy.reject_requires_comment and is_blank(comment):
-        raise errors.InvalidInput("This workflow requires a comment that says why it is rejected")
+        raise errors.Unprocessable("This workflow requires a comment that says why it is rejected")
 
 
 def awaits(run: Run, actor: str, groups: frozenset[str]) -> bool:

@@ -26,6 +26,13 @@ class PayloadTooLarge(InvalidInput):
     """The request body is larger than the service reads."""
 
 
+class Unprocessable(InvalidInput):
+    """The request is well formed and valid by every rule its schema states,
+    and still breaks one no schema can state (a quorum no approver list can
+    meet, a rejection without the comment its workflow requires): RFC 9110's
+    422, so that a fuzzer told which requests are valid can tell them apart."""
+
+
 class Unauthorized(WorkflowError):
     """The caller did not prove who it is (WORKFLOW_AUTH=jwt)."""
 

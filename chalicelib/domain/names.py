@@ -15,6 +15,7 @@ given; only their comparison folds them.
 
 from __future__ import annotations
 
+import bisect
 import functools
 from typing import Optional
 
@@ -28,6 +29,7 @@ INVISIBLE_RANGES = (
     (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A),
     (0xE0000, 0xE0FFF),
 )  # fmt: skip
+_INVISIBLE_STARTS = [low for low, _ in INVISIBLE_RANGES]  # sorted, as the ranges are
 # Control characters (Unicode category Cc) other than tab and newline are
 # refused in names, titles and actors: they corrupt logs and screens.
 ALLOWED_CONTROLS = "\t\n"
@@ -114,5 +116,7 @@ def same(first: str, second: object) -> bool:
 
 
 def _invisible(char: str) -> bool:
+    # The last range starting at or before `code` holds it, if any does.
     code = ord(char)
-    return any(low <= code <= high for low, high in INVISIBLE_RANGES)
+    at = bisect.bisect_right(_INVISIBLE_STARTS, code) - 1
+    return at >= 0 and code <= INVISIBLE_RANGES[at][1]

@@ -784,7 +784,7 @@ def walk(c: Conversation, run: Run) -> None:
         at("big2 run", "/reject"),
         {"actor": "mo"},
         who="mo",
-        expect=400,
+        expect=422,
     )
     c.ask(
         "big2 reject",

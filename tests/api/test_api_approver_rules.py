@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import jsonschema
 import pytest
 
+from tests.support import openapi_contract
 from tests.support.api import Api
 from tests.support.shapes import assert_error, assert_run, assert_workflow
 from tests.support.tokens import admin_token, as_, claims, hs256
@@ -63,7 +65,6 @@ def test_a_workflow_shows_its_step_rules_and_flags(api: Api) -> None:
 @pytest.mark.parametrize(
     "step",
     [
-        {"name": "X", "approvers": ["user:a"], "required_approvals": 2},
         {"name": "X", "approvers": ["bob"]},
         {"name": "X", "approvers": ["user:a", "user:a"]},
         {"name": "X", "required_approvals": 0},
@@ -72,9 +73,38 @@ def test_a_workflow_shows_its_step_rules_and_flags(api: Api) -> None:
 def test_a_step_rule_that_breaks_a_rule_is_400_and_writes_nothing(
     api: Api, step: dict[str, Any]
 ) -> None:
+    with pytest.raises(jsonschema.ValidationError):  # the document says so too
+        openapi_contract._validate(step, "components", "schemas", "NewStep")
     assert_error(api.post("/workflows", {"name": "Bad", "steps": [step]}), 400)
     workflow = api.create_workflow("Target")
     assert_error(api.post(f"/workflows/{workflow['id']}/steps", step), 400)
+    assert api.get("/workflows").json_body["items"] == [workflow]
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        {"name": "X", "approvers": ["user:a"], "required_approvals": 2},
+        {"name": "X", "approvers": ["user:a", "user: a"]},
+        {"name": "X", "approvers": ["user:a", "user:a "]},
+        {
+            "name": "X",
+            "deadline_seconds": 60,
+            "on_deadline": "escalate",
+            "escalate_to": ["group:caf\u00e9", "group:cafe\u0301"],
+        },
+    ],
+)
+def test_a_step_valid_by_the_schema_that_breaks_a_rule_no_schema_states_is_422(
+    api: Api, step: dict[str, Any]
+) -> None:
+    """A quorum no approver list can meet, and a principal named twice once
+    trimmed and NFC-normalised: the document's schema admits both, so they are
+    refused as unprocessable, not as malformed, and nothing is written."""
+    openapi_contract._validate(step, "components", "schemas", "NewStep")
+    assert_error(api.post("/workflows", {"name": "Bad", "steps": [step]}), 422)
+    workflow = api.create_workflow("Target")
+    assert_error(api.post(f"/workflows/{workflow['id']}/steps", step), 422)
     assert api.get("/workflows").json_body["items"] == [workflow]
 
 
@@ -103,7 +133,7 @@ def test_the_refusals_say_which_rule_and_write_nothing(api: Api) -> None:
         (decide(api, run["id"], "approve", actor="gus"), 403, "may not decide step 'Finance'"),
         (decide(api, run["id"], "approve", actor="ann", groups=["finance"]), 403, "self-approval"),
         (decide(api, run["id"], "reject", actor="ann", groups=["finance"]), 403, "self-approval"),
-        (decide(api, run["id"], "reject", actor="fay", groups=["finance"]), 400, "comment"),
+        (decide(api, run["id"], "reject", actor="fay", groups=["finance"]), 422, "comment"),
         (api.post(f"/runs/{run['id']}/cancel", {"actor": "fay"}), 403, "requester"),
     ]
     for response, status, words in refusals:

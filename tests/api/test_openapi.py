@@ -19,7 +19,7 @@ from chalice.test import Client
 from openapi_spec_validator import validate
 
 import app as app_module
-from chalicelib.api import validation
+from chalicelib.api import http, validation
 from chalicelib.api.representations import shape
 from chalicelib.domain import audit, errors, names
 from chalicelib.domain.models import MAX_ID, Action, Run, Step, Workflow
@@ -223,6 +223,28 @@ def test_a_required_name_is_valid_exactly_when_the_service_accepts_it(value: str
     except errors.InvalidInput:
         accepted = False
     assert jsonschema.Draft202012Validator(name_schema).is_valid(value) is accepted
+
+
+def test_each_rule_no_schema_states_is_a_documented_422_and_cursors_a_400() -> None:
+    """Unprocessable (422) is what the service answers for a request valid by
+    the document that breaks a rule no schema can state; the operations that
+    can answer it say which rule. A made-up cursor is a 400, said where
+    cursors are taken."""
+    assert http.status_of(errors.Unprocessable("x")) == 422
+    assert http.status_of(errors.InvalidInput("x")) == 400
+    for path in ("/workflows", "/workflows/{workflow_id}/steps"):
+        documented, _ = openapi_contract.response(path, "post", "422")
+        assert "required_approvals" in documented["description"], path
+        assert "NFC" in documented["description"], path
+    reject, _ = openapi_contract.response("/runs/{run_id}/reject", "post", "422")
+    assert "reject_requires_comment" in reject["description"]
+    cursor = {"$ref": "#/components/parameters/Cursor"}
+    taking = [path for method, path, op in operations() if cursor in op.get("parameters", [])]
+    assert sorted(taking) == ["/inbox", "/runs", "/runs/{run_id}/events", "/workflows"]
+    for path in taking:
+        documented, _ = openapi_contract.response(path, "get", "400")
+        assert "cursor" in documented["description"], path
+    assert "400" in DOCUMENT["components"]["parameters"]["Cursor"]["description"]
 
 
 def test_shared_responses_are_each_used_more_than_once() -> None:

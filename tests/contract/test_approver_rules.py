@@ -196,7 +196,7 @@ def test_a_rejection_needs_its_reason_where_the_workflow_says_so(
     storage: Storage, clock: engine.Clock
 ) -> None:
     run = at_finance(storage, clock, Policy(reject_requires_comment=True))
-    with pytest.raises(errors.InvalidInput, match="comment"):
+    with pytest.raises(errors.Unprocessable, match="comment"):
         engine.reject(storage, run.id, "cfo", " \u200b ", clock=clock)
     unchanged(storage, run)
     assert engine.reject(storage, run.id, "cfo", "over budget", clock=clock).status == REJECTED

@@ -507,3 +507,100 @@ def test_a_deadline_whose_reminder_is_sent_twice_is_applied_once(
     assert ddb.get_run(run.id).deadline_passed
     types = [e.type for e in ddb.list_events(f"runs/{run.id}", None, 10).items]
     assert types.count("approval.step.reminded") == 1
+
+
+def test_a_table_made_without_its_stream_is_the_table_otherwise(tmp_path: Path) -> None:
+    """The tests' tables (ensure_table's stream=False) are the deployed table's
+    definition but for the stream; by default the stream is on."""
+    from moto import mock_aws
+
+    from chalicelib.storage.dynamodb import schema as dynamodb_schema
+    from tests.support.backends import aws_env, client
+
+    def described(table: str) -> dict[str, Any]:
+        found: dict[str, Any] = dict(admin.describe_table(TableName=table)["Table"])
+        return {
+            "keys": found["KeySchema"],
+            "attributes": sorted(found["AttributeDefinitions"], key=str),
+            "indexes": sorted(
+                (index["IndexName"], index["KeySchema"], index["Projection"])
+                for index in found["GlobalSecondaryIndexes"]
+            ),
+            "ttl": admin.describe_time_to_live(TableName=table)["TimeToLiveDescription"],
+        }
+
+    with aws_env(), mock_aws():
+        admin = client()
+        assert dynamodb_schema.ensure_table(admin, "with")
+        assert dynamodb_schema.ensure_table(admin, "without", stream=False)
+        with_stream = admin.describe_table(TableName="with")["Table"]
+        assert with_stream["StreamSpecification"] == {
+            "StreamEnabled": True,
+            "StreamViewType": "NEW_IMAGE",
+        }
+        assert "LatestStreamArn" in with_stream
+        without = admin.describe_table(TableName="without")["Table"]
+        assert "LatestStreamArn" not in without
+        assert not without.get("StreamSpecification", {}).get("StreamEnabled", False)
+        assert described("with") == described("without")
+        # An existing table is left as it is: its stream is not turned off.
+        assert not dynamodb_schema.ensure_table(admin, "with", stream=False)
+        assert "LatestStreamArn" in admin.describe_table(TableName="with")["Table"]
+
+
+def test_moto_copies_a_table_once_per_transaction_and_still_rolls_one_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """tests/support/moto_snapshots.py: one snapshot of the table per
+    transaction (moto takes one per item), and a refused transaction still
+    leaves the table as it was."""
+    import copy
+
+    from moto import mock_aws
+    from moto.dynamodb.models.table import Table
+
+    from chalicelib.storage.dynamodb import schema as dynamodb_schema
+    from tests.support import moto_snapshots
+    from tests.support.backends import aws_env, client
+
+    assert moto_snapshots.install(), "moto changed: check tests/support/moto_snapshots.py again"
+    snapshots = []
+    deepcopy = copy.deepcopy
+
+    def counting(value: Any, memo: Any = None) -> Any:
+        if isinstance(value, Table):
+            snapshots.append(value.name)
+        return deepcopy(value, memo)
+
+    def put(sk: str) -> dict[str, Any]:
+        return {"Put": {"TableName": "t", "Item": {"PK": {"S": "p"}, "SK": {"S": sk}}}}
+
+    def stored() -> list[str]:
+        items = admin.query(
+            TableName="t",
+            KeyConditionExpression="PK = :p",
+            ExpressionAttributeValues={":p": {"S": "p"}},
+        )["Items"]
+        return [item["SK"]["S"] for item in items]
+
+    with aws_env(), mock_aws():
+        admin = client()
+        dynamodb_schema.ensure_table(admin, "t", stream=False)
+        monkeypatch.setattr(copy, "deepcopy", counting)
+        admin.transact_write_items(TransactItems=[put(f"a{n}") for n in range(4)])  # type: ignore[misc]
+        assert snapshots == ["t"]
+        refused = [
+            put("b1"),
+            put("b2"),
+            {
+                "ConditionCheck": {
+                    "TableName": "t",
+                    "Key": {"PK": {"S": "p"}, "SK": {"S": "a0"}},
+                    "ConditionExpression": "attribute_not_exists(PK)",
+                }
+            },
+        ]
+        with pytest.raises(admin.exceptions.TransactionCanceledException):
+            admin.transact_write_items(TransactItems=refused)  # type: ignore[arg-type]
+        assert snapshots == ["t", "t"]
+        assert stored() == ["a0", "a1", "a2", "a3"]

@@ -1,21 +1,20 @@
-"""Schemathesis hooks.
+"""Schemathesis hooks: cursors, and the rules of input and conditions.
 
 A cursor is a token the service signs, as a bearer token would be. No schema
-can describe which strings it issued, so a generated non-empty cursor is
-replaced with one the service issued for the generated list and filters (the
-empty cursor, the only schema violation a query string can carry, is left to
-be refused).
-
-Rules no schema of a request states, so generated valid requests are made to
-keep them rather than count as valid data refused (the API tests cover each
-refusal): a rejection's comment is required where the run's workflow says so
-(reject_requires_comment), which only the stored workflow knows; a step
-whose approvers are users only may not require more approvals than it lists
-(hypothesis cannot generate from the JSON Schema that says so); a run's input
-must meet its workflow's input_schema, which only the stored workflow knows
-(so generated valid workflows have none: the refusals of invalid schemas are
-still fuzzed); and a condition and an input have limits of depth, of size and
-of integers' range that JSON Schema cannot state over nested values."""
+can describe which strings it issued, so a generated cursor is valid by the
+document and answers 400 (as the document says), which positive_data_acceptance
+counts as valid data refused: no document can satisfy that check for a cursor.
+A generated non-empty cursor is therefore replaced with one the service issued
+for the generated list and filters (the empty cursor, the only schema violation
+a query string can carry, is left to be refused), so that pages after the first
+are fuzzed too. Every other rule the service applies is either stated by the
+document or answered 422 (tests/unit/test_document_rules.py), but for what a
+run's input and a step's condition must be, which answer 400 as the routes'
+own refusals of their fields do: an input must meet its workflow's
+input_schema, which only the stored workflow knows (so generated valid
+workflows have none; the refusals of invalid schemas are still fuzzed), and
+inputs and conditions have limits of depth and of integers' range that JSON
+Schema cannot state over nested values. Valid cases are kept to those."""
 
 from __future__ import annotations
 
@@ -25,7 +24,7 @@ import schemathesis
 
 from chalicelib import cursors, engine
 from chalicelib.api import validation
-from chalicelib.domain import conditions, content, errors, names
+from chalicelib.domain import conditions, content, errors
 
 LISTS = {
     "/workflows": "workflows",
@@ -39,15 +38,6 @@ LISTS = {
 def map_case(context: Any, case: Any) -> Any:
     if _positive(case):
         _within_content_rules(case)
-    if case.operation.path == "/runs/{run_id}/reject" and isinstance(case.body, dict):
-        comment = case.body.get("comment")
-        if comment is None or (isinstance(comment, str) and names.is_blank(comment)):
-            case.body["comment"] = "generated reason"
-    if case.operation.path == "/workflows/{workflow_id}/steps":
-        _meetable(case.body)
-    if case.operation.path == "/workflows" and isinstance(case.body, dict):
-        for step in case.body.get("steps") or []:
-            _meetable(step)
     cursor = (case.query or {}).get("cursor")
     list_name = LISTS.get(case.operation.path)
     if not isinstance(cursor, str) or not cursor or list_name is None:
@@ -109,18 +99,3 @@ def _applicable(step: Any) -> None:
     when = step.get("when") if isinstance(step, dict) else None
     if isinstance(when, dict) and conditions.problem(when) is not None:
         step["when"] = {"==": [1, 1]}
-
-
-def _meetable(step: Any) -> None:
-    """Lower a step's required_approvals to the number of its approvers where
-    they are all users (and it asks for more)."""
-    if not isinstance(step, dict):
-        return
-    approvers, required = step.get("approvers"), step.get("required_approvals")
-    if not isinstance(approvers, list) or not approvers:
-        return
-    if isinstance(required, bool) or not isinstance(required, (int, float)):
-        return  # an integral number such as 3.0 counts as the integer it is
-    users = all(isinstance(a, str) and a.startswith("user:") for a in approvers)
-    if users and required > len(approvers):
-        step["required_approvals"] = len(approvers)

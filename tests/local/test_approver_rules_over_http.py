@@ -92,7 +92,7 @@ def test_every_rule_answers_its_status_over_http(
     assert (once.status, once.json()["current_step_approved_by"]) == (200, ["fay"])
     assert fay.decide("approve", run_id).status == 409  # twice
     assert fay.inbox() == [] and cfo.inbox() == [run_id]
-    assert fay.decide("reject", run_id).status == 400  # no reason
+    assert fay.decide("reject", run_id).status == 422  # no reason
     assert mo.decide("cancel", run_id).status == 403  # not the requester
     done = cfo.decide("approve", run_id)
     assert (done.status, done.json()["status"]) == (200, "completed")

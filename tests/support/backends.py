@@ -12,6 +12,20 @@ tests call it again, once per thread, as separate Lambda containers would).
   atomic as in DynamoDB and the races left in a test are the service's own.
   moto's in-process mock does not make a condition check and its write atomic.
 
+The SQLite file is on tmpfs (/dev/shm) where there is one with room: on a
+disk, the SQLite tests wait for fsync (each commit, and the WAL checkpoint of
+each connection closed), the more so as the disk is busy: the contract and
+API tests on SQLite took 13.3 s on a quiet disk and 38.7 s on a busy one,
+and 11.4 s and 17.4 s on tmpfs. It is the same SQLite doing the same writes,
+only not waiting for a disk. Elsewhere the file is in the test's tmp_path.
+
+Both DynamoDB backends create their tables without the stream the deployed
+table has (ensure_table's `stream=False`): no test of theirs reads it, and moto
+pays for it on every write, more as the table grows. Delivery through the
+stream is tested on a table of its own, with it (contract/test_relay.py). And
+both copy a table once per transaction, not once per item of it, as moto
+would (tests/support/moto_snapshots.py).
+
 Every DynamoDB client comes from one boto3 session per test process: creating a
 session parses botocore's service models (0.3 to 0.6 s), a client from an
 existing one takes about 0.03 s. Clients are thread-safe, and every client is
@@ -36,6 +50,7 @@ from chalicelib.storage.dynamodb import adapter as dynamodb
 from chalicelib.storage.dynamodb import client as dynamodb_client
 from chalicelib.storage.dynamodb import schema as dynamodb_schema
 from chalicelib.storage.sqlite.adapter import SQLiteStorage
+from tests.support import moto_snapshots
 
 if TYPE_CHECKING:
     import boto3
@@ -53,6 +68,8 @@ _AWS_ENV = {
     "AWS_SECURITY_TOKEN": "testing",
     "AWS_SESSION_TOKEN": "testing",
 }
+TMPFS = "/dev/shm"
+TMPFS_ROOM = 512 * 1024 * 1024
 _server: Optional[MotoServer] = None
 _tables = itertools.count(1)
 
@@ -60,19 +77,45 @@ _tables = itertools.count(1)
 @contextlib.contextmanager
 def sqlite_backend(tmp_path: Path) -> Iterator[Opener]:
     """A real SQLite file per test; every opener call is a new SQLiteStorage on it."""
-    path = str(tmp_path / "workflows.sqlite3")
-    opened: list[SQLiteStorage] = []
+    with _scratch_directory(tmp_path) as directory:
+        path = str(directory / "workflows.sqlite3")
+        opened: list[SQLiteStorage] = []
 
-    def open_storage() -> Backend:
-        storage = SQLiteStorage(path)
-        opened.append(storage)
-        return storage
+        def open_storage() -> Backend:
+            storage = SQLiteStorage(path)
+            opened.append(storage)
+            return storage
 
-    yield open_storage
-    # close() closes the calling thread's connection; connections of finished
-    # threads went with their thread-local storage.
-    for storage in opened:
-        storage.close()
+        yield open_storage
+        # close() closes the calling thread's connection; connections of finished
+        # threads went with their thread-local storage.
+        for storage in opened:
+            storage.close()
+
+
+@contextlib.contextmanager
+def _scratch_directory(tmp_path: Path) -> Iterator[Path]:
+    """A fresh directory on tmpfs, removed afterwards; tmp_path without one
+    (or with too little room: a container's /dev/shm may be 64 MB)."""
+    if not _tmpfs_has_room():
+        yield tmp_path
+        return
+    import shutil
+    import tempfile
+
+    directory = tempfile.mkdtemp(prefix="approval-workflows-test-", dir=TMPFS)
+    try:
+        yield Path(directory)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+@functools.cache
+def _tmpfs_has_room() -> bool:
+    if not (os.path.isdir(TMPFS) and os.access(TMPFS, os.W_OK)):
+        return False
+    stats = os.statvfs(TMPFS)
+    return stats.f_bavail * stats.f_frsize >= TMPFS_ROOM
 
 
 @contextlib.contextmanager
@@ -116,9 +159,10 @@ def dynamodb_backend(tmp_path: Path) -> Iterator[Opener]:
     """A fresh table in moto's in-process mock."""
     from moto import mock_aws
 
+    moto_snapshots.install()
     with aws_env(), mock_aws():
         mock_client = _mock_client()
-        dynamodb_schema.ensure_table(mock_client, "workflows")
+        dynamodb_schema.ensure_table(mock_client, "workflows", stream=False)
         yield lambda: dynamodb.DynamoDBStorage(mock_client, "workflows")
 
 
@@ -128,6 +172,7 @@ def moto_server() -> MotoServer:
     if _server is None:
         from scripts.moto_server import MotoServer
 
+        moto_snapshots.install()
         _server = MotoServer().__enter__()
     return _server
 
@@ -139,7 +184,7 @@ def dynamodb_race_backend(tmp_path: Path) -> Iterator[Opener]:
     with aws_env(AWS_ENDPOINT_URL_DYNAMODB=server.endpoint):
         table = f"race-{os.getpid()}-{next(_tables)}"
         admin = client(server.endpoint)
-        dynamodb_schema.ensure_table(admin, table)
+        dynamodb_schema.ensure_table(admin, table, stream=False)
         yield lambda: dynamodb.DynamoDBStorage(client(server.endpoint), table)
         # moto copies every table in a transaction: keep the server small.
         admin.delete_table(TableName=table)

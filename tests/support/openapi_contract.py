@@ -41,11 +41,29 @@ def _pointer(*segments: str) -> str:
 
 def _validate(instance: Any, *segments: str) -> None:
     """Validate `instance` against the schema at `segments` inside the document."""
+    _validator(*segments).validate(instance)
+
+
+@functools.cache
+def _validator(*segments: str) -> jsonschema.Draft202012Validator:
+    """One validator per place in the document: every API test checks every
+    response it receives, and building one (and resolving its references
+    anew) cost more than the check."""
     schema = {"$ref": DOCUMENT_URI + _pointer(*segments)}
-    validator = jsonschema.Draft202012Validator(
+    return jsonschema.Draft202012Validator(
         schema, registry=_registry(), format_checker=jsonschema.FormatChecker()
     )
-    validator.validate(instance)
+
+
+@functools.cache
+def _header_validator(schema: str) -> jsonschema.Draft202012Validator:
+    """What jsonschema.validate does with a header's (JSON-encoded) schema:
+    the schema checked against its metaschema, then a validator for it; once."""
+    loaded = json.loads(schema)
+    validator_class = jsonschema.validators.validator_for(loaded)
+    validator_class.check_schema(loaded)
+    validator: jsonschema.Draft202012Validator = validator_class(loaded)
+    return validator
 
 
 def path_template(path: str) -> Optional[str]:
@@ -118,7 +136,7 @@ def assert_conforms(
         if value is None:
             assert not header.get("required"), f"{where}: header {name} is missing"
         else:
-            jsonschema.validate(value, header["schema"])
+            _header_validator(json.dumps(header["schema"], sort_keys=True)).validate(value)
     if "content" in documented:
         media_type = _media_type(headers)
         assert media_type in documented["content"], f"{where}: Content-Type {media_type}"

@@ -3,6 +3,7 @@ JSON Web Key Set served from 127.0.0.1 as an OIDC issuer serves it."""
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
@@ -33,16 +34,20 @@ def hs256(payload: dict[str, Any], secret: str = SECRET) -> str:
     return jwt.encode(payload, secret, algorithm="HS256")
 
 
+@functools.cache
+def _private_key(kid: str) -> Any:
+    """The RSA key of `kid`, made once per test process (2048-bit keys take
+    20 to 100 ms each, and every key set holds three)."""
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
 class KeySet:
     """RSA keys and the JSON Web Key Set that publishes some of them, on loopback."""
 
     def __init__(self) -> None:
-        from cryptography.hazmat.primitives.asymmetric import rsa
-
-        self.keys = {
-            kid: rsa.generate_private_key(public_exponent=65537, key_size=2048)
-            for kid in ("key-1", "key-2", "unpublished")
-        }
+        self.keys = {kid: _private_key(kid) for kid in ("key-1", "key-2", "unpublished")}
         self.published = ["key-1"]
         self.fetches = 0
         owner = self
@@ -62,7 +67,8 @@ class KeySet:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self._server.server_port}/.well-known/jwks.json"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        # shutdown() waits for the loop to look again: every 0.05 s, not every 0.5 s.
+        threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
 
     def close(self) -> None:
         self._server.shutdown()

@@ -127,7 +127,7 @@ def test_a_rejection_without_a_reason_is_refused_where_the_workflow_asks_for_one
     comment: str,
 ) -> None:
     run = run_at(MANAGER)._replace(policy=Policy(reject_requires_comment=True))
-    with pytest.raises(errors.InvalidInput, match="comment"):
+    with pytest.raises(errors.Unprocessable, match="comment"):
         decision.check_decider(run, REJECT, "bob", frozenset(), comment)
     decision.check_decider(run, REJECT, "bob", frozenset(), "over budget")
     decision.check_decider(run, APPROVE, "bob", frozenset(), comment)

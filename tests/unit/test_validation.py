@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
@@ -9,7 +10,7 @@ import pytest
 from chalice.app import MultiDict
 
 from chalicelib.api import validation
-from chalicelib.domain import errors
+from chalicelib.domain import errors, names
 from chalicelib.domain.models import MAX_ID, Policy, StepRule
 
 # -- bodies ------------------------------------------------------------------------
@@ -301,21 +302,51 @@ def test_steps_may_be_names_or_objects_with_approvers_and_a_quorum() -> None:
         ({"name": "S", "approvers": ["user:"]}, "must not be blank"),
         ({"name": "S", "approvers": ["user: "]}, "must not be blank"),
         ({"name": "S", "approvers": [7]}, "must be a string"),
-        ({"name": "S", "approvers": ["user:a", "user:a "]}, "listed twice"),
+        ({"name": "S", "approvers": ["user:a", "user:a"]}, "listed twice"),
         ({"name": "S", "approvers": ["user:" + "a" * 201]}, "at most 200"),
         ({"name": "S", "approvers": [f"user:u{i}" for i in range(51)]}, "at most 50"),
         ({"name": "S", "required_approvals": 0}, "from 1 to 20"),
         ({"name": "S", "required_approvals": 21}, "from 1 to 20"),
         ({"name": "S", "required_approvals": True}, "from 1 to 20"),
         ({"name": "S", "required_approvals": "2"}, "from 1 to 20"),
-        ({"name": "S", "approvers": ["user:a"], "required_approvals": 2}, "never be approved"),
         ({"name": "S", "quorum": 2}, "Unknown field 'quorum'"),
     ],
 )
 def test_step_rules_that_break_a_rule_are_refused(step: dict[str, Any], message: str) -> None:
-    with pytest.raises(errors.InvalidInput, match=re.escape(message)):
+    for refuse in (
+        validation.new_step,
+        lambda s: validation.new_workflow({"name": "W", "steps": [s]}),
+    ):
+        with pytest.raises(errors.InvalidInput, match=re.escape(message)) as refused:
+            refuse(step)
+        # Rules the document's schema states: 400, not 422.
+        assert not isinstance(refused.value, errors.Unprocessable)
+
+
+@pytest.mark.parametrize(
+    ("step", "message"),
+    [
+        ({"name": "S", "approvers": ["user:a"], "required_approvals": 2}, "never be approved"),
+        ({"name": "S", "approvers": ["user:a", "user:b"], "required_approvals": 3}, "only 2"),
+        ({"name": "S", "approvers": ["user:a", "user:a "]}, "'user:a' is listed twice"),
+        ({"name": "S", "approvers": ["group:x", "group: x"]}, "'group:x' is listed twice"),
+        (
+            {
+                "name": "S",
+                "deadline_seconds": 1,
+                "on_deadline": "escalate",
+                "escalate_to": ["user:caf\u00e9", "user:cafe\u0301"],
+            },
+            "listed twice in 'escalate_to'",
+        ),
+    ],
+)
+def test_step_rules_no_schema_states_are_unprocessable(step: dict[str, Any], message: str) -> None:
+    """The quorum against the approvers, and a principal that only trimming or
+    NFC makes a repeat: valid by the document's schema, so 422 (Unprocessable)."""
+    with pytest.raises(errors.Unprocessable, match=re.escape(message)):
         validation.new_step(step)
-    with pytest.raises(errors.InvalidInput, match=re.escape(message)):
+    with pytest.raises(errors.Unprocessable, match=re.escape(message)):
         validation.new_workflow({"name": "W", "steps": [step]})
 
 
@@ -369,3 +400,13 @@ def test_the_inbox_query_names_the_actor_and_repeats_group() -> None:
 
 def test_a_null_quorum_is_the_default() -> None:
     assert validation.new_step({"name": "S", "required_approvals": None}) == StepRule("S")
+
+
+def test_the_invisible_ranges_are_sorted_and_disjoint() -> None:
+    """_invisible looks a character up by bisecting the ranges' starts."""
+    ranges = names.INVISIBLE_RANGES
+    assert all(low <= high for low, high in ranges)
+    assert all(before[1] < after[0] for before, after in itertools.pairwise(ranges))
+    for low, high in ranges:
+        assert names.is_blank(chr(low)) and names.is_blank(chr(high))
+        assert not names.is_blank(chr(high + 1)) or chr(high + 1).isspace()

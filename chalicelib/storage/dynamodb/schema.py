@@ -149,10 +149,13 @@ TTL_ATTRIBUTE = "expires_at"
 def ensure_table(client: DynamoDBClient, table: str, *, stream: bool = True) -> bool:
     """Create the table, wait until it is active and turn its Time to Live on;
     False if it already existed (its TTL is turned on all the same, and the
-    indexes of INDEXES it lacks are added: see ensure_indexes). `stream`:
-    created with the stream the deployed relay reads; without it where
-    nothing reads one (a table this process sends the events from, as
-    `make run-dynamodb`'s: WORKFLOW_EVENT_DELIVERY=table)."""
+    indexes of INDEXES it lacks are added: see ensure_indexes).
+
+    `stream=False` creates it without the stream TABLE_KEYS gives it, for a
+    table nothing relays from: `make run-dynamodb`'s, which sends the events
+    itself (WORKFLOW_EVENT_DELIVERY=table), and the tests' (moto copies every
+    write into the stream, and its transactions take twice as long for it). A
+    stream is only left out at creation: a table that exists is left as it is."""
     keys = {k: v for k, v in TABLE_KEYS.items() if stream or k != "StreamSpecification"}
     try:
         client.create_table(TableName=table, **keys)

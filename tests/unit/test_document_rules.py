@@ -1,0 +1,341 @@
+"""The OpenAPI document's request schemas say exactly what chalicelib/api/validation.py
+accepts: a value the schema admits is accepted, or refused for a rule no schema
+can state (Unprocessable, 422); a value it refuses is refused with 400.
+
+Checked both ways on edge values and on values drawn (with a fixed seed) from
+the characters each rule is about: controls, whitespace, invisible characters in
+and beyond the Basic Multilingual Plane, combining marks, lengths around each
+limit. The patterns are evaluated as jsonschema (and hypothesis-jsonschema,
+which schemathesis generates from) evaluate them, with Python's `re`.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from collections.abc import Callable
+from typing import Any
+
+import jsonschema
+import pytest
+
+from chalicelib.api import validation
+from chalicelib.domain import errors
+from tests.support import openapi_contract
+
+ACCEPTED, UNPROCESSABLE, INVALID = "accepted", "422", "400"
+
+# Characters each name rule turns on, and some it does not.
+ALPHABET = [
+    *"aZ09-_.:@",
+    " ",
+    "\t",
+    "\n",
+    "\r",
+    "\x0b",
+    "\x00",
+    "\x1c",
+    "\x1f",
+    "\x7f",
+    "\x85",
+    "\x9f",
+    "\xa0",
+    "\u00ad",
+    "\u034f",
+    "\u061c",
+    "\u1680",
+    "\u180e",
+    "\u2000",
+    "\u200b",
+    "\u200f",
+    "\u2028",
+    "\u202f",
+    "\u205f",
+    "\u3000",
+    "\u3164",
+    "\ufe0f",
+    "\ufeff",
+    "\uffa0",
+    "\ufff9",  # format, but visible to the rule
+    "\U0001bca0",
+    "\U0001d173",
+    "\U000e0001",
+    "\U000e0fff",
+    "\U000e1000",  # just past the invisible tags
+    "é",
+    "e\u0301",
+    "\u0301",
+    "中",
+    "😀",
+]
+
+
+def drawn(limit: int, count: int = 150, seed: int = 26) -> list[str]:
+    """Short strings over ALPHABET, and strings around `limit` characters."""
+    rng = random.Random(seed)
+    values = ["".join(rng.choices(ALPHABET, k=rng.randint(0, 6))) for _ in range(count)]
+    for length in (limit - 1, limit, limit + 1):
+        for pad in ("n", " ", "\u200b"):
+            edge = rng.choice(ALPHABET)
+            values += [edge + pad * (length - len(edge)), pad * (length - len(edge)) + edge]
+    return values
+
+
+def outcome(accept: Callable[[], Any]) -> str:
+    try:
+        accept()
+    except errors.Unprocessable:
+        return UNPROCESSABLE
+    except errors.InvalidInput:
+        return INVALID
+    return ACCEPTED
+
+
+def schema_admits(instance: Any, *where: str) -> bool:
+    try:
+        openapi_contract._validate(instance, *where)
+    except jsonschema.ValidationError:
+        return False
+    return True
+
+
+def inbox(query: dict[str, Any]) -> validation.InboxQuery:
+    return validation.inbox_query(query, verified=False)
+
+
+# Each field with the name rule: (its place in the document, the value's
+# limit, the request that carries it, what validation does with that request).
+Body = Callable[[str], Any]
+FIELDS: dict[str, tuple[tuple[str, ...], int, Body, Callable[[Any], Any]]] = {
+    "NewWorkflow.name": (
+        ("components", "schemas", "NewWorkflow"),
+        validation.MAX_NAME,
+        lambda v: {"name": v},
+        validation.new_workflow,
+    ),
+    "NewWorkflow.steps[]": (
+        ("components", "schemas", "NewWorkflow"),
+        validation.MAX_NAME,
+        lambda v: {"name": "W", "steps": [v]},
+        validation.new_workflow,
+    ),
+    "NewStep.name": (
+        ("components", "schemas", "NewStep"),
+        validation.MAX_NAME,
+        lambda v: {"name": v},
+        validation.new_step,
+    ),
+    "NewStep.approvers[] user": (
+        ("components", "schemas", "NewStep"),
+        validation.MAX_ACTOR,
+        lambda v: {"name": "S", "approvers": ["user:" + v]},
+        validation.new_step,
+    ),
+    "NewStep.approvers[] group": (
+        ("components", "schemas", "NewStep"),
+        validation.MAX_ACTOR,
+        lambda v: {"name": "S", "approvers": ["group:" + v, "user:x"]},
+        validation.new_step,
+    ),
+    "NewStep.escalate_to[]": (
+        ("components", "schemas", "NewStep"),
+        validation.MAX_ACTOR,
+        lambda v: {
+            "name": "S",
+            "deadline_seconds": 60,
+            "on_deadline": "escalate",
+            "escalate_to": ["group:" + v],
+        },
+        validation.new_step,
+    ),
+    "NewRun.title": (
+        ("components", "schemas", "NewRun"),
+        validation.MAX_TITLE,
+        lambda v: {"workflow_id": 1, "title": v},
+        validation.new_run,
+    ),
+    "NewRun.requested_by": (
+        ("components", "schemas", "NewRun"),
+        validation.MAX_ACTOR,
+        lambda v: {"workflow_id": 1, "title": "t", "requested_by": v},
+        validation.new_run,
+    ),
+    "Decision.actor": (
+        ("components", "schemas", "Decision"),
+        validation.MAX_ACTOR,
+        lambda v: {"actor": v},
+        validation.decision,
+    ),
+    "Decision.groups[]": (
+        ("components", "schemas", "Decision"),
+        validation.MAX_ACTOR,
+        lambda v: {"actor": "a", "groups": [v]},
+        validation.decision,
+    ),
+    "Cancellation.actor": (
+        ("components", "schemas", "Cancellation"),
+        validation.MAX_ACTOR,
+        lambda v: {"actor": v},
+        validation.cancellation,
+    ),
+    "GET /inbox actor": (
+        ("components", "parameters", "InboxActor", "schema"),
+        validation.MAX_ACTOR,
+        lambda v: v,
+        lambda v: inbox({"actor": v}),
+    ),
+    "GET /inbox group": (
+        ("components", "parameters", "InboxGroup", "schema"),
+        validation.MAX_ACTOR,
+        lambda v: [v],
+        lambda v: inbox({"actor": "a", "group": v[0]}),
+    ),
+}
+
+
+@pytest.mark.parametrize("field", list(FIELDS))
+def test_a_name_field_admits_exactly_what_the_service_accepts(field: str) -> None:
+    where, limit, body, accept = FIELDS[field]
+    disagreements = []
+    outcomes = set()
+    for value in drawn(limit):
+        request = body(value)
+        result = outcome(functools.partial(accept, request))
+        outcomes.add(result)
+        if schema_admits(request, *where) != (result != INVALID):
+            disagreements.append((value, result))
+    assert disagreements == []
+    assert outcomes == {ACCEPTED, INVALID}, "the values drawn try both sides of the rule"
+
+
+# Requests around every other rule the schemas state: limits, types, nulls and
+# the dependencies between a step's deadline fields, and the rules they cannot.
+EDGES: list[tuple[str, Any, str]] = [
+    # (schema, body, what validation does)
+    ("NewStep", {"name": "S", "required_approvals": 0}, INVALID),
+    ("NewStep", {"name": "S", "required_approvals": 1}, ACCEPTED),
+    ("NewStep", {"name": "S", "required_approvals": 20}, ACCEPTED),
+    ("NewStep", {"name": "S", "required_approvals": 21}, INVALID),
+    ("NewStep", {"name": "S", "required_approvals": 3.0}, ACCEPTED),
+    ("NewStep", {"name": "S", "required_approvals": 2.5}, INVALID),
+    ("NewStep", {"name": "S", "required_approvals": True}, INVALID),
+    ("NewStep", {"name": "S", "required_approvals": None}, ACCEPTED),
+    ("NewStep", {"name": "S", "approvers": ["user:a"], "required_approvals": 1}, ACCEPTED),
+    ("NewStep", {"name": "S", "approvers": ["user:a"], "required_approvals": 2}, UNPROCESSABLE),
+    (
+        "NewStep",
+        {"name": "S", "approvers": ["user:a", "group:g"], "required_approvals": 20},
+        ACCEPTED,
+    ),
+    ("NewStep", {"name": "S", "approvers": [], "required_approvals": 20}, ACCEPTED),
+    ("NewStep", {"name": "S", "approvers": None}, ACCEPTED),
+    ("NewStep", {"name": "S", "approvers": ["user:a", "user:a"]}, INVALID),
+    ("NewStep", {"name": "S", "approvers": ["user:a", "user:a\n"]}, UNPROCESSABLE),
+    ("NewStep", {"name": "S", "approvers": ["user:a", "user:b"]}, ACCEPTED),
+    ("NewStep", {"name": "S", "approvers": ["User:a"]}, INVALID),
+    ("NewStep", {"name": "S", "approvers": ["user:"]}, INVALID),
+    ("NewStep", {"name": "S", "approvers": "user:a"}, INVALID),
+    ("NewStep", {"name": "S", "approvers": [f"user:u{i}" for i in range(50)]}, ACCEPTED),
+    ("NewStep", {"name": "S", "approvers": [f"user:u{i}" for i in range(51)]}, INVALID),
+    ("NewStep", {"name": "S", "deadline_seconds": 0}, INVALID),
+    ("NewStep", {"name": "S", "deadline_seconds": 1}, ACCEPTED),
+    ("NewStep", {"name": "S", "deadline_seconds": 31_536_000}, ACCEPTED),
+    ("NewStep", {"name": "S", "deadline_seconds": 31_536_001}, INVALID),
+    ("NewStep", {"name": "S", "deadline_seconds": 60.0}, ACCEPTED),
+    ("NewStep", {"name": "S", "deadline_seconds": None, "on_deadline": None}, ACCEPTED),
+    ("NewStep", {"name": "S", "on_deadline": "remind"}, INVALID),
+    ("NewStep", {"name": "S", "deadline_seconds": 60, "on_deadline": "remind"}, ACCEPTED),
+    ("NewStep", {"name": "S", "deadline_seconds": 60, "on_deadline": "reject"}, ACCEPTED),
+    ("NewStep", {"name": "S", "deadline_seconds": 60, "on_deadline": "later"}, INVALID),
+    ("NewStep", {"name": "S", "deadline_seconds": 60, "on_deadline": "escalate"}, INVALID),
+    (
+        "NewStep",
+        {"name": "S", "deadline_seconds": 60, "on_deadline": "escalate", "escalate_to": []},
+        INVALID,
+    ),
+    (
+        "NewStep",
+        {"name": "S", "deadline_seconds": 60, "on_deadline": "escalate", "escalate_to": ["user:b"]},
+        ACCEPTED,
+    ),
+    (
+        "NewStep",
+        {"name": "S", "deadline_seconds": 60, "escalate_to": ["user:b"]},
+        INVALID,
+    ),
+    (
+        "NewStep",
+        {"name": "S", "deadline_seconds": 60, "on_deadline": "reject", "escalate_to": ["user:b"]},
+        INVALID,
+    ),
+    (
+        "NewStep",
+        {"name": "S", "deadline_seconds": 60, "on_deadline": "reject", "escalate_to": None},
+        ACCEPTED,
+    ),
+    ("NewStep", {"name": "S", "escalate_to": ["user:b"]}, INVALID),
+    (
+        "NewStep",
+        {
+            "name": "S",
+            "deadline_seconds": 60,
+            "on_deadline": "escalate",
+            "escalate_to": [f"user:u{i}" for i in range(21)],
+        },
+        INVALID,
+    ),
+    (
+        "NewStep",
+        {
+            "name": "S",
+            "deadline_seconds": 60,
+            "on_deadline": "escalate",
+            "escalate_to": ["group:caf\u00e9", "group:cafe\u0301"],
+        },
+        UNPROCESSABLE,
+    ),
+    ("NewStep", {"name": "S", "quorum": 2}, INVALID),
+    ("NewStep", {}, INVALID),
+    ("NewStep", {"name": None}, INVALID),
+    ("NewWorkflow", {"name": "W", "steps": None}, ACCEPTED),
+    ("NewWorkflow", {"name": "W", "steps": [f"s{i}" for i in range(50)]}, ACCEPTED),
+    ("NewWorkflow", {"name": "W", "steps": [f"s{i}" for i in range(51)]}, INVALID),
+    ("NewWorkflow", {"name": "W", "steps": [None]}, INVALID),
+    ("NewWorkflow", {"name": "W", "description": None}, ACCEPTED),
+    ("NewWorkflow", {"name": "W", "description": " \x00 " + "d" * 4997}, ACCEPTED),
+    ("NewWorkflow", {"name": "W", "description": "d" * 5001}, INVALID),
+    ("NewWorkflow", {"name": "W", "distinct_approvers": None}, ACCEPTED),
+    ("NewWorkflow", {"name": "W", "distinct_approvers": 1}, INVALID),
+    ("NewRun", {"workflow_id": 1, "title": "t", "requested_by": None}, ACCEPTED),
+    ("NewRun", {"workflow_id": 0, "title": "t"}, INVALID),
+    ("NewRun", {"workflow_id": 7.0, "title": "t"}, ACCEPTED),
+    ("NewRun", {"workflow_id": 2**53 - 1, "title": "t"}, ACCEPTED),
+    ("NewRun", {"workflow_id": "1", "title": "t"}, INVALID),
+    ("Decision", {"actor": "a", "comment": None, "expected_step_id": None}, ACCEPTED),
+    ("Decision", {"actor": "a", "comment": "c" * 5000}, ACCEPTED),
+    ("Decision", {"actor": "a", "comment": "c" * 5001}, INVALID),
+    ("Decision", {"actor": "a", "expected_step_id": 0}, INVALID),
+    ("Decision", {"actor": "a", "groups": None}, ACCEPTED),
+    ("Decision", {"actor": "a", "groups": ["g", "g "]}, ACCEPTED),
+    ("Decision", {"actor": "a", "groups": [f"g{i}" for i in range(100)]}, ACCEPTED),
+    ("Decision", {"actor": "a", "groups": [f"g{i}" for i in range(101)]}, INVALID),
+    ("Decision", {"actor": None}, INVALID),
+    ("Decision", {}, INVALID),
+    ("Cancellation", {"actor": "a", "reason": None}, ACCEPTED),
+    ("Cancellation", {"actor": "a", "reason": "r" * 5001}, INVALID),
+]
+VALIDATE: dict[str, Callable[[Any], Any]] = {
+    "NewStep": validation.new_step,
+    "NewWorkflow": validation.new_workflow,
+    "NewRun": validation.new_run,
+    "Decision": validation.decision,
+    "Cancellation": validation.cancellation,
+}
+
+
+@pytest.mark.parametrize(("name", "body", "expected"), EDGES, ids=repr)
+def test_a_body_is_valid_by_its_schema_unless_the_service_refuses_it_with_400(
+    name: str, body: Any, expected: str
+) -> None:
+    assert outcome(lambda: VALIDATE[name](body)) == expected
+    assert schema_admits(body, "components", "schemas", name) is (expected != INVALID)
