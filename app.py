@@ -13,7 +13,7 @@ from typing import Any, Optional
 from chalice.app import Chalice, CloudWatchEvent, DynamoDBEvent, Rate, Response, SQSEvent
 
 from chalicelib import engine
-from chalicelib.api import access_log, http, identity, representations, validation
+from chalicelib.api import access_log, http, identity, queries, representations, validation
 from chalicelib.domain.models import Event, Page, Permissions, Run, RunAudit, Step, Workflow
 from chalicelib.storage import Backend
 
@@ -63,14 +63,14 @@ def create_workflow() -> Workflow:
 @app.route("/workflows", methods=["GET"])
 @api.answers(200)
 def list_workflows() -> Page[Workflow]:
-    query = validation.workflow_query(api.query())
+    query = queries.workflow_query(api.query())
     return engine.list_workflows(get_storage(), query.limit, query.cursor)
 
 
 @app.route("/workflows/{workflow_id}", methods=["GET"])
 @api.answers(200)
 def get_workflow(workflow_id: str) -> Workflow:
-    return engine.get_workflow(get_storage(), validation.path_id(workflow_id, "Workflow"))
+    return engine.get_workflow(get_storage(), queries.path_id(workflow_id, "Workflow"))
 
 
 @app.route("/workflows/{workflow_id}/steps", methods=["POST"])
@@ -78,7 +78,7 @@ def get_workflow(workflow_id: str) -> Workflow:
 def append_step(workflow_id: str) -> Step:
     identity.require_admin(api.caller())
     body = api.body()
-    wid = validation.path_id(workflow_id, "Workflow")
+    wid = queries.path_id(workflow_id, "Workflow")
     return engine.append_step(get_storage(), wid, validation.new_step(body))
 
 
@@ -93,7 +93,7 @@ def start_run() -> Run:
 @app.route("/runs", methods=["GET"])
 @api.answers(200)
 def list_runs() -> Page[Run]:
-    query = validation.run_query(api.query())
+    query = queries.run_query(api.query())
     return engine.list_runs(
         get_storage(), query.workflow_id, query.status, query.limit, query.cursor
     )
@@ -102,21 +102,21 @@ def list_runs() -> Page[Run]:
 @app.route("/runs/{run_id}", methods=["GET"])
 @api.answers(200)
 def get_run(run_id: str) -> Run:
-    return engine.get_run(get_storage(), validation.path_id(run_id, "Run"))
+    return engine.get_run(get_storage(), queries.path_id(run_id, "Run"))
 
 
 @app.route("/runs/{run_id}/audit", methods=["GET"])
 @api.answers(200)
 def audit_run(run_id: str) -> RunAudit:
-    return engine.audit_run(get_storage(), validation.path_id(run_id, "Run"))
+    return engine.audit_run(get_storage(), queries.path_id(run_id, "Run"))
 
 
 @app.route("/runs/{run_id}/permissions", methods=["GET"])
 @api.answers(200)
 def run_permissions(run_id: str) -> Permissions:
-    rid = validation.path_id(run_id, "Run")
+    rid = queries.path_id(run_id, "Run")
     caller = api.caller()
-    query = validation.caller_query(api.query(), verified=caller is not None)
+    query = queries.caller_query(api.query(), verified=caller is not None)
     actor = identity.actor_of(caller, query.actor)
     groups = caller.groups if caller is not None else query.groups
     return engine.permissions(get_storage(), rid, actor, groups, admin=identity.is_admin(caller))
@@ -125,8 +125,8 @@ def run_permissions(run_id: str) -> Permissions:
 @app.route("/runs/{run_id}/events", methods=["GET"])
 @api.answers(200)
 def run_events(run_id: str) -> Page[Event]:
-    rid = validation.path_id(run_id, "Run")
-    query = validation.event_query(api.query())
+    rid = queries.path_id(run_id, "Run")
+    query = queries.event_query(api.query())
     return engine.run_events(get_storage(), rid, query.limit, query.cursor)
 
 
@@ -145,7 +145,7 @@ def reject(run_id: str) -> Run:
 def _decide(run_id: str, decide: Callable[..., Run]) -> Run:
     """An approve or reject request: the body, the run, who decides."""
     body = api.body()
-    rid = validation.path_id(run_id, "Run")
+    rid = queries.path_id(run_id, "Run")
     caller = api.caller()
     decided = validation.decision(body, actor_required=caller is None)
     actor = identity.actor_of(caller, decided.actor)
@@ -165,7 +165,7 @@ def _decide(run_id: str, decide: Callable[..., Run]) -> Run:
 @api.answers(200, minimal=representations.listed_run)
 def cancel(run_id: str) -> Run:
     body = api.body()
-    rid = validation.path_id(run_id, "Run")
+    rid = queries.path_id(run_id, "Run")
     caller = api.caller()
     withdrawn = validation.cancellation(body, actor_required=caller is None)
     actor = identity.actor_of(caller, withdrawn.actor)
@@ -183,7 +183,7 @@ def cancel(run_id: str) -> Run:
 @api.answers(200)
 def inbox() -> Page[Run]:
     caller = api.caller()
-    query = validation.inbox_query(api.query(), verified=caller is not None)
+    query = queries.inbox_query(api.query(), verified=caller is not None)
     actor = identity.actor_of(caller, query.actor)
     groups = caller.groups if caller is not None else query.groups
     return engine.inbox(get_storage(), actor, groups, query.limit, query.cursor)

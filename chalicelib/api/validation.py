@@ -17,15 +17,18 @@ from chalicelib.domain.models import (
     DEADLINE_ACTIONS,
     ESCALATE,
     GROUP_PREFIX,
-    MAX_ID,
     REMIND,
-    RUN_STATUSES,
     USER_PREFIX,
     Deadline,
     Policy,
     StepRule,
 )
-from chalicelib.domain.names import has_control_characters, is_blank
+from chalicelib.domain.names import (
+    canonical_principal,
+    has_control_characters,
+    is_blank,
+    principal_problem,
+)
 from chalicelib.domain.record import Record
 
 MAX_NAME = 200
@@ -41,8 +44,6 @@ MAX_GROUPS = 100
 MAX_DEADLINE_SECONDS = 31_536_000
 MAX_ESCALATE_TO = 20
 STEP_DEADLINE_FIELDS = ("deadline_seconds", "on_deadline", "escalate_to")
-DEFAULT_LIMIT = 50
-MAX_LIMIT = 100
 # Refused with 413 before any parsing: no request of this API comes near it.
 MAX_BODY_BYTES = 1024 * 1024
 # A path id longer than this is not shown back in full in the 404.
@@ -75,32 +76,6 @@ class DecisionRequest(Record):
 class CancelRequest(Record):
     actor: Optional[str]
     reason: str
-
-
-class InboxQuery(Record):
-    # Asserted in `none` mode; None where the token says who calls.
-    actor: Optional[str]
-    groups: frozenset[str]
-    limit: int
-    cursor: Optional[str]
-
-
-class CallerQuery(Record):
-    # Asserted in `none` mode; None where the token says who calls.
-    actor: Optional[str]
-    groups: frozenset[str]
-
-
-class WorkflowQuery(Record):
-    limit: int
-    cursor: Optional[str]
-
-
-class RunQuery(Record):
-    workflow_id: Optional[int]
-    status: Optional[str]
-    limit: int
-    cursor: Optional[str]
 
 
 # -- bodies ----------------------------------------------------------------------
@@ -138,7 +113,7 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     if len(fields) != len(pairs):
         names = [name for name, _ in pairs]
         duplicated = next(name for n, name in enumerate(names) if name in names[:n])
-        raise _NotJSON(f"the key {_shown(duplicated)} appears twice")
+        raise _NotJSON(f"the key {shown(duplicated)} appears twice")
     return fields
 
 
@@ -287,17 +262,18 @@ def _principals(value: Any, name: str, most: int) -> tuple[str, ...]:
         prefix = next((p for p in (USER_PREFIX, GROUP_PREFIX) if entry.startswith(p)), None)
         if prefix is None:
             raise errors.InvalidInput(
-                f'{_shown(entry)} in {name!r} must be "user:<id>" or "group:<name>"'
+                f'{shown(entry)} in {name!r} must be "user:<id>" or "group:<name>"'
             )
-        principal = prefix + _text({f"{name}[]": entry[len(prefix) :]}, f"{name}[]", MAX_ACTOR)
-        if principal in principals:
+        principal = prefix + principal_name({f"{name}[]": entry[len(prefix) :]}, f"{name}[]")
+        if canonical_principal(principal) in map(canonical_principal, principals):
             # The schema's uniqueItems refuses a repeat as sent (400); one that
-            # only trimming or NFC makes a repeat ("user:a", "user:a ") is
-            # valid by it, and refused for a rule it cannot state (422).
+            # only trimming, NFC or one person's other spelling makes a repeat
+            # ("user:a", "user:a ", "user:A") is valid by it, and refused for a
+            # rule it cannot state (422).
             twice = (
                 errors.InvalidInput if entry in value[: len(principals)] else errors.Unprocessable
             )
-            raise twice(f"{_shown(principal)} is listed twice in {name!r}")
+            raise twice(f"{shown(principal)} is listed twice in {name!r}")
         principals.append(principal)
     return tuple(principals)
 
@@ -317,7 +293,7 @@ def groups(value: Any) -> Optional[frozenset[str]]:
         return None
     if not isinstance(value, list) or len(value) > MAX_GROUPS:
         raise errors.InvalidInput(f"'groups' must be a list of at most {MAX_GROUPS} group names")
-    return frozenset(_text({"groups[]": group}, "groups[]", MAX_ACTOR) for group in value)
+    return frozenset(principal_name({"groups[]": group}, "groups[]") for group in value)
 
 
 def new_run(body: Any) -> NewRun:
@@ -326,7 +302,7 @@ def new_run(body: Any) -> NewRun:
     workflow_id = _id(fields, "workflow_id")
     title = _text(fields, "title", MAX_TITLE)
     requested_by = (
-        _text(fields, "requested_by", MAX_ACTOR) if fields.get("requested_by") is not None else None
+        principal_name(fields, "requested_by") if fields.get("requested_by") is not None else None
     )
     return NewRun(workflow_id, title, requested_by, _run_input(fields.get("input")))
 
@@ -369,164 +345,7 @@ def cancellation(body: Any, actor_required: bool = True) -> CancelRequest:
 
 
 def _actor(fields: Mapping[str, Any]) -> Optional[str]:
-    return _text(fields, "actor", MAX_ACTOR) if fields.get("actor") is not None else None
-
-
-# -- paths and queries -------------------------------------------------------------
-
-
-def path_id(raw: str, kind: str) -> int:
-    """A positive integer id from a URL path; anything else names nothing."""
-    if not is_path_id(raw):
-        raise errors.NotFound(f"{kind} {_shown(raw)} not found: ids are positive integers")
-    return int(raw)
-
-
-def is_path_id(raw: str) -> bool:
-    """Whether `raw` spells an id as the routes accept it: ASCII digits, no
-    leading zero, at most MAX_ID (checked without int() of a long string)."""
-    return (
-        raw.isascii()
-        and raw.isdigit()
-        and not raw.startswith("0")
-        and len(raw) <= 16
-        and int(raw) <= MAX_ID
-    )
-
-
-def workflow_query(query: Mapping[str, Any]) -> WorkflowQuery:
-    """GET /workflows: limit, cursor."""
-    params = _query(query, ("limit", "cursor"))
-    return WorkflowQuery(_limit(params), params.get("cursor"))
-
-
-def run_query(query: Mapping[str, Any]) -> RunQuery:
-    """GET /runs: workflow_id, status, limit, cursor; a workflow_id beyond every
-    id is MAX_ID + 1 (it names no workflow, so its list is empty)."""
-    params = _query(query, ("workflow_id", "status", "limit", "cursor"))
-    workflow_id = _positive(params, "workflow_id")
-    status = params.get("status")
-    if status is not None and status not in RUN_STATUSES:
-        raise errors.InvalidInput(f"'status' must be one of {', '.join(RUN_STATUSES)}")
-    return RunQuery(workflow_id, status, _limit(params), params.get("cursor"))
-
-
-def event_query(query: Mapping[str, Any]) -> WorkflowQuery:
-    """GET /runs/{id}/events: limit, cursor, as GET /workflows takes them."""
-    return workflow_query(query)
-
-
-def inbox_query(query: Mapping[str, Any], verified: bool) -> InboxQuery:
-    """GET /inbox: limit, cursor; in `none` mode (not `verified`) also actor
-    (required) and group (repeated, one per group)."""
-    if verified:
-        params = _query(query, ("limit", "cursor"))
-        return InboxQuery(None, frozenset(), _limit(params), params.get("cursor"))
-    params = _query(query, ("actor", "group", "limit", "cursor"), repeatable=("group",))
-    actor, groups = _asserted_caller(params, query)
-    return InboxQuery(actor, groups, _limit(params), params.get("cursor"))
-
-
-def caller_query(query: Mapping[str, Any], verified: bool) -> CallerQuery:
-    """GET /runs/{id}/permissions: nothing where the token says who calls; in
-    `none` mode actor (required) and group (repeated), as the inbox takes them."""
-    if verified:
-        _query(query, ())
-        return CallerQuery(None, frozenset())
-    params = _query(query, ("actor", "group"), repeatable=("group",))
-    return CallerQuery(*_asserted_caller(params, query))
-
-
-def _asserted_caller(
-    params: Mapping[str, str], query: Mapping[str, Any]
-) -> tuple[str, frozenset[str]]:
-    """The actor (required) and the groups a `none` mode query names."""
-    if params.get("actor") is None:
-        raise errors.InvalidInput("Missing required query parameter 'actor'")
-    actor = _text(params, "actor", MAX_ACTOR)
-    named = _repeated(query, "group")
-    if len(named) > MAX_GROUPS:
-        raise errors.InvalidInput(f"Give at most {MAX_GROUPS} 'group' parameters")
-    return actor, frozenset(_text({"group": group}, "group", MAX_ACTOR) for group in named)
-
-
-def _query(
-    query: Mapping[str, Any], allowed: tuple[str, ...], repeatable: tuple[str, ...] = ()
-) -> dict[str, str]:
-    """The query parameters, each given once (but those `repeatable`), all of them known."""
-    unknown = sorted(set(query) - set(allowed))
-    if unknown:
-        raise errors.InvalidInput(
-            f"Unknown query parameter {unknown[0]!r}; allowed: {', '.join(allowed) or 'none'}"
-        )
-    params: dict[str, str] = {}
-    for name in query:
-        values = _repeated(query, name)
-        if len(values) != 1 and name not in repeatable:
-            raise errors.InvalidInput(f"Give the query parameter {name!r} at most once")
-        params[name] = values[0]
-    return params
-
-
-def _repeated(query: Mapping[str, Any], name: str) -> list[str]:
-    """Every value of the query parameter `name`, in order."""
-    if name not in query:
-        return []
-    getlist = getattr(query, "getlist", None)  # Chalice's MultiDict keeps repeats
-    return list(getlist(name)) if getlist else [query[name]]
-
-
-def _limit(params: Mapping[str, str]) -> int:
-    raw = params.get("limit")
-    if raw is None:
-        return DEFAULT_LIMIT
-    limit = _query_integer(raw)
-    if limit is None or limit > MAX_LIMIT:
-        raise errors.InvalidInput(f"'limit' must be an integer from 1 to {MAX_LIMIT}")
-    return limit
-
-
-def _positive(params: Mapping[str, str], name: str) -> Optional[int]:
-    """A positive integer query parameter; above MAX_ID it names nothing."""
-    raw = params.get(name)
-    if raw is None:
-        return None
-    value = _query_integer(raw)
-    if value is None:
-        raise errors.InvalidInput(f"{name!r} must be a positive integer")
-    return value
-
-
-def _query_integer(raw: str) -> Optional[int]:
-    """A positive integer: ASCII digits (leading zeros allowed), or a JSON number
-    whose value is one (7.0, 7e0), as bodies take it; MAX_ID + 1 for any beyond
-    every id; None if `raw` is not one."""
-    if raw.isascii() and raw.isdigit():
-        digits = raw.lstrip("0")
-        if not digits:
-            return None
-        # No int() of thousands of digits: past 16 it is beyond any id anyway.
-        return int(digits) if len(digits) <= 16 else MAX_ID + 1
-    return _integral_number(raw)
-
-
-def _integral_number(raw: str) -> Optional[int]:
-    """The positive integer a JSON number spelt with a fraction or exponent
-    stands for, exactly; None for any other string."""
-    import re
-    from decimal import Decimal
-
-    if len(raw) > 40 or not re.fullmatch(
-        r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?", raw
-    ):
-        return None
-    mantissa, _, exponent = raw.lower().partition("e")
-    if exponent and abs(int(exponent)) > 40:
-        return MAX_ID + 1 if int(exponent) > 0 and Decimal(mantissa) > 0 else None
-    value = Decimal(raw)
-    if value <= 0 or value != value.to_integral_value():
-        return None
-    return int(value) if value <= MAX_ID else MAX_ID + 1
+    return principal_name(fields, "actor") if fields.get("actor") is not None else None
 
 
 # -- fields ------------------------------------------------------------------------
@@ -582,7 +401,34 @@ def _text(fields: Mapping[str, Any], name: str, limit: int, required: bool = Tru
     return value
 
 
-def _shown(raw: str) -> str:
+def principal_name(fields: Mapping[str, Any], name: str) -> str:
+    """A user's or a group's name (an actor, a requester, an approver, a
+    group): a name by names.principal_problem's rules, which tokens' callers
+    meet too. Surrounding spaces are trimmed; any other character it refuses is
+    refused wherever it is, so that what is stored is what was read."""
+    value = fields.get(name)
+    if not isinstance(value, str):
+        raise errors.InvalidInput(f"{name!r} must be a string")
+    if len(value) > MAX_ACTOR:
+        raise errors.InvalidInput(f"{name!r} must be at most {MAX_ACTOR} characters")
+    trimmed = value.strip(" ")
+    if not trimmed:
+        raise errors.InvalidInput(f"{name!r} must not be blank")
+    problem = principal_problem(trimmed)
+    if problem:
+        raise errors.InvalidInput(f"{name!r} {problem}")
+    if trimmed.isascii():
+        return trimmed
+    try:
+        trimmed.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise errors.InvalidInput(f"{name!r} is not valid Unicode text") from exc
+    import unicodedata
+
+    return unicodedata.normalize("NFC", trimmed)
+
+
+def shown(raw: str) -> str:
     """`raw` quoted for a message, cut short if it is long."""
     if len(raw) <= SHOWN_ID_CHARACTERS:
         return repr(raw)

@@ -176,6 +176,13 @@ def required_texts() -> dict[str, dict[str, Any]]:
         "NewWorkflow.steps[]": schema("NewWorkflow")["properties"]["steps"]["items"]["oneOf"][0],
         "NewStep.name": schema("NewStep")["properties"]["name"],
         "NewRun.title": schema("NewRun")["properties"]["title"],
+    }
+
+
+def principal_texts() -> dict[str, dict[str, Any]]:
+    """The schemas of the names of users and groups (names.principal_problem)."""
+    return {
+        "NewRun.requested_by": schema("NewRun")["properties"]["requested_by"],
         "Decision.actor": schema("Decision")["properties"]["actor"],
         "Decision.groups[]": schema("Decision")["properties"]["groups"]["items"],
         "Cancellation.actor": schema("Cancellation")["properties"]["actor"],
@@ -192,6 +199,26 @@ def test_required_text_pattern_is_the_rule_validation_applies() -> None:
         accepted = not names.is_blank(char) and not names.has_control_characters(char)
         assert bool(valid.search(char)) is accepted, hex(code)
         assert bool(valid.search(f"x{char}")) is not names.has_control_characters(char)
+
+
+def test_the_principal_pattern_is_the_rule_of_a_users_name() -> None:
+    """Every code point a user's or group's name may not hold anywhere, the
+    plain space alone where it stands alone, and the reserved system: prefix
+    in every spelling that is one name (case and width)."""
+    (pattern,) = {text["pattern"] for text in principal_texts().values()}
+    valid = re.compile(pattern)
+    for code in range(sys.maxunicode + 1):
+        if 0xD800 <= code <= 0xDFFF:
+            continue  # lone surrogates are not text; JSON bodies cannot carry them
+        char = chr(code)
+        refused = names.principal_problem(f"x{char}y") is not None
+        assert bool(valid.search(f"x{char}y")) is not refused, hex(code)
+        assert bool(valid.search(char)) is (not refused and char != " "), hex(code)
+    for reserved in ("system:deadline", " System:x", "ＳＹＳＴＥＭ：x", "ſystem:x"):
+        assert names.principal_problem(reserved.strip(" ")) is not None
+        assert not valid.search(reserved), reserved
+    assert valid.search("systemd") and valid.search("my system:x")
+    assert not valid.search("rita\n")  # no trailing newline slips past the end
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,7 @@ from typing import Any
 import schemathesis
 
 from chalicelib import cursors, engine
-from chalicelib.api import validation
+from chalicelib.api import queries, validation
 from chalicelib.domain import conditions, content, errors
 
 LISTS = {
@@ -45,23 +45,23 @@ def map_case(context: Any, case: Any) -> Any:
     query = {name: str(value) for name, value in case.query.items() if not isinstance(value, list)}
     try:
         if list_name == "runs":
-            parsed = validation.run_query(query)
+            parsed = queries.run_query(query)
             filters: dict[str, Any] = {"workflow_id": parsed.workflow_id, "status": parsed.status}
         elif list_name == "inbox":
             named = case.query.get("group", [])
             named = [str(group) for group in (named if isinstance(named, list) else [named])]
             without = {name: value for name, value in query.items() if name != "group"}
-            actor = validation.inbox_query(without, verified=False).actor
+            actor = queries.inbox_query(without, verified=False).actor
             assert actor is not None
             filters = engine.inbox_filters(actor, validation.groups(named) or frozenset())
         elif list_name == "events":
-            validation.event_query(query)
+            queries.event_query(query)
             run_id = str((case.path_parameters or {}).get("run_id"))
-            if not validation.is_path_id(run_id):
+            if not queries.is_path_id(run_id):
                 return case  # names no run: 404 anyway
             filters = {"run_id": int(run_id)}
         else:
-            validation.workflow_query(query)
+            queries.workflow_query(query)
             filters = {}
     except errors.InvalidInput:
         return case  # refused for another reason anyway

@@ -19,7 +19,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from chalicelib.api import validation
+from chalicelib.api import queries, validation
 from chalicelib.domain import errors
 from tests.support import openapi_contract
 
@@ -99,8 +99,8 @@ def schema_admits(instance: Any, *where: str) -> bool:
     return True
 
 
-def inbox(query: dict[str, Any]) -> validation.InboxQuery:
-    return validation.inbox_query(query, verified=False)
+def inbox(query: dict[str, Any]) -> queries.InboxQuery:
+    return queries.inbox_query(query, verified=False)
 
 
 # Each field with the name rule: (its place in the document, the value's
@@ -230,7 +230,9 @@ EDGES: list[tuple[str, Any, str]] = [
     ("NewStep", {"name": "S", "approvers": [], "required_approvals": 20}, ACCEPTED),
     ("NewStep", {"name": "S", "approvers": None}, ACCEPTED),
     ("NewStep", {"name": "S", "approvers": ["user:a", "user:a"]}, INVALID),
-    ("NewStep", {"name": "S", "approvers": ["user:a", "user:a\n"]}, UNPROCESSABLE),
+    ("NewStep", {"name": "S", "approvers": ["user:a", "user:a "]}, UNPROCESSABLE),
+    ("NewStep", {"name": "S", "approvers": ["user:Fay", "user:ｆａｙ"]}, UNPROCESSABLE),
+    ("NewStep", {"name": "S", "approvers": ["user:a", "user:a\n"]}, INVALID),
     ("NewStep", {"name": "S", "approvers": ["user:a", "user:b"]}, ACCEPTED),
     ("NewStep", {"name": "S", "approvers": ["User:a"]}, INVALID),
     ("NewStep", {"name": "S", "approvers": ["user:"]}, INVALID),

@@ -1,0 +1,201 @@
+"""Path ids and query strings, turned into typed values for the engine.
+
+Every function takes what the client sent (a path segment, the query
+parameters) and returns plain values, or raises InvalidInput (NotFound for a
+path id that can name nothing). The names a query carries (the inbox's and
+the permissions' actor and groups, in `none` mode) follow the rules of names
+in bodies (chalicelib/api/validation.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Optional
+
+from chalicelib.api.validation import MAX_GROUPS, principal_name, shown
+from chalicelib.domain import errors
+from chalicelib.domain.models import MAX_ID, RUN_STATUSES
+from chalicelib.domain.record import Record
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 100
+
+
+class InboxQuery(Record):
+    # Asserted in `none` mode; None where the token says who calls.
+    actor: Optional[str]
+    groups: frozenset[str]
+    limit: int
+    cursor: Optional[str]
+
+
+class CallerQuery(Record):
+    # Asserted in `none` mode; None where the token says who calls.
+    actor: Optional[str]
+    groups: frozenset[str]
+
+
+class WorkflowQuery(Record):
+    limit: int
+    cursor: Optional[str]
+
+
+class RunQuery(Record):
+    workflow_id: Optional[int]
+    status: Optional[str]
+    limit: int
+    cursor: Optional[str]
+
+
+def path_id(raw: str, kind: str) -> int:
+    """A positive integer id from a URL path; anything else names nothing."""
+    if not is_path_id(raw):
+        raise errors.NotFound(f"{kind} {shown(raw)} not found: ids are positive integers")
+    return int(raw)
+
+
+def is_path_id(raw: str) -> bool:
+    """Whether `raw` spells an id as the routes accept it: ASCII digits, no
+    leading zero, at most MAX_ID (checked without int() of a long string)."""
+    return (
+        raw.isascii()
+        and raw.isdigit()
+        and not raw.startswith("0")
+        and len(raw) <= 16
+        and int(raw) <= MAX_ID
+    )
+
+
+def workflow_query(query: Mapping[str, Any]) -> WorkflowQuery:
+    """GET /workflows: limit, cursor."""
+    params = _query(query, ("limit", "cursor"))
+    return WorkflowQuery(_limit(params), params.get("cursor"))
+
+
+def run_query(query: Mapping[str, Any]) -> RunQuery:
+    """GET /runs: workflow_id, status, limit, cursor; a workflow_id beyond every
+    id is MAX_ID + 1 (it names no workflow, so its list is empty)."""
+    params = _query(query, ("workflow_id", "status", "limit", "cursor"))
+    workflow_id = _positive(params, "workflow_id")
+    status = params.get("status")
+    if status is not None and status not in RUN_STATUSES:
+        raise errors.InvalidInput(f"'status' must be one of {', '.join(RUN_STATUSES)}")
+    return RunQuery(workflow_id, status, _limit(params), params.get("cursor"))
+
+
+def event_query(query: Mapping[str, Any]) -> WorkflowQuery:
+    """GET /runs/{id}/events: limit, cursor, as GET /workflows takes them."""
+    return workflow_query(query)
+
+
+def inbox_query(query: Mapping[str, Any], verified: bool) -> InboxQuery:
+    """GET /inbox: limit, cursor; in `none` mode (not `verified`) also actor
+    (required) and group (repeated, one per group)."""
+    if verified:
+        params = _query(query, ("limit", "cursor"))
+        return InboxQuery(None, frozenset(), _limit(params), params.get("cursor"))
+    params = _query(query, ("actor", "group", "limit", "cursor"), repeatable=("group",))
+    actor, groups = _asserted_caller(params, query)
+    return InboxQuery(actor, groups, _limit(params), params.get("cursor"))
+
+
+def caller_query(query: Mapping[str, Any], verified: bool) -> CallerQuery:
+    """GET /runs/{id}/permissions: nothing where the token says who calls; in
+    `none` mode actor (required) and group (repeated), as the inbox takes them."""
+    if verified:
+        _query(query, ())
+        return CallerQuery(None, frozenset())
+    params = _query(query, ("actor", "group"), repeatable=("group",))
+    return CallerQuery(*_asserted_caller(params, query))
+
+
+def _asserted_caller(
+    params: Mapping[str, str], query: Mapping[str, Any]
+) -> tuple[str, frozenset[str]]:
+    """The actor (required) and the groups a `none` mode query names."""
+    if params.get("actor") is None:
+        raise errors.InvalidInput("Missing required query parameter 'actor'")
+    actor = principal_name(params, "actor")
+    named = _repeated(query, "group")
+    if len(named) > MAX_GROUPS:
+        raise errors.InvalidInput(f"Give at most {MAX_GROUPS} 'group' parameters")
+    return actor, frozenset(principal_name({"group": group}, "group") for group in named)
+
+
+def _query(
+    query: Mapping[str, Any], allowed: tuple[str, ...], repeatable: tuple[str, ...] = ()
+) -> dict[str, str]:
+    """The query parameters, each given once (but those `repeatable`), all of them known."""
+    unknown = sorted(set(query) - set(allowed))
+    if unknown:
+        raise errors.InvalidInput(
+            f"Unknown query parameter {unknown[0]!r}; allowed: {', '.join(allowed) or 'none'}"
+        )
+    params: dict[str, str] = {}
+    for name in query:
+        values = _repeated(query, name)
+        if len(values) != 1 and name not in repeatable:
+            raise errors.InvalidInput(f"Give the query parameter {name!r} at most once")
+        params[name] = values[0]
+    return params
+
+
+def _repeated(query: Mapping[str, Any], name: str) -> list[str]:
+    """Every value of the query parameter `name`, in order."""
+    if name not in query:
+        return []
+    getlist = getattr(query, "getlist", None)  # Chalice's MultiDict keeps repeats
+    return list(getlist(name)) if getlist else [query[name]]
+
+
+def _limit(params: Mapping[str, str]) -> int:
+    raw = params.get("limit")
+    if raw is None:
+        return DEFAULT_LIMIT
+    limit = _query_integer(raw)
+    if limit is None or limit > MAX_LIMIT:
+        raise errors.InvalidInput(f"'limit' must be an integer from 1 to {MAX_LIMIT}")
+    return limit
+
+
+def _positive(params: Mapping[str, str], name: str) -> Optional[int]:
+    """A positive integer query parameter; above MAX_ID it names nothing."""
+    raw = params.get(name)
+    if raw is None:
+        return None
+    value = _query_integer(raw)
+    if value is None:
+        raise errors.InvalidInput(f"{name!r} must be a positive integer")
+    return value
+
+
+def _query_integer(raw: str) -> Optional[int]:
+    """A positive integer: ASCII digits (leading zeros allowed), or a JSON number
+    whose value is one (7.0, 7e0), as bodies take it; MAX_ID + 1 for any beyond
+    every id; None if `raw` is not one."""
+    if raw.isascii() and raw.isdigit():
+        digits = raw.lstrip("0")
+        if not digits:
+            return None
+        # No int() of thousands of digits: past 16 it is beyond any id anyway.
+        return int(digits) if len(digits) <= 16 else MAX_ID + 1
+    return _integral_number(raw)
+
+
+def _integral_number(raw: str) -> Optional[int]:
+    """The positive integer a JSON number spelt with a fraction or exponent
+    stands for, exactly; None for any other string."""
+    import re
+    from decimal import Decimal
+
+    if len(raw) > 40 or not re.fullmatch(
+        r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?", raw
+    ):
+        return None
+    mantissa, _, exponent = raw.lower().partition("e")
+    if exponent and abs(int(exponent)) > 40:
+        return MAX_ID + 1 if int(exponent) > 0 and Decimal(mantissa) > 0 else None
+    value = Decimal(raw)
+    if value <= 0 or value != value.to_integral_value():
+        return None
+    return int(value) if value <= MAX_ID else MAX_ID + 1
