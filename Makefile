@@ -147,12 +147,17 @@ $(SCAN_VENV)/.created: requirements-scan.txt
 	@touch $@
 
 # The packaged template and the CloudFormation it expands to, as an operator
-# scans them: cfn-lint, then checkov (.checkov.yaml), offline. Fails on any
+# scans them: cfn-lint, then checkov (.checkov.yaml), offline; the expansion
+# twice, with the HTTP API (the default) and with the REST API (ApiType=rest),
+# as checkov leaves out what the defaults' conditions leave out. Fails on any
 # finding docs/deploy.md does not explain.
 scan: package $(VENV)/.dev $(SCAN_VENV)/.created
 	$(BIN)/python scripts/expand_template.py dist/sam.json dist/cloudformation.json
-	$(BIN)/cfn-lint dist/sam.json dist/cloudformation.json
-	$(SCAN_VENV)/bin/checkov --config-file .checkov.yaml -f dist/sam.json -f dist/cloudformation.json
+	$(BIN)/python scripts/expand_template.py --default ApiType=rest dist/sam.json \
+		dist/cloudformation-rest.json
+	$(BIN)/cfn-lint dist/sam.json dist/cloudformation.json dist/cloudformation-rest.json
+	$(SCAN_VENV)/bin/checkov --config-file .checkov.yaml -f dist/sam.json -f dist/cloudformation.json \
+		-f dist/cloudformation-rest.json
 
 # The SDK as Lambda's runtime provides it, alone in a folder: the functions'
 # path in the rehearsal is the package, this, and the standard library.
@@ -166,6 +171,8 @@ $(LAMBDA_RUNTIME)/.created: requirements-lambda.txt $(VENV)/.created
 # `make package`'s stack on a moto server that enforces IAM, each function from
 # the package with its own role, driven by its triggers and compared with
 # `make run`; then the mutation check (REHEARSAL_MUTATIONS=all: every action).
+# The stack has the HTTP API, the template's default; REHEARSAL_API_TYPE=rest
+# rehearses the REST API instead.
 REHEARSAL_MUTATIONS ?= sample
 rehearse: package $(VENV)/.dev $(LAMBDA_RUNTIME)/.created
 	$(BIN)/python scripts/rehearse.py --runtime $(LAMBDA_RUNTIME)/python \

@@ -1,6 +1,7 @@
 """Expand `make package`'s SAM template into the CloudFormation that deploys.
 
     python scripts/expand_template.py [dist/sam.json] [dist/cloudformation.json]
+    python scripts/expand_template.py --default ApiType=rest dist/sam.json dist/rest.json
 
 CloudFormation runs the SAM transform (AWS::Serverless-2016-10-31) when the
 stack is deployed; this runs the same translator, aws-sam-translator, here,
@@ -11,7 +12,9 @@ Offline: no AWS credentials or calls. The translator wants a region for the
 pseudo parameters, gets a placeholder one, and a map of managed policies,
 gets an empty one (the function has its own role, so SAM looks none up). A
 local CodeUri becomes a placeholder S3 location, as `aws cloudformation
-package` would make it. Parameters keep their defaults.
+package` would make it. Parameters keep their defaults, but those given with
+--default (`--default ApiType=rest`: the stack a deploy with ApiType=rest
+makes, as scanners that evaluate conditions by the defaults then see it).
 """
 
 from __future__ import annotations
@@ -49,6 +52,23 @@ def expand(sam_template: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(f"SAM cannot translate the template: {causes}") from exc
 
 
+def with_defaults(template: dict[str, Any], defaults: Sequence[str]) -> dict[str, Any]:
+    """A copy whose parameters NAME default to VALUE, for each NAME=VALUE of
+    `defaults` (a parameter that does not exist, or a value it does not
+    allow, is a ValueError)."""
+    changed = copy.deepcopy(template)
+    for default in defaults:
+        name, _, value = default.partition("=")
+        parameter = changed.get("Parameters", {}).get(name)
+        if parameter is None:
+            raise ValueError(f"The template has no parameter {name!r}")
+        allowed = parameter.get("AllowedValues")
+        if allowed is not None and value not in [str(v) for v in allowed]:
+            raise ValueError(f"{name} allows {allowed}, not {value!r}")
+        parameter["Default"] = value
+    return changed
+
+
 def _with_s3_code(sam_template: dict[str, Any]) -> dict[str, Any]:
     """A copy whose functions' local CodeUri points at a placeholder S3 object."""
     template = copy.deepcopy(sam_template)
@@ -67,9 +87,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "out", nargs="?", type=Path, default=PROJECT_DIR / "dist" / "cloudformation.json"
     )
+    parser.add_argument(
+        "--default",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="the expanded template's parameter NAME defaults to VALUE",
+    )
     args = parser.parse_args(argv)
     try:
-        expanded = expand(json.loads(args.sam.read_text()))
+        expanded = expand(with_defaults(json.loads(args.sam.read_text()), args.default))
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return 1

@@ -17,11 +17,18 @@ SQS queue (with its own dead-letter queue) that the webhook sender reads.
 The deadline sweeper (`app.sweep_deadlines`) runs every minute on a
 schedule. Each function has a role of its own, granted only what it does.
 
+The API: an HTTP API by default (ApiType=http: one `$default` route to the
+function, payload format 1.0, chalicelib/http_api.py the function's entry
+point), or chalice's REST API (ApiType=rest), whichever the stack is given;
+the other's resources are left out by their condition. docs/deploy.md says
+what each costs and lacks.
+
 It also makes the deployment one an operator can run (docs/deploy.md): API
-Gateway's own errors in the service's shape, stage throttling and reserved
-concurrency, an access log and the function's log group with a retention,
-one stage only, the cursor key read by reference from SSM Parameter Store,
-and X-Ray tracing; each limit a template parameter.
+Gateway's own errors in the service's shape (REST; an HTTP API has no
+gateway responses), stage throttling and reserved concurrency, an access log
+and the function's log group with a retention, one stage only, the cursor key
+read by reference from SSM Parameter Store, and X-Ray tracing; each limit a
+template parameter.
 
 Runs offline: no AWS credentials are needed, a placeholder region is set when
 none is configured.
@@ -69,6 +76,18 @@ RELAY_POLICY = "RelayAccess"
 SENDER_POLICY = "WebhookSenderAccess"
 SWEEPER_POLICY = "DeadlineSweeperAccess"
 REST_API = "RestAPI"
+# Chalice's permission for the REST API to invoke the function.
+REST_PERMISSION = "APIHandlerInvokePermission"
+# The HTTP API (ApiType=http): the API, its Lambda integration, the $default
+# route to it, the $default stage, and its permission to invoke the function.
+HTTP_API = "HttpAPI"
+HTTP_INTEGRATION = "HttpAPIIntegration"
+HTTP_ROUTE = "HttpAPIDefaultRoute"
+HTTP_STAGE = "HttpAPIStage"
+HTTP_PERMISSION = "HttpAPIInvokePermission"
+# The function's entry point: the HTTP API's payload 1.0 events made REST's
+# for chalice (a REST API's pass unchanged), whichever API is in front.
+API_HANDLER = "chalicelib.http_api.handler"
 TABLE_POLICY = "WorkflowTableAccess"
 SECRET_POLICY = "CursorSecretAccess"
 TRACING_POLICY = "TracingAccess"
@@ -88,6 +107,8 @@ JWT_ISSUER = "JwtIssuer"
 JWT_AUDIENCE = "JwtAudience"
 JWKS_URL = "JwksUrl"
 CORS_ORIGIN = "CorsOrigin"
+API_TYPE = "ApiType"
+HTTP, REST = "http", "rest"
 WEBHOOK_URL = "WebhookUrl"
 WEBHOOK_SECRET = "WebhookSecretParameter"
 # How many of each event function may run at once (docs/deploy.md, "Parameters").
@@ -101,6 +122,8 @@ PUBLIC_STAGES = ("prod",)
 TRACING_ON = "TracingOn"
 SECRET_KEY_GIVEN = "CursorSecretKeyGiven"
 RESERVES_CONCURRENCY = "ReservesConcurrency"
+HTTP_API_CHOSEN = "HttpApiChosen"
+REST_API_CHOSEN = "RestApiChosen"
 NO_RESERVATION = -1
 
 # The variable chalicelib/secret_store.py reads the parameter's name from.
@@ -133,6 +156,27 @@ ACCESS_LOG_FIELDS = {
     "integrationLatency": "$context.integrationLatency",
     "xrayTraceId": "$context.xrayTraceId",
 }
+# The same line from an HTTP API, in its own variables: its one route is
+# `$default` (the function's own line names the route), and it has no X-Ray.
+HTTP_ACCESS_LOG_FIELDS = {
+    "requestId": "$context.requestId",
+    "requestTime": "$context.requestTime",
+    "sourceIp": "$context.identity.sourceIp",
+    "caller": "$context.identity.caller",
+    "user": "$context.identity.user",
+    "httpMethod": "$context.httpMethod",
+    "routeKey": "$context.routeKey",
+    "path": "$context.path",
+    "status": "$context.status",
+    "errorType": "$context.error.responseType",
+    "integrationError": "$context.integrationErrorMessage",
+    "responseLength": "$context.responseLength",
+    "responseLatency": "$context.responseLatency",
+    "integrationLatency": "$context.integrationLatency",
+}
+# API Gateway's longest wait for a Lambda integration; the function's own
+# timeout (lambda_timeout, 29 s) ends it first.
+INTEGRATION_TIMEOUT_MS = 30000
 # What CloudWatch Logs accepts as RetentionInDays.
 # fmt: off
 RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096,
@@ -285,11 +329,15 @@ def merge_template(table_keys: dict[str, Any], stage: str = "prod") -> dict[str,
                 "Properties": function_properties(stage),
             },
             **event_resources(stage),
-            REST_API: {"Properties": api_properties()},
+            REST_API: {"Condition": REST_API_CHOSEN, "Properties": api_properties()},
+            REST_PERMISSION: {"Condition": REST_API_CHOSEN},
+            **http_api_resources(),
             ACCESS_LOG_GROUP: log_group(),
             FUNCTION_LOG_GROUP: log_group(),
         },
         "Outputs": {
+            "RestAPIId": {"Condition": REST_API_CHOSEN},
+            "HttpAPIId": {"Condition": HTTP_API_CHOSEN, "Value": {"Ref": HTTP_API}},
             "WorkflowTableName": {"Value": {"Ref": TABLE}},
             "ApiAccessLogGroupName": {"Value": {"Ref": ACCESS_LOG_GROUP}},
             "FunctionLogGroupName": {"Value": {"Ref": FUNCTION_LOG_GROUP}},
@@ -692,6 +740,14 @@ def parameters() -> dict[str, Any]:
             "Description": "The issuer's JSON Web Key Set (RS256 or ES256 keys), e.g. "
             "<issuer>/.well-known/jwks.json",
         },
+        API_TYPE: {
+            "Type": "String",
+            "Default": HTTP,
+            "AllowedValues": [HTTP, REST],
+            "Description": "The API in front of the function: http (API Gateway's HTTP API, "
+            "$1.00 per million requests) or rest (its REST API, $3.50 per million, with "
+            "gateway responses in the service's error shape and X-Ray on the stage)",
+        },
         CORS_ORIGIN: {
             "Type": "String",
             # Never * beside authentication: name the web page's own origin.
@@ -704,6 +760,8 @@ def parameters() -> dict[str, Any]:
 
 def conditions() -> dict[str, Any]:
     return {
+        HTTP_API_CHOSEN: {"Fn::Equals": [{"Ref": API_TYPE}, HTTP]},
+        REST_API_CHOSEN: {"Fn::Equals": [{"Ref": API_TYPE}, REST]},
         TRACING_ON: {"Fn::Equals": [{"Ref": TRACING}, "true"]},
         SECRET_KEY_GIVEN: {"Fn::Not": [{"Fn::Equals": [{"Ref": SECRET_KEY}, ""]}]},
         RESERVES_CONCURRENCY: {
@@ -715,6 +773,7 @@ def conditions() -> dict[str, Any]:
 def function_properties(stage: str = "prod") -> dict[str, Any]:
     """The function's settings on top of chalice's (its code, role, timeout)."""
     return {
+        "Handler": API_HANDLER,
         "Environment": {
             "Variables": {
                 **storage_variables(stage),
@@ -771,6 +830,97 @@ def api_properties() -> dict[str, Any]:
             "Format": json.dumps(ACCESS_LOG_FIELDS, separators=(",", ":")),
         },
         "TracingEnabled": {"Ref": TRACING},
+    }
+
+
+def endpoint_url() -> dict[str, Any]:
+    """The URL of the stack's API: the HTTP API's `$default` stage at its root,
+    or the REST API's `api` stage."""
+    suffix = ".execute-api.${AWS::Region}.${AWS::URLSuffix}/"
+    return {
+        "Fn::If": [
+            HTTP_API_CHOSEN,
+            {"Fn::Sub": f"https://${{{HTTP_API}}}{suffix}"},
+            {"Fn::Sub": f"https://${{{REST_API}}}{suffix}api/"},
+        ]
+    }
+
+
+def http_api_resources() -> dict[str, Any]:
+    """The HTTP API (ApiType=http): every request to the function through one
+    `$default` route, as payload format 1.0 (the REST API's event, which
+    chalicelib/http_api.py routes for chalice); the `$default` stage, deployed
+    on every change, throttled and access-logged as the REST API's stage is.
+    No CORS configuration: the function answers preflights and names the
+    allowed origin itself, as the REST API's definition does (an HTTP API
+    that has one drops the function's CORS headers and answers only requests
+    that send an Origin)."""
+    api = {"Ref": HTTP_API}
+    chosen = {"Condition": HTTP_API_CHOSEN}
+    return {
+        HTTP_API: {
+            "Type": "AWS::ApiGatewayV2::Api",
+            **chosen,
+            "Properties": {
+                "Name": {"Fn::Sub": "${AWS::StackName}-api"},
+                "ProtocolType": "HTTP",
+                "Description": "The approval-workflow service (docs/api.md)",
+            },
+        },
+        HTTP_INTEGRATION: {
+            "Type": "AWS::ApiGatewayV2::Integration",
+            **chosen,
+            "Properties": {
+                "ApiId": api,
+                "IntegrationType": "AWS_PROXY",
+                "IntegrationUri": {"Fn::GetAtt": [FUNCTION, "Arn"]},
+                "PayloadFormatVersion": "1.0",
+                "TimeoutInMillis": INTEGRATION_TIMEOUT_MS,
+            },
+        },
+        HTTP_ROUTE: {
+            "Type": "AWS::ApiGatewayV2::Route",
+            **chosen,
+            # No authorizer: the function verifies callers itself
+            # (WORKFLOW_AUTH=jwt), as behind the REST API, and the page and
+            # its assets need no token.
+            "Properties": {
+                "ApiId": api,
+                "RouteKey": "$default",
+                "AuthorizationType": "NONE",
+                "Target": {"Fn::Sub": f"integrations/${{{HTTP_INTEGRATION}}}"},
+            },
+        },
+        HTTP_STAGE: {
+            "Type": "AWS::ApiGatewayV2::Stage",
+            **chosen,
+            "Properties": {
+                "ApiId": api,
+                "StageName": "$default",
+                "AutoDeploy": True,
+                "DefaultRouteSettings": {
+                    "ThrottlingRateLimit": {"Ref": RATE_LIMIT},
+                    "ThrottlingBurstLimit": {"Ref": BURST_LIMIT},
+                },
+                "AccessLogSettings": {
+                    "DestinationArn": {"Fn::GetAtt": [ACCESS_LOG_GROUP, "Arn"]},
+                    "Format": json.dumps(HTTP_ACCESS_LOG_FIELDS, separators=(",", ":")),
+                },
+            },
+        },
+        HTTP_PERMISSION: {
+            "Type": "AWS::Lambda::Permission",
+            **chosen,
+            "Properties": {
+                "FunctionName": {"Ref": FUNCTION},
+                "Action": "lambda:InvokeFunction",
+                "Principal": "apigateway.amazonaws.com",
+                "SourceArn": {
+                    "Fn::Sub": "arn:${AWS::Partition}:execute-api:${AWS::Region}:"
+                    f"${{AWS::AccountId}}:${{{HTTP_API}}}/*"
+                },
+            },
+        },
     }
 
 
@@ -927,6 +1077,9 @@ def package(out_dir: Path, stage: str, index_step: Optional[int] = None) -> Path
     check_authenticates(template, stage)
     preflights_allow_the_origin(template)
     other_methods_reach_the_function(template)
+    # Whichever API the stack has (chalice's names the REST API's): replaced
+    # here, as the merge template would merge the two values into one.
+    template["Outputs"]["EndpointURL"] = {"Value": endpoint_url()}
     sam.write_text(json.dumps(template, indent=2))
     return sam
 

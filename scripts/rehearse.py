@@ -1,14 +1,16 @@
 """The deploy rehearsal: `make package`'s stack run as deployed, offline (docs/rehearsal.md).
 
     python scripts/rehearse.py [--dist dist] [--runtime .lambda-runtime/python]
-                               [--mutations none|sample|all]
+                               [--mutations none|sample|all] [--api-type http|rest]
 
 Reads dist/sam.json and dist/deployment.zip (`make package`), expands the
 template as CloudFormation does, creates it on a moto server that enforces
 IAM, runs each function from the package in an interpreter of its own with
 its own role, drives it through its trigger, and compares every answer with
-`make run`'s. Then the mutation check: the sample (default) or every granted
-action removed in turn must make it fail. Exit status 0 when all of it holds.
+`make run`'s. The stack has the template's default API (the HTTP API) unless
+--api-type (REHEARSAL_API_TYPE) names the other. Then the mutation check: the
+sample (default) or every granted action removed in turn must make it fail.
+Exit status 0 when all of it holds.
 """
 
 from __future__ import annotations
@@ -55,12 +57,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="",
         help="check only the removals whose description contains this (e.g. ssm:GetParameter)",
     )
+    parser.add_argument(
+        "--api-type",
+        choices=("http", "rest"),
+        default=os.environ.get("REHEARSAL_API_TYPE") or None,
+        help="the stack's ApiType parameter (default: the template's, http)",
+    )
     args = parser.parse_args(argv)
     started = time.monotonic()
     body = expand(args.dist / "sam.json")
     code = (args.dist / "deployment.zip").read_bytes()
     with tempfile.TemporaryDirectory(prefix="rehearsal-") as work:
-        env = Environment(PROJECT_DIR, code, args.runtime.resolve(), Path(work))
+        env = Environment(PROJECT_DIR, code, args.runtime.resolve(), Path(work), args.api_type)
         try:
             return rehearse(env, body, args.mutations, started, args.only)
         finally:

@@ -1,4 +1,5 @@
-"""API Gateway, played from the template: its REST API's definition, stage and responses.
+"""API Gateway, played from the template: its REST API's definition, stage and
+responses (Gateway), or its HTTP API's routes, integration and stage (HttpGateway).
 
 A request to https://<api>.execute-api.<region>.amazonaws.com/<stage>/<path>
 is matched against the definition's paths and methods as API Gateway does
@@ -96,6 +97,11 @@ class Gateway:
         """API Gateway's request id, on every answer it sends."""
         answer.headers["x-amzn-requestid"] = str(uuid.uuid4())
         return answer
+
+    @property
+    def base(self) -> str:
+        """What precedes the app's routes in the URL: the stage."""
+        return f"/{self.stage}"
 
     @property
     def base_url(self) -> str:
@@ -266,3 +272,191 @@ class Gateway:
         body = template.replace("$context.error.messageString", json.dumps(message))
         headers["content-type"] = "application/json"
         return Answer(int(response.get("statusCode", status)), headers, body.encode())
+
+
+TEXT_TYPES = ("text/", "application/json", "application/xml", "application/javascript")
+
+
+class HttpGateway:
+    """API Gateway's HTTP API, played from the template: its routes (a
+    `$default` route takes what no other does), its Lambda integration's
+    payload format 1.0 event, its stage, and what it answers itself.
+
+    The event is the REST API's shape as an HTTP API fills it (AWS's payload
+    1.0; a captured `$default` event): `version` "1.0", `resource` and
+    `requestContext.resourcePath` the route key, `pathParameters` null, the
+    path as requested, a named stage's prefix included. An HTTP API has no
+    gateway responses and no mock integrations: what it answers itself is
+    `{"message": ...}` in its own words, with its `apigw-requestid`, and
+    without the allowed origin, since no CORS configuration is given (the
+    function answers preflights). The function is invoked only if a
+    Lambda::Permission of the template lets API Gateway invoke it.
+
+    Not played: throttling, payload limits, the integration's timeout, the
+    access log (docs/rehearsal.md).
+    """
+
+    def __init__(
+        self,
+        api_id: str,
+        stage: str,
+        routes: Sequence[Mapping[str, Any]],
+        integrations: Mapping[str, Mapping[str, Any]],
+        region: str,
+        account: str,
+        invoke: Invoke,
+        function_arn: str,
+        permissions: Sequence[Mapping[str, Any]],
+    ) -> None:
+        self.stage = stage
+        self.api_id = api_id
+        self.region = region
+        self.account = account
+        self.host = f"{api_id}.execute-api.{region}.amazonaws.com"
+        self._routes = {route["RouteKey"]: route for route in routes}
+        self._integrations = integrations
+        self._invoke = invoke
+        self._function_arn = function_arn
+        self._permissions = permissions
+        self.invocations = 0
+
+    @property
+    def base(self) -> str:
+        """What precedes the app's routes in the URL: nothing on `$default`."""
+        return "" if self.stage == "$default" else f"/{self.stage}"
+
+    @property
+    def base_url(self) -> str:
+        return f"https://{self.host}{self.base}"
+
+    def _own(self, answer: Answer) -> Answer:
+        answer.headers["apigw-requestid"] = secrets.token_urlsafe(12)
+        return answer
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        headers: Mapping[str, str],
+        body: Optional[bytes] = None,
+    ) -> Answer:
+        """`path` is the stage's, with its query."""
+        route_path, _, query = path.partition("?")
+        route = self._routes.get(f"{method} {route_path}") or self._routes.get("$default")
+        if route is None:
+            return self._own(self._message(404, "Not Found"))
+        target = str(route.get("Target", ""))
+        integration = self._integrations.get(target.removeprefix("integrations/"))
+        if integration is None or integration.get("IntegrationType") != "AWS_PROXY":
+            raise NotImplementedError(f"route {route['RouteKey']}: only Lambda proxies are played")
+        if integration.get("PayloadFormatVersion") != "1.0":
+            raise NotImplementedError("only payload format 1.0 is played (the app's)")
+        event = self._event(method, route["RouteKey"], route_path, query, headers, body)
+        if not self._allowed(method, route_path):
+            return self._own(self._message(500, "Internal Server Error"))
+        self.invocations += 1
+        result, error = self._invoke(event)
+        if error is not None or not isinstance(result, dict) or "statusCode" not in result:
+            return self._own(self._message(500, "Internal Server Error"))
+        answer_headers = {k.lower(): str(v) for k, v in (result.get("headers") or {}).items()}
+        for name, values in (result.get("multiValueHeaders") or {}).items():
+            answer_headers[name.lower()] = ",".join(str(v) for v in values)
+        raw_body = result.get("body") or ""
+        raw = base64.b64decode(raw_body) if result.get("isBase64Encoded") else raw_body.encode()
+        answer_headers.setdefault("content-type", "application/json")
+        return self._own(Answer(int(result["statusCode"]), answer_headers, raw))
+
+    def _event(
+        self,
+        method: str,
+        route_key: str,
+        path: str,
+        query: str,
+        headers: Mapping[str, str],
+        body: Optional[bytes],
+    ) -> dict[str, Any]:
+        now = time.time()
+        request_id = secrets.token_urlsafe(12)
+        sent = {
+            "Host": self.host,
+            "X-Forwarded-For": "127.0.0.1",
+            "X-Forwarded-Port": "443",
+            "X-Forwarded-Proto": "https",
+            "X-Amzn-Trace-Id": f"Root=1-{int(now):08x}-{secrets.token_hex(12)}",
+            **headers,
+        }
+        pairs = urllib.parse.parse_qsl(query, keep_blank_values=True)
+        multi_query: dict[str, list[str]] = {}
+        for name, value in pairs:
+            multi_query.setdefault(name, []).append(value)
+        content_type = next((v for k, v in sent.items() if k.lower() == "content-type"), "")
+        text = not content_type or content_type.lower().startswith(TEXT_TYPES)
+        full_path = f"{self.base}{path}"
+        return {
+            "version": "1.0",
+            "resource": route_key,
+            "path": full_path,
+            "httpMethod": method,
+            "headers": dict(sent),
+            "multiValueHeaders": {name: [value] for name, value in sent.items()},
+            "queryStringParameters": {k: v[-1] for k, v in multi_query.items()} or None,
+            "multiValueQueryStringParameters": multi_query or None,
+            "requestContext": {
+                "accountId": self.account,
+                "apiId": self.api_id,
+                "domainName": self.host,
+                "domainPrefix": self.api_id,
+                "extendedRequestId": request_id,
+                "httpMethod": method,
+                "identity": {
+                    "accessKey": None,
+                    "accountId": None,
+                    "caller": None,
+                    "cognitoAmr": None,
+                    "cognitoAuthenticationProvider": None,
+                    "cognitoAuthenticationType": None,
+                    "cognitoIdentityId": None,
+                    "cognitoIdentityPoolId": None,
+                    "principalOrgId": None,
+                    "sourceIp": "127.0.0.1",
+                    "user": None,
+                    "userAgent": sent.get("User-Agent", ""),
+                    "userArn": None,
+                },
+                "path": full_path,
+                "protocol": "HTTP/1.1",
+                "requestId": request_id,
+                "requestTime": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
+                "requestTimeEpoch": int(now * 1000),
+                "resourceId": route_key,
+                "resourcePath": route_key,
+                "stage": self.stage,
+            },
+            "pathParameters": None,
+            "stageVariables": None,
+            "body": None
+            if not body
+            else (body.decode("utf-8") if text else base64.b64encode(body).decode()),
+            "isBase64Encoded": bool(body) and not text,
+        }
+
+    def _allowed(self, method: str, path: str) -> bool:
+        """A Permission of the template lets API Gateway invoke the function here."""
+        source = (
+            f"arn:aws:execute-api:{self.region}:{self.account}:{self.api_id}/{self.stage}/"
+            f"{method}{path}"
+        )
+        return any(
+            permission.get("Principal") == "apigateway.amazonaws.com"
+            and permission.get("Action") == "lambda:InvokeFunction"
+            and permission.get("FunctionName")
+            in (self._function_arn, self._function_arn.split(":")[-1])
+            and fnmatch.fnmatchcase(source, permission.get("SourceArn", "*"))
+            for permission in self._permissions
+        )
+
+    def _message(self, status: int, message: str) -> Answer:
+        """What an HTTP API answers itself: its words, none of the service's."""
+        return Answer(
+            status, {"content-type": "application/json"}, json.dumps({"message": message}).encode()
+        )

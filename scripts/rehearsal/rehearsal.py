@@ -23,7 +23,7 @@ from typing import Any, Optional
 
 from scripts.rehearsal import template as tpl
 from scripts.rehearsal.cloud import Cloud, Decision, Fault, client, entries_failed
-from scripts.rehearsal.gateway import Answer, Gateway
+from scripts.rehearsal.gateway import Answer, Gateway, HttpGateway
 from scripts.rehearsal.local import Issuer, MakeRun, Receiver, certificate
 from scripts.rehearsal.runtime import Container, Invocation, check_imports
 from scripts.rehearsal.scenario import (
@@ -90,8 +90,17 @@ class Reference:
 class Environment:
     """What every stack of one rehearsal shares."""
 
-    def __init__(self, project: Path, code: bytes, runtime_dir: Path, work: Path) -> None:
+    def __init__(
+        self,
+        project: Path,
+        code: bytes,
+        runtime_dir: Path,
+        work: Path,
+        api_type: Optional[str] = None,
+    ) -> None:
         self.project = project
+        # The stack's ApiType (None: the template's default, the HTTP API).
+        self.api_type = api_type
         self.code = code
         self.runtime_dir = runtime_dir
         self.work = work
@@ -186,10 +195,16 @@ class Run:
             "CorsOrigin": ORIGIN,
             "WebhookUrl": receiver.url,
         }
+        if self.env.api_type is not None:
+            given["ApiType"] = self.env.api_type
         for name, value in given.items():
-            pattern = self.template.body["Parameters"][name].get("AllowedPattern")
+            declared = self.template.body["Parameters"][name]
+            pattern = declared.get("AllowedPattern")
             if pattern and not re.fullmatch(pattern, value):
                 raise tpl.TemplateError(f"{name}={value} does not match {pattern}")
+            allowed = declared.get("AllowedValues")
+            if allowed is not None and value not in allowed:
+                raise tpl.TemplateError(f"{name}={value} is not one of {allowed}")
         return given
 
     def container(self, function: str) -> Container:
@@ -311,31 +326,14 @@ class Run:
             )
 
     def _conversation(self) -> Conversation:
-        (api_name,) = self.stack.of_type("AWS::ApiGateway::RestApi")
-        api = self.stack.played[api_name]
-        (stage,) = self.stack.of_type("AWS::ApiGateway::Stage").values()
-        handler = self._handler_of_api(api["Body"])
-        gateway = Gateway(
-            api["Body"],
-            stage["StageName"],
-            self.stack.physical[api_name],
-            REGION,
-            ACCOUNT,
-            lambda event: self._api_invocation(handler, event),
-            self.stack.functions[handler].arn,
-            list(self.stack.of_type("AWS::Lambda::Permission").values()),
-            api.get("EndpointConfiguration", {}).get("Types", []),
-        )
+        gateway = self._gateway()
         self.gateway = gateway
+        base = gateway.base
 
         def deployed(
             method: str, path: str, headers: dict[str, str], body: Optional[bytes]
         ) -> tuple[int, dict[str, str], bytes]:
-            stage_path = (
-                path.removeprefix(f"/{gateway.stage}")
-                if path.startswith(f"/{gateway.stage}/")
-                else path
-            )
+            stage_path = path.removeprefix(base) if base and path.startswith(f"{base}/") else path
             answer: Answer = gateway.request(method, stage_path, headers, body)
             return answer.status, answer.headers, answer.body
 
@@ -362,13 +360,58 @@ class Run:
             send_local = replayed
         conversation = Conversation(
             Side("make run", "", "dev", send_local),
-            Side("stack", f"/{gateway.stage}", "prod", deployed),
+            Side("stack", base, "prod", deployed),
             self.env.tokens,
             ORIGIN,
         )
         conversation.after_each = self._check_watch
         conversation.verbose = os.environ.get("REHEARSAL_VERBOSE") == "1"
         return conversation
+
+    def _gateway(self) -> Gateway | HttpGateway:
+        """The API the stack has (ApiType): the REST API, or the HTTP API."""
+        permissions = list(self.stack.of_type("AWS::Lambda::Permission").values())
+        rest = self.stack.of_type("AWS::ApiGateway::RestApi")
+        http = self.stack.of_type("AWS::ApiGatewayV2::Api")
+        if len(rest) + len(http) != 1:
+            raise tpl.TemplateError(
+                f"the stack has {len(rest)} REST and {len(http)} HTTP APIs, not one API"
+            )
+        if rest:
+            ((api_name, api),) = rest.items()
+            (stage,) = self.stack.of_type("AWS::ApiGateway::Stage").values()
+            handler = self._handler_of_api(api["Body"])
+            return Gateway(
+                api["Body"],
+                stage["StageName"],
+                self.stack.physical[api_name],
+                REGION,
+                ACCOUNT,
+                lambda event: self._api_invocation(handler, event),
+                self.stack.functions[handler].arn,
+                permissions,
+                api.get("EndpointConfiguration", {}).get("Types", []),
+            )
+        ((api_name, _),) = http.items()
+        api_id = self.stack.physical[api_name]
+        (stage,) = self.stack.of_type("AWS::ApiGatewayV2::Stage").values()
+        integrations = {
+            self.stack.physical[name]: integration
+            for name, integration in self.stack.of_type("AWS::ApiGatewayV2::Integration").items()
+        }
+        (uri,) = {integration["IntegrationUri"] for integration in integrations.values()}
+        (function,) = (n for n, f in self.stack.functions.items() if f.arn == uri)
+        return HttpGateway(
+            api_id,
+            stage["StageName"],
+            list(self.stack.of_type("AWS::ApiGatewayV2::Route").values()),
+            integrations,
+            REGION,
+            ACCOUNT,
+            lambda event: self._api_invocation(function, event),
+            self.stack.functions[function].arn,
+            permissions,
+        )
 
     def _handler_of_api(self, definition: dict[str, Any]) -> str:
         uris = {

@@ -136,7 +136,14 @@ class Stack:
                     secrets.choice(string.ascii_lowercase + string.digits) for _ in range(10)
                 )
                 attributes[(name, "RootResourceId")] = secrets.token_hex(5)
-            elif kind == "AWS::ApiGateway::Stage":
+            elif kind == "AWS::ApiGatewayV2::Api":
+                physical[name] = "".join(
+                    secrets.choice(string.ascii_lowercase + string.digits) for _ in range(10)
+                )
+                attributes[(name, "ApiEndpoint")] = (
+                    f"https://{physical[name]}.execute-api.{REGION}.amazonaws.com"
+                )
+            elif kind in ("AWS::ApiGateway::Stage", "AWS::ApiGatewayV2::Stage"):
                 physical[name] = self.template.resources[name]["Properties"]["StageName"]
             elif kind == "AWS::Events::Rule":
                 rule = f"{self.name}-{name}-{_suffix()}"[:64]

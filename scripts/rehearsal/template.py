@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-PLAYED_PREFIXES = ("AWS::Lambda::", "AWS::ApiGateway::")
+PLAYED_PREFIXES = ("AWS::Lambda::", "AWS::ApiGateway::", "AWS::ApiGatewayV2::")
 REHEARSAL_APPLIES = ("AWS::SQS::QueuePolicy",)
 PSEUDO = ("AWS::Region", "AWS::AccountId", "AWS::Partition", "AWS::StackName", "AWS::URLSuffix")
 NO_VALUE = "AWS::NoValue"

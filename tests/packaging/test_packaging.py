@@ -37,6 +37,7 @@ RELAY = "OnDynamodbRecord"
 SENDER = "DeliverWebhooks"
 SWEEPER = "SweepDeadlines"
 REST_API = "RestAPI"
+HTTP_API = "HttpAPI"
 FUNCTION_LOG_GROUP = "FunctionLogGroup"
 ACCESS_LOG_GROUP = "ApiAccessLogGroup"
 ERROR_TEMPLATE = {"application/json": '{"error": $context.error.messageString}'}
@@ -147,6 +148,16 @@ def expanded(template: dict[str, Any]) -> dict[str, Any]:
 def expanded_path(expanded: dict[str, Any], sam_path: Path) -> Path:
     path = sam_path.with_name("cloudformation.json")
     path.write_text(json.dumps(expanded, indent=2))
+    return path
+
+
+@pytest.fixture(scope="module")
+def rest_expanded_path(template: dict[str, Any], sam_path: Path) -> Path:
+    """The CloudFormation of a stack given ApiType=rest (as `make scan` writes it)."""
+    script = load_script("expand_template")
+    rest = script.expand(script.with_defaults(template, ["ApiType=rest"]))
+    path = sam_path.with_name("cloudformation-rest.json")
+    path.write_text(json.dumps(rest, indent=2))
     return path
 
 
@@ -407,7 +418,7 @@ def test_a_method_a_path_lacks_reaches_the_function_for_its_405(each: dict[str, 
         assert all(other["uri"] == integration["uri"] for integration in proxied), path
 
 
-@pytest.mark.parametrize("which", ["sam_path", "expanded_path"])
+@pytest.mark.parametrize("which", ["sam_path", "expanded_path", "rest_expanded_path"])
 def test_both_templates_pass_cfn_lint_without_a_warning(
     request: pytest.FixtureRequest, which: str
 ) -> None:
@@ -914,3 +925,121 @@ def test_an_index_step_packages_the_table_with_that_step_s_indexes(tmp_path: Pat
     assert table["Properties"]["GlobalSecondaryIndexes"] == step["GlobalSecondaryIndexes"]
     assert table["Properties"]["AttributeDefinitions"] == step["AttributeDefinitions"]
     assert run_package(project, "--index-step", "8").returncode != 0
+
+
+# -- the API: an HTTP API by default, the REST API as a parameter ---------------------
+
+HTTP_RESOURCES = {
+    HTTP_API: "AWS::ApiGatewayV2::Api",
+    "HttpAPIIntegration": "AWS::ApiGatewayV2::Integration",
+    "HttpAPIDefaultRoute": "AWS::ApiGatewayV2::Route",
+    "HttpAPIStage": "AWS::ApiGatewayV2::Stage",
+    "HttpAPIInvokePermission": "AWS::Lambda::Permission",
+}
+
+
+def test_the_api_type_is_a_parameter_and_the_http_api_its_default(each: dict[str, Any]) -> None:
+    chosen = parameter(each, "ApiType")
+    assert (chosen["Type"], chosen["Default"], chosen["AllowedValues"]) == (
+        "String",
+        "http",
+        ["http", "rest"],
+    )
+    assert each["Conditions"]["HttpApiChosen"] == {"Fn::Equals": [{"Ref": "ApiType"}, "http"]}
+    assert each["Conditions"]["RestApiChosen"] == {"Fn::Equals": [{"Ref": "ApiType"}, "rest"]}
+    for name, kind in HTTP_RESOURCES.items():
+        assert each["Resources"][name]["Type"] == kind
+        assert each["Resources"][name]["Condition"] == "HttpApiChosen", name
+    # Whatever belongs to the REST API exists only with it: chalice's API and
+    # its permission, and (expanded) SAM's deployment and stage of it.
+    rest = [
+        name
+        for name, resource in each["Resources"].items()
+        if resource["Type"].startswith(("AWS::ApiGateway::", "AWS::Serverless::Api"))
+        or name == "APIHandlerInvokePermission"
+    ]
+    assert REST_API in rest and "APIHandlerInvokePermission" in rest
+    for name in rest:
+        assert each["Resources"][name]["Condition"] == "RestApiChosen", name
+    assert not any(
+        resource["Type"].startswith("AWS::ApiGatewayV2::")
+        for name, resource in each["Resources"].items()
+        if name not in HTTP_RESOURCES
+    )
+    # The endpoint is whichever API the stack has.
+    (output,) = [each["Outputs"]["EndpointURL"]["Value"]]
+    condition, http_url, rest_url = output["Fn::If"]
+    assert condition == "HttpApiChosen"
+    assert http_url == {
+        "Fn::Sub": "https://${HttpAPI}.execute-api.${AWS::Region}.${AWS::URLSuffix}/"
+    }
+    assert rest_url == {
+        "Fn::Sub": "https://${RestAPI}.execute-api.${AWS::Region}.${AWS::URLSuffix}/api/"
+    }
+    assert each["Outputs"]["HttpAPIId"]["Condition"] == "HttpApiChosen"
+    assert each["Outputs"]["RestAPIId"]["Condition"] == "RestApiChosen"
+
+
+def test_the_http_api_sends_every_request_to_the_function_as_payload_1_0(
+    each: dict[str, Any], sam_path: Path
+) -> None:
+    """One `$default` route, so that a path the app does not route still
+    reaches it for the service's 404; payload 1.0, the REST API's event,
+    which the function's entry point routes for chalice."""
+    resources = each["Resources"]
+    api = resources[HTTP_API]["Properties"]
+    assert api["ProtocolType"] == "HTTP"
+    # No CORS configuration: it would drop the function's CORS headers and answer
+    # preflights itself only for requests that name an Origin.
+    assert "CorsConfiguration" not in api and "Target" not in api
+    (route,) = of_type(each, "AWS::ApiGatewayV2::Route").values()
+    assert route["Properties"] == {
+        "ApiId": {"Ref": HTTP_API},
+        "RouteKey": "$default",
+        "AuthorizationType": "NONE",
+        "Target": {"Fn::Sub": "integrations/${HttpAPIIntegration}"},
+    }
+    (integration,) = of_type(each, "AWS::ApiGatewayV2::Integration").values()
+    assert integration["Properties"] == {
+        "ApiId": {"Ref": HTTP_API},
+        "IntegrationType": "AWS_PROXY",
+        "IntegrationUri": {"Fn::GetAtt": [FUNCTION, "Arn"]},
+        "PayloadFormatVersion": "1.0",
+        "TimeoutInMillis": 30000,
+    }
+    permission = resources["HttpAPIInvokePermission"]["Properties"]
+    assert permission["FunctionName"] == {"Ref": FUNCTION}
+    assert permission["Principal"] == "apigateway.amazonaws.com"
+    assert permission["SourceArn"] == {
+        "Fn::Sub": "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${HttpAPI}/*"
+    }
+    # The function's entry point routes the HTTP API's events, and is in the bundle.
+    handler = function_properties(each)["Handler"]
+    assert handler == "chalicelib.http_api.handler"
+    names = zipfile.ZipFile(sam_path.with_name("deployment.zip")).namelist()
+    assert "chalicelib/http_api.py" in names
+
+
+def test_the_http_apis_one_stage_is_throttled_and_access_logged(each: dict[str, Any]) -> None:
+    (stage,) = of_type(each, "AWS::ApiGatewayV2::Stage").values()
+    properties = stage["Properties"]
+    assert properties["StageName"] == "$default" and properties["AutoDeploy"] is True
+    assert properties["DefaultRouteSettings"] == {
+        "ThrottlingRateLimit": {"Ref": "ApiThrottlingRateLimit"},
+        "ThrottlingBurstLimit": {"Ref": "ApiThrottlingBurstLimit"},
+    }
+    setting = properties["AccessLogSettings"]
+    assert setting["DestinationArn"] == {"Fn::GetAtt": [ACCESS_LOG_GROUP, "Arn"]}
+    fields = json.loads(setting["Format"])
+    assert {
+        "requestId": "$context.requestId",
+        "sourceIp": "$context.identity.sourceIp",
+        "httpMethod": "$context.httpMethod",
+        "path": "$context.path",
+        "status": "$context.status",
+        "errorType": "$context.error.responseType",
+        "responseLatency": "$context.responseLatency",
+    }.items() <= fields.items()
+    assert all(value.startswith("$context.") for value in fields.values())
+    # An HTTP API has no X-Ray: the REST API's stage variable would not resolve.
+    assert "$context.xrayTraceId" not in fields.values()

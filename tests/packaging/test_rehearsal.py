@@ -68,6 +68,29 @@ def test_make_rehearse_runs_every_function_as_deployed_and_its_mutations_bite(
     assert "Every removal made the rehearsal fail for its function" in report
 
 
+def test_the_rest_api_the_template_offers_is_rehearsed_too(
+    rehearsed: subprocess.CompletedProcess[str],
+) -> None:
+    """ApiType=rest: chalice's REST API, its definition, gateway responses and
+    stage, in front of the same function, on the package make rehearse made
+    (which rehearsed the default, the HTTP API)."""
+    assert rehearsed.returncode == 0, rehearsed.stdout[-3000:]
+    done = subprocess.run(
+        [
+            *(sys.executable, str(PROJECT_DIR / "scripts" / "rehearse.py")),
+            *("--mutations", "none", "--api-type", "rest"),
+            *("--runtime", str(PROJECT_DIR / ".lambda-runtime" / "python")),
+        ],
+        cwd=PROJECT_DIR,
+        env={**clean_env(), "AWS_EC2_METADATA_DISABLED": "true"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "The rehearsal passed" in done.stdout
+
+
 @pytest.mark.parametrize(
     "left_out, finding",
     [
