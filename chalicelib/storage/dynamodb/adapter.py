@@ -52,7 +52,12 @@ from chalicelib.storage.dynamodb.idempotency import IdempotencyKeys
 from chalicelib.storage.dynamodb.ids import ID_BLOCK, Counters
 from chalicelib.storage.dynamodb.keys import Item
 from chalicelib.storage.dynamodb.lists import Lists
-from chalicelib.storage.dynamodb.outbox import TABLE_DELIVERY, OutboxState, configured_delivery
+from chalicelib.storage.dynamodb.outbox import (
+    STREAM_DELIVERY,
+    TABLE_DELIVERY,
+    OutboxState,
+    configured_delivery,
+)
 from chalicelib.storage.dynamodb.schema import ALL_INDEX, DUE_AT
 from chalicelib.storage.failures import unavailable
 
@@ -343,20 +348,36 @@ class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState):
             )
         current, removed = items.current_step_state(after, self.shards)
         moved.update(current)
+        puts, deletes = self._inbox_moves(change)
+        if self.delivery == STREAM_DELIVERY:
+            # The relay deletes the entries left behind, reading the run's
+            # stream record: not in the transaction, where each is doubled.
+            if deletes and before.current_step is not None:
+                keys_left = [delete["Delete"]["Key"] for delete in deletes]
+                moved.update(items.inbox_left(before.current_step.id, keys_left))
+            else:
+                removed.append(items.INBOX_LEFT)
+            deletes = []
+        # The last action item carries the change's events (carried.py).
+        numbered = [d.numbered(before.event_seq + i) for i, d in enumerate(told, start=1)]
+        carrying = numbered if change.actions and told else []
         writes = [
             self._run_update(before, moved, removed),
-            *self._action_puts(change.actions, action_ids, before.history_length),
-            # An event put refused means another writer numbered its events
-            # first: the run moved on, as for a lost decision.
-            *self._event_puts(told, before.event_seq),
+            *self._action_puts(
+                change.actions, action_ids, before.history_length, carrying, told[:1]
+            ),
+            *([] if carrying else self._event_puts(told, before.event_seq)),
         ]
         checked = None
         if change.last_step_order is not None:
             checked = len(writes)
             writes.append(self._no_step_after(before, change.last_step_order))
-        writes, stale = self._with_inbox(writes, change)
+        writes += puts
+        room = MAX_TRANSACTION_ITEMS - len(writes)
+        writes, stale = writes + deletes[:room], deletes[room:]
         reasons = self.requests.transact(writes)
-        if reasons and not self._applied(told, before.event_seq):
+        carrier = keys.action_sk(seq) if carrying else None
+        if reasons and not self._applied(told, before.event_seq, before.id, carrier):
             if checked is not None and reasons[checked] == "ConditionalCheckFailed":
                 # The workflow has a step after this one now: know it for the retry.
                 self._read_steps(before.workflow_id)
@@ -366,19 +387,33 @@ class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState):
         return change.recorded(action_ids)._replace(event_seq=before.event_seq + len(told))
 
     def _action_puts(
-        self, actions: Sequence[Action], ids: Sequence[int], after: int
+        self,
+        actions: Sequence[Action],
+        ids: Sequence[int],
+        after: int,
+        carrying: Sequence[Event] = (),
+        drafts: Sequence[EventDraft] = (),
     ) -> list[dict[str, Any]]:
         """The puts of `actions` with these ids, at their places in their run's
-        history from `after` + 1, each only where the place is free."""
-        return [
+        history from `after` + 1, each only where the place is free; the last
+        carrying the change's events `carrying` (the first of whose `drafts`
+        says their time)."""
+        puts = [
             self.requests.put_new(items.action_item(action._replace(id=action_id), seq))
             for seq, (action, action_id) in enumerate(zip(actions, ids, strict=True), after + 1)
         ]
+        if carrying:
+            due_at = drafts[0].time if self.delivery == TABLE_DELIVERY else None
+            puts[-1]["Put"]["Item"].update(items.carrying(carrying, due_at))
+        return puts
 
     def _run_update(self, before: Run, moved: Item, removed: list[str]) -> dict[str, Any]:
         """The update of the run item to `moved` (and without `removed`), on the
-        guard: the run as it was read, its history's length and its deadline's
-        state (a reminder or escalation leaves the history as it was)."""
+        guard: the run as it was read, its history's length, its deadline's
+        state (a reminder or escalation leaves the history as it was), and the
+        sequence of its last event (every change records one: the sequences
+        this one gives its events are still free, as no event item's put
+        checks where an action item carries them)."""
         remove = f" REMOVE {', '.join(removed)}" if removed else ""
         sets = ", ".join(f"#{name} = :{name}" for name in moved)
         deadline = (
@@ -386,28 +421,36 @@ class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState):
             if before.deadline_passed
             else "(attribute_not_exists(deadline_passed) OR deadline_passed = :passed)"
         )
+        told = (
+            "#event_seq = :read_event_seq"
+            if before.event_seq
+            else "(attribute_not_exists(#event_seq) OR #event_seq = :read_event_seq)"
+        )
         return {
             "Update": {
                 "TableName": self.table,
                 "Key": items.key(keys.run_pk(before.id), keys.RUN_SK),
                 "UpdateExpression": f"SET {sets}{remove}",
-                "ConditionExpression": f"#seq = :read_seq AND {deadline}",
-                "ExpressionAttributeNames": {"#seq": "seq", **{f"#{name}": name for name in moved}},
+                "ConditionExpression": f"#seq = :read_seq AND {deadline} AND {told}",
+                "ExpressionAttributeNames": {
+                    "#seq": "seq",
+                    "#event_seq": "event_seq",
+                    **{f"#{name}": name for name in moved},
+                },
                 "ExpressionAttributeValues": {
                     **{f":{name}": value for name, value in moved.items()},
                     ":read_seq": n(before.history_length),
                     ":passed": {"BOOL": before.deadline_passed},
+                    ":read_event_seq": n(before.event_seq),
                 },
             }
         }
 
-    def _with_inbox(
-        self, writes: list[dict[str, Any]], change: RunChange
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """`writes` and the inbox entries the change puts and deletes; and the
-        deletes that do not fit in the transaction, to send right after it (an
-        entry left behind meanwhile, or by a crash, is one the inbox drops, as
-        its run is no longer at its step)."""
+    def _inbox_moves(self, change: RunChange) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The puts of the inbox entries the change enters, and the deletes of
+        those it leaves (an entry left behind, by a crash or a delete that did
+        not fit in the transaction, is one the inbox drops, as its run is no
+        longer at its step)."""
         puts = self._inbox_puts(change.after, change.enters)
         # A step reached in the millisecond the last one was: the put replaces
         # the entry that would be deleted (one operation per item).
@@ -417,19 +460,30 @@ class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState):
             for delete in self._inbox_deletes(change.before, change.leaves)
             if key_of(delete["Delete"]["Key"]) not in taken
         ]
-        writes = writes + puts
-        room = MAX_TRANSACTION_ITEMS - len(writes)
-        return writes + deletes[:room], deletes[room:]
+        return puts, deletes
 
-    def _applied(self, drafts: Sequence[EventDraft], after: int) -> bool:
+    def _applied(
+        self,
+        drafts: Sequence[EventDraft],
+        after: int,
+        run_id: Optional[int] = None,
+        carrier: Optional[str] = None,
+    ) -> bool:
         """Whether a refused transaction, whose events are `drafts` numbered from
         `after` + 1, was in fact applied: by an earlier attempt of itself, which
         botocore retried after a timeout, and whose own writes the retry's
         conditions then saw. Such a change is done, not lost, and must not be made
         again. Every change records an event, whose id is this attempt's alone:
         its event standing at its place says so. DynamoDB answers such a retry
-        from its ClientRequestToken; not every endpoint does (moto)."""
+        from its ClientRequestToken; not every endpoint does (moto). Where the
+        change's action item `carrier` (its sort key, of run `run_id`) carries
+        its events, that item says so."""
         first = drafts[0]
+        if carrier is not None:
+            assert run_id is not None
+            item = self.requests.read_item(s(keys.run_pk(run_id)), s(carrier))
+            told = items.carried_events(item, first.subject) if item is not None else []
+            return bool(told) and told[0].sequence == after + 1 and told[0].id == first.id
         item = self.requests.read_item(s(keys.event_pk(first.subject)), s(keys.event_sk(after + 1)))
         return item is not None and item["event_id"]["S"] == first.id
 
@@ -511,10 +565,26 @@ class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState):
         ]
 
     def list_events(self, subject: str, after_sequence: Optional[int], limit: int) -> Slice[Event]:
-        found, _ = self.requests.query_after(
-            keys.event_pk(subject), keys.event_sk(after_sequence or 0), limit + 1
-        )
-        return Slice(tuple(items.event_of(item) for item in found[:limit]), len(found) > limit)
+        # A run's events are in two places: event items (its start, its
+        # deadlines' reminders) and its action items (its decisions'): a
+        # Query of each, at once, merged by sequence.
+        after = after_sequence or 0
+        run_id = keys.run_of_subject(subject)
+
+        def read(where: str) -> list[Event]:
+            if where == "carried":
+                assert run_id is not None
+                found = self.requests.query_partition(keys.run_pk(run_id), keys.ACTION_PREFIX)
+                told = (e for item in found for e in items.carried_events(item, subject))
+                return [event for event in told if event.sequence > after]
+            stored, _ = self.requests.query_after(
+                keys.event_pk(subject), keys.event_sk(after), limit + 1
+            )
+            return [items.event_of(item) for item in stored]
+
+        parts = self.requests.in_parallel(read, ["stored", "carried"] if run_id else ["stored"])
+        merged = sorted((e for part in parts for e in part), key=lambda event: event.sequence)
+        return Slice(tuple(merged[:limit]), len(merged) > limit)
 
 
 def _step_count_key(workflow_id: int, copy: int) -> Item:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any, Optional
 
 from chalicelib.domain.models import Action, Deadline, Event, Policy, Run, Step, Workflow
-from chalicelib.storage.dynamodb import keys
+from chalicelib.storage.dynamodb import carried, keys
 from chalicelib.storage.dynamodb.client import n, s
 from chalicelib.storage.dynamodb.keys import Item
 from chalicelib.storage.dynamodb.schema import DELIVERY_DUE, DUE_AT, DUE_KEY
@@ -293,6 +293,37 @@ def action_of(item: Item, run_id: int) -> Action:
     )
 
 
+def carrying(events: Sequence[Event], due_at: Optional[str]) -> Item:
+    """The attributes with which an action item carries its change's `events`
+    (carried.py): pending delivery; in the due index from `due_at` (their
+    time) where this service sends them from the table, None where the
+    stream carries them."""
+    first = events[0]
+    due = {DUE_KEY: s(DELIVERY_DUE), DUE_AT: s(due_at)} if due_at is not None else {}
+    return {
+        carried.EVENTS: {"B": carried.pack([(e.id, e.type, e.body) for e in events])},
+        carried.FROM: n(first.sequence),
+        carried.COUNT: n(len(events)),
+        **due,
+    }
+
+
+def carried_events(item: Item, subject: str) -> list[Event]:
+    """The events an action item carries, in order (none for one that carries none)."""
+    if not carried.carries(item):
+        return []
+    first = int(item[carried.FROM]["N"])
+    return [
+        Event(event_id, subject, first + place, kind, body)
+        for place, (event_id, kind, body) in enumerate(carried.unpack(item[carried.EVENTS]["B"]))
+    ]
+
+
+def carried_delivered(item: Item) -> int:
+    """How many of the events an action item carries were delivered."""
+    return int(item[carried.DELIVERED]["N"]) if carried.DELIVERED in item else 0
+
+
 def event_seq(item: Item) -> int:
     """The sequence of the last event of the stream whose counter `item` keeps
     (0 for items written before events were)."""
@@ -322,6 +353,21 @@ def event_of(item: Item) -> Event:
         item["type"]["S"],
         item["event"]["S"],
     )
+
+
+# On a run item, in a stream-delivered table: the inbox entries the change
+# that wrote it left behind (its step's, in the inboxes the run left), which
+# the relay deletes when it reads the run's stream record (relay.py): JSON,
+# {"step_id": <the step left>, "keys": [[PK, SK], ...]}.
+INBOX_LEFT = "inbox_left"
+
+
+def inbox_left(step_id: int, entries: Sequence[Item]) -> Item:
+    """The attribute that hands the keys of `entries` to the relay to delete."""
+    import json
+
+    left = {"step_id": step_id, "keys": [[e["PK"]["S"], e["SK"]["S"]] for e in entries]}
+    return {INBOX_LEFT: s(json.dumps(left, separators=(",", ":")))}
 
 
 def inbox_item(principal: str, run_id: int, step_id: int, since: str, shards: int) -> Item:

@@ -14,9 +14,14 @@ Items (PK, SK are strings):
                                                                       its rules, seq, head_hash,
                                                                       approvals, policy, event_seq,
                                                                       list keys
-    action       RUN#<run id>                ACT#<seq, 10 digits>     the action, its hash
+    action       RUN#<run id>                ACT#<seq, 10 digits>     the action, its hash; the
+                                                                      last of a change's carries
+                                                                      its events (carried.py)
     id counter   COUNTER#<kind>              #ID                      next_id of that kind's block
     event        EVT#<subject>               <sequence, 10 digits>    the CloudEvent as delivered
+                                                                      (a change without an action:
+                                                                      a start, a deadline's
+                                                                      reminder, a workflow's)
     idempotency  IDEM#<key>                  #IDEM                    fingerprint, claim, lease,
                                                                       response; expires_at (TTL)
       its parts  IDEM#<key>                  #IDEM#PART#<n, 4 digits> part of a long response
@@ -52,15 +57,18 @@ Access patterns: what each request reads and writes.
     POST /runs                workflow item (Query)               run, its 2 events, its first
                                                                   step's inbox entries
     GET /runs/{id}            RUN#<id> partition (Query)          -
-    approve, reject, cancel   RUN#<id> (Query; with return=minimal  run, action, events, inbox
-                              the run item alone)                 entries left and entered; a
-                                                                  completion checks a step count
+    approve, reject, cancel   RUN#<id> (Query; with return=minimal  run, action (carrying the
+                              the run item alone)                 events), inbox entries entered
+                                                                  (and left, but where the
+                                                                  stream's relay deletes them);
+                                                                  a completion checks a step count
     GET /runs                 one Query per shard of its list,    -
                               one BatchGetItem of its runs
     GET /inbox                one Query per inbox partition of    -
                               each of the caller's keys, one
                               BatchGetItem of its runs
-    GET /runs/{id}/events     EVT#runs/<id> (Query)               -
+    GET /runs/{id}/events     EVT#runs/<id> and RUN#<id>'s        -
+                              actions (two Queries, at once)
     the sweeper               `due`: one Query per deadline shard, run (as a decision); a
                               then each run due (Query)           reminder or escalation
     Idempotency-Key           -                                   one conditional put of the key;
@@ -160,8 +168,27 @@ def event_pk(subject: str) -> str:
 
 
 def subject_of(pk: str) -> str:
-    """The subject of an EVT#<subject> partition key."""
+    """The subject of an EVT#<subject> partition key, or of the RUN#<id> one
+    whose action items carry a run's events (carried.py)."""
+    if pk.startswith("RUN#"):
+        return run_subject(run_id_of(pk))
     return pk.removeprefix(EVENT_PREFIX)
+
+
+# A run's events' subject, as chalicelib.domain.events names it (a unit test
+# holds the two together): the storage finds the action items that carry its
+# events by it.
+RUN_SUBJECT_PREFIX = "runs/"
+
+
+def run_subject(run_id: int) -> str:
+    return f"{RUN_SUBJECT_PREFIX}{run_id}"
+
+
+def run_of_subject(subject: str) -> Optional[int]:
+    """The run whose events `subject` names (None: a workflow's)."""
+    number = subject.removeprefix(RUN_SUBJECT_PREFIX)
+    return int(number) if subject.startswith(RUN_SUBJECT_PREFIX) and number.isdigit() else None
 
 
 def event_sk(sequence: int) -> str:

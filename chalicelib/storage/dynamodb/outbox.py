@@ -5,6 +5,13 @@ Where this service sends events from the table (`make run-dynamodb`,
 WORKFLOW_EVENT_DELIVERY=table), each event not delivered yet is in the due
 index (DELIVERY) from its time on; deployed, the table's stream carries them
 to the relay (WORKFLOW_EVENT_DELIVERY=stream) and they stay out of it.
+
+A run's events are event items and the events its action items carry
+(carried.py): its first pending event is the first of either; an event item
+keeps its own delivery state, an action item that of the events it carries,
+delivered in order (how many were, and the attempts of the next one). The
+first pending event of a subject is what dispatch.py marks next: which item
+carries it is kept from `first_pending` to its mark.
 """
 
 from __future__ import annotations
@@ -13,7 +20,8 @@ import os
 from typing import Optional
 
 from chalicelib.domain.models import Pending
-from chalicelib.storage.dynamodb import items, keys
+from chalicelib.domain.record import Record
+from chalicelib.storage.dynamodb import carried, items, keys
 from chalicelib.storage.dynamodb.client import Requests, n, s
 from chalicelib.storage.dynamodb.keys import Item
 from chalicelib.storage.dynamodb.schema import DELIVERY_DUE, DUE_AT, DUE_KEY
@@ -23,6 +31,8 @@ from chalicelib.storage.failures import unavailable
 DELIVERY_VARIABLE = "WORKFLOW_EVENT_DELIVERY"
 TABLE_DELIVERY = "table"
 STREAM_DELIVERY = "stream"
+# Carriers of handed-out events a storage remembers until they are marked.
+KNOWN_CARRIERS = 10_000
 
 
 def configured_delivery() -> str:
@@ -39,10 +49,37 @@ def configured_delivery() -> str:
     return raw
 
 
+class Carrier(Record):
+    """An action item that carries events: its key, and which events it carries."""
+
+    key: Item
+    first: int
+    carries: int
+
+    @classmethod
+    def of(cls, item: Item) -> Carrier:
+        return cls(
+            items.key(item["PK"]["S"], item["SK"]["S"]),
+            int(item[carried.FROM]["N"]),
+            int(item[carried.COUNT]["N"]),
+        )
+
+    def place(self, pending: Pending) -> int:
+        """Where `pending`'s event is among those the item carries, from 0."""
+        return pending.event.sequence - self.first
+
+
+def _pending_of(item: Item) -> Pending:
+    attempts = int(item["attempts"]["N"]) if "attempts" in item else 0
+    retry = item.get("next_attempt_at")
+    return Pending(items.event_of(item), attempts, retry["S"] if retry else None)
+
+
 class OutboxState:
     """The Outbox part of the DynamoDB adapter, over its table's requests."""
 
     requests: Requests
+    _carried_by: dict[tuple[str, int], Carrier]
 
     def pending_subjects(self, now: str, limit: int) -> list[str]:
         # The due index holds every event not delivered yet.
@@ -64,24 +101,124 @@ class OutboxState:
             }
         )
         item = next(pending, None)
+        stored = _pending_of(item) if item is not None else None
+        told = self._first_carried(subject)
+        if told is None or (stored is not None and stored.event.sequence < told.event.sequence):
+            return stored
+        return told
+
+    def _first_carried(self, subject: str) -> Optional[Pending]:
+        """The first event not delivered yet of those the run's action items carry."""
+        run_id = keys.run_of_subject(subject)
+        if run_id is None:
+            return None
+        found = self.requests.query_all(
+            {
+                "TableName": self.requests.table,
+                "ConsistentRead": True,
+                "KeyConditionExpression": "PK = :pk AND begins_with(SK, :action)",
+                "FilterExpression": "attribute_exists(#events) AND "
+                "(attribute_not_exists(#delivered) OR #delivered < #count)",
+                "ExpressionAttributeNames": {
+                    "#events": carried.EVENTS,
+                    "#delivered": carried.DELIVERED,
+                    "#count": carried.COUNT,
+                },
+                "ExpressionAttributeValues": {
+                    ":pk": s(keys.run_pk(run_id)),
+                    ":action": s(keys.ACTION_PREFIX),
+                },
+            }
+        )
+        item = next(found, None)
         if item is None:
             return None
+        event = items.carried_events(item, subject)[items.carried_delivered(item)]
+        self._carriers()[subject, event.sequence] = Carrier.of(item)
         attempts = int(item["attempts"]["N"]) if "attempts" in item else 0
         retry = item.get("next_attempt_at")
-        return Pending(items.event_of(item), attempts, retry["S"] if retry else None)
+        return Pending(event, attempts, retry["S"] if retry else None)
+
+    def _carriers(self) -> dict[tuple[str, int], Carrier]:
+        """(subject, sequence) -> the action item that carries that event, for
+        the events first_pending handed out and not marked yet (an event that
+        waits for its retry is not marked: forgotten past KNOWN_CARRIERS, and
+        then found again)."""
+        carriers: Optional[dict[tuple[str, int], Carrier]] = getattr(self, "_carried_by", None)
+        if carriers is None or len(carriers) > KNOWN_CARRIERS:
+            carriers = {}
+            self._carried_by = carriers
+        return carriers
+
+    def _carrier(self, pending: Pending) -> Optional[Carrier]:
+        """The action item that carries `pending`'s event (None: an event item
+        holds it), as first_pending found it, or found again."""
+        event = pending.event
+        known = self._carriers().pop((event.subject, event.sequence), None)
+        run_id = keys.run_of_subject(event.subject)
+        if known is not None or run_id is None:
+            return known
+        for item in self.requests.query_partition(keys.run_pk(run_id), keys.ACTION_PREFIX):
+            told = items.carried_events(item, event.subject)
+            if told and told[0].sequence <= event.sequence <= told[-1].sequence:
+                return Carrier.of(item)
+        return None
 
     def mark_delivered(self, pending: Pending, now: str) -> None:
-        self._update_pending(
-            pending, f"SET delivered_at = :now REMOVE {DUE_KEY}, {DUE_AT}", {":now": s(now)}
+        carrier = self._carrier(pending)
+        if carrier is None:
+            self._update_pending(
+                pending, f"SET delivered_at = :now REMOVE {DUE_KEY}, {DUE_AT}", {":now": s(now)}
+            )
+            return
+        # The next one's attempts start afresh; the last one takes the item
+        # out of the due index.
+        place = carrier.place(pending)
+        last = f", {DUE_KEY}, {DUE_AT}" if place + 1 == carrier.carries else ""
+        self._update_carried(
+            pending,
+            carrier,
+            f"SET #delivered = :delivered REMOVE attempts, next_attempt_at{last}",
+            {":delivered": n(place + 1)},
         )
 
     def mark_failed(self, pending: Pending, next_attempt_at: str) -> None:
-        self._update_pending(
-            pending,
+        update = (
             f"SET attempts = if_not_exists(attempts, :zero) + :one, next_attempt_at = :at, "
-            f"{DUE_AT} = :at",
-            {":zero": n(0), ":one": n(1), ":at": s(next_attempt_at)},
+            f"{DUE_AT} = :at"
         )
+        values = {":zero": n(0), ":one": n(1), ":at": s(next_attempt_at)}
+        carrier = self._carrier(pending)
+        if carrier is None:
+            self._update_pending(pending, update, values)
+        else:
+            self._update_carried(pending, carrier, update, values)
+
+    def _update_carried(
+        self, pending: Pending, carrier: Carrier, update: str, values: Item
+    ) -> None:
+        """Change the delivery state of the events `carrier` carries while
+        `pending`'s event is the first of them not delivered yet; else nothing."""
+        from botocore.exceptions import ClientError
+
+        place = carrier.place(pending)
+        first_undelivered = "#delivered = :place"
+        if place == 0:
+            first_undelivered = f"(attribute_not_exists(#delivered) OR {first_undelivered})"
+        try:
+            self.requests.call(
+                "update_item",
+                TableName=self.requests.table,
+                Key=carrier.key,
+                UpdateExpression=update,
+                ConditionExpression=f"attribute_exists(PK) AND {first_undelivered}",
+                ExpressionAttributeNames={"#delivered": carried.DELIVERED},
+                ExpressionAttributeValues={**values, ":place": n(place)},
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            # Another sender delivered it meanwhile.
 
     def _update_pending(self, pending: Pending, update: str, values: Item) -> None:
         """Change an event's delivery state while it is not delivered; else nothing."""
