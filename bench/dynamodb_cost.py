@@ -22,6 +22,15 @@ operations" and "DynamoDB item sizes and formats"):
               put there, two writes; index writes are not doubled in transactions
   batch gets  each item read rounded up to 4 KB on its own
 
+What is priced is what the packaged stack runs (scripts/package.py; a test,
+tests/packaging/test_cost_model.py, holds the two together): the API type its
+template defaults to (ApiType: API Gateway's HTTP API, or its REST API), the
+items each route's requests write, and, as deployed, the table's stream: the
+relay's writes a decision causes (it deletes the inbox entries the decision
+left behind, chalicelib/delivery/relay.py) are run here through the relay's
+own code on each run item a route wrote, and counted with the route's write
+units, not with its requests (the API function does not wait for them).
+
 A second pass over fresh data, with no hook, measures the CPU time each route
 takes in this process (botocore's work included, the server's not), which with
 the assumptions below gives the Lambda duration.
@@ -52,6 +61,7 @@ CALLS = scaled(60, 6)
 # those pages, not fetched live: re-check before relying on them.
 PRICES = {
     "api_gateway_rest_per_million": 3.50,  # REST API, first 333 million a month
+    "api_gateway_http_per_million": 1.00,  # HTTP API, first 300 million a month
     "lambda_per_million_requests": 0.20,
     "lambda_per_gb_second": 0.0000166667,  # x86_64
     "dynamodb_per_million_wru": 0.625,  # on-demand, since the Nov 2024 cut
@@ -59,7 +69,8 @@ PRICES = {
     "step_functions_per_1000_transitions": 0.025,  # Standard workflows
 }
 PRICE_NOTE = (
-    "AWS list prices for us-east-1 (API Gateway REST $3.50 per million requests; "
+    "AWS list prices for us-east-1 (API Gateway HTTP APIs $1.00 and REST APIs $3.50 per "
+    "million requests; "
     "Lambda x86 $0.20 per million requests and $0.0000166667 per GB-second, billed "
     "per 1 ms; DynamoDB on-demand $0.625 per million write request units and $0.125 "
     "per million read request units; Step Functions Standard $0.025 per 1,000 state "
@@ -76,6 +87,26 @@ FULL_VCPU_MB = 1769
 LATENCY_MS = {"TransactWriteItems": 10.0}
 DEFAULT_LATENCY_MS = 5.0
 MEMORY_SIZES = (128, 256, 512)
+
+
+# -- what the packaged stack runs ----------------------------------------------------
+
+
+def packaged_api_type() -> str:
+    """The API the packaged template puts in front of the function by default
+    (its ApiType parameter): "http" or "rest"."""
+    from scripts import package
+
+    default: str = package.parameters()[package.API_TYPE]["Default"]
+    return default
+
+
+API_NAMES = {"http": "HTTP API", "rest": "REST API"}
+
+
+def api_price(api_type: str) -> float:
+    """List price of a million requests through that API type."""
+    return PRICES[f"api_gateway_{api_type}_per_million"]
 
 
 # -- item sizes and capacity units -------------------------------------------------
@@ -152,6 +183,10 @@ class Request:
     rcu: float = 0.0
     wcu: float = 0.0
     index_wcu: float = 0.0
+    # Sent by the relay from the table's stream, not by the API function.
+    stream: bool = False
+    # The written items, after (None: absent).
+    after: list[Any] = field(default_factory=list)
 
 
 LEDGER_KEY = "bench.ledger.request"
@@ -160,10 +195,11 @@ LEDGER_KEY = "bench.ledger.request"
 class Ledger:
     """Records the service client's requests and prices each in capacity units."""
 
-    def __init__(self, client: Any, admin: Any, table: str) -> None:
+    def __init__(self, client: Any, admin: Any, table: str, stream: bool = False) -> None:
         self.admin, self.table = admin, table
         self.requests: list[Request] = []
         self.events = client.meta.events
+        self.stream = stream
         self.attach()
 
     def attach(self) -> None:
@@ -195,7 +231,7 @@ class Ledger:
         return self.admin.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item")
 
     def _before(self, params: dict[str, Any], model: Any, context: Any, **_: Any) -> None:
-        request = Request(model.name, copy.deepcopy(params))
+        request = Request(model.name, copy.deepcopy(params), stream=self.stream)
         request.before = [self._fetch(k) for k in self._written_keys(model.name, params)]
         self.requests.append(request)
         # The request's own context: a list page's Queries run at once, on threads.
@@ -228,10 +264,61 @@ class Ledger:
             units = sum(write_units(item_size(before), item_size(after)) for before, after in pairs)
             request.wcu = units * (2 if model.name == "TransactWriteItems" else 1)
             request.index_wcu = sum(index_write_units(before, after) for before, after in pairs)
+            request.after = [after for _, after in pairs]
 
     def take(self) -> list[Request]:
         taken, self.requests = self.requests, []
         return taken
+
+
+def stream_record(item: Any, table: str) -> dict[str, Any]:
+    """The record the table's stream (NEW_IMAGE) gives the relay for `item`'s write."""
+    return {
+        "eventName": "MODIFY",
+        "eventSourceARN": f"arn:aws:dynamodb:us-east-1:123456789012:table/{table}/stream/bench",
+        "dynamodb": {"Keys": {"PK": item["PK"], "SK": item["SK"]}, "NewImage": item},
+    }
+
+
+class Meter:
+    """The API function's requests of one call, and the relay's that follow
+    from its writes, each priced by its ledger."""
+
+    def __init__(self, api: Ledger, stream: Ledger, delete_item: Any, table: str) -> None:
+        self.api, self.stream, self.delete_item, self.table = api, stream, delete_item, table
+
+    def attach(self) -> None:
+        self.api.attach()
+        self.stream.attach()
+
+    def detach(self) -> None:
+        self.api.detach()
+        self.stream.detach()
+
+    def measure(self, call: Callable[[], Any]) -> tuple[Any, list[Request]]:
+        self.api.take()
+        self.stream.take()
+        answer = call()
+        sent = self.api.take()
+        relay_writes(sent, self.delete_item, self.table)
+        return answer, sent + self.stream.take()
+
+
+def relay_writes(written: list[Request], delete_item: Any, table: str) -> None:
+    """What the relay writes for the run items `written` wrote, as deployed:
+    the inbox entries a decision left behind, deleted through the relay's
+    own code (chalicelib/delivery/relay.py) with `delete_item`."""
+    from chalicelib.delivery import relay
+    from chalicelib.storage.dynamodb import items as dynamodb_items
+
+    records = [
+        stream_record(item, table)
+        for request in written
+        for item in request.after
+        if item is not None and dynamodb_items.INBOX_LEFT in item
+    ]
+    if records:
+        relay.forget_left(records, delete_item)
 
 
 # -- the workload ----------------------------------------------------------------------
@@ -342,7 +429,10 @@ HISTORY_GOAL = 1.5
 class Histories:
     """Runs with a history of a given length, written straight into the table (as
     the adapter writes them, a thousand approvals being too slow on moto), on a
-    workflow long enough to approve them once more."""
+    workflow long enough to approve them once more. Each action carries its
+    approval's two events as an approval's action item does: a copy of the
+    packed events of one the workload recorded (the same bytes; their
+    sequences are the history's)."""
 
     def __init__(self, storage: Any, admin: Any, table: str) -> None:
         from chalicelib.domain.models import Step, Workflow
@@ -350,6 +440,7 @@ class Histories:
 
         self.storage, self.admin, self.table = storage, admin, table
         self.dynamodb = dynamodb
+        self.packed = self._packed_approval()
         steps = HISTORY_BIG + 2
         workflow_id = 900_000
         self.steps = tuple(
@@ -365,6 +456,21 @@ class Histories:
         ]
         self._put(items)
         self.workflow = storage.get_workflow(workflow_id)  # as a run's start reads it
+
+    def _packed_approval(self) -> Any:
+        """The packed events of an approval that moved its run to its next step."""
+        from chalicelib.storage.dynamodb import carried
+
+        pages = self.admin.get_paginator("scan").paginate(
+            TableName=self.table,
+            FilterExpression="attribute_exists(#events) AND #count = :two",
+            ExpressionAttributeNames={"#events": carried.EVENTS, "#count": carried.COUNT},
+            ExpressionAttributeValues={":two": dynamodb_client.n(2)},
+        )
+        for page in pages:
+            for item in page["Items"]:
+                return item[carried.EVENTS]
+        raise RuntimeError("no approval carried its events: the workload did not run?")
 
     def _put(self, items: list[Any]) -> None:
         for at in range(0, len(items), 25):
@@ -390,16 +496,28 @@ class Histories:
             )
             for seq, step in enumerate(self.steps[:actions], start=1)
         ]
+        from chalicelib.storage.dynamodb import carried
+
+        told = run.event_seq  # its start's events
         self._put(
-            [dynamodb_items.action_item(action, seq) for seq, action in enumerate(history, 1)]
+            [
+                {
+                    **dynamodb_items.action_item(action, seq),
+                    carried.EVENTS: self.packed,
+                    carried.FROM: dynamodb_client.n(told + 2 * seq - 1),
+                    carried.COUNT: dynamodb_client.n(2),
+                }
+                for seq, action in enumerate(history, 1)
+            ]
         )
         current = self.steps[actions]
         self.admin.update_item(
             TableName=self.table,
             Key={"PK": {"S": f"RUN#{run.id}"}, "SK": {"S": "#RUN"}},
             UpdateExpression="SET seq = :seq, head_hash = :head, step_id = :id, "
-            "step_name = :name, step_order = :order",
+            "step_name = :name, step_order = :order, event_seq = :told",
             ExpressionAttributeValues={
+                ":told": dynamodb_client.n(told + 2 * actions),
                 ":seq": dynamodb_client.n(actions),
                 ":head": {"S": history[-1].hash or ""},
                 ":id": dynamodb_client.n(current.id),
@@ -414,7 +532,7 @@ MINIMAL = "minimal"  # the decision's answer without the history (Prefer: return
 WHOLE = "whole"
 
 
-def history_growth(http: Any, storage: Any, admin: Any, ledger: Ledger) -> dict[Any, Any]:
+def history_growth(http: Any, storage: Any, admin: Any, meter: Meter) -> dict[Any, Any]:
     """Requests, capacity units and CPU of an approve on runs with 10 and 1,000
     actions: (actions, WHOLE or MINIMAL) -> its cost."""
     histories = Histories(storage, admin, "cost")
@@ -424,14 +542,17 @@ def history_growth(http: Any, storage: Any, admin: Any, ledger: Ledger) -> dict[
         for actions in (HISTORY_SMALL, HISTORY_BIG):
             measured = [histories.run(actions) for _ in range(3)]
             timed = [histories.run(actions) for _ in range(scaled(7, 2))]
-            ledger.attach()
+            meter.attach()
             requests: list[Request] = []
             for run_id in measured:
-                ledger.take()
-                response = http.post(f"/runs/{run_id}/approve", headers=headers, body=body)
+                response, sent = meter.measure(
+                    functools.partial(
+                        http.post, f"/runs/{run_id}/approve", headers=headers, body=body
+                    )
+                )
                 assert response.status_code == 200
-                requests += ledger.take()
-            ledger.detach()
+                requests += sent
+            meter.detach()
             cpu = []
             for run_id in timed:
                 start = time.process_time()
@@ -441,9 +562,10 @@ def history_growth(http: Any, storage: Any, admin: Any, ledger: Ledger) -> dict[
             n = len(measured)
             ops: dict[str, int] = {}
             for r in requests:
-                ops[r.operation] = ops.get(r.operation, 0) + 1
+                if not r.stream:
+                    ops[r.operation] = ops.get(r.operation, 0) + 1
             found[actions, answer] = {
-                "requests": len(requests) / n,
+                "requests": sum(not r.stream for r in requests) / n,
                 "rcu": sum(r.rcu for r in requests) / n,
                 "wcu": sum(r.wcu + r.index_wcu for r in requests) / n,
                 "index_wcu": sum(r.index_wcu for r in requests) / n,
@@ -464,7 +586,7 @@ def dollars_per_million(cost: dict[str, float], mb: int) -> float:
     duration = math.ceil(cost["cpu_ms"] * slow + cost["latency_ms"])
     compute = 1e6 * duration / 1000 * mb / 1024 * p["lambda_per_gb_second"]
     ddb = cost["rcu"] * p["dynamodb_per_million_rru"] + cost["wcu"] * p["dynamodb_per_million_wru"]
-    return p["api_gateway_rest_per_million"] + p["lambda_per_million_requests"] + compute + ddb
+    return api_price(packaged_api_type()) + p["lambda_per_million_requests"] + compute + ddb
 
 
 # -- main ----------------------------------------------------------------------------
@@ -498,19 +620,25 @@ def main() -> None:
         )
         http = Client(service.app).http
 
-        # Pass 1: requests and capacity units per route.
+        # Pass 1: requests and capacity units per route, and the relay's writes
+        # that follow from them (with a client of its own, as the relay has).
         storage = cast(DynamoDBStorage, service.get_storage())
-        ledger = Ledger(storage.client, admin, "cost")
+        relay_client = dynamodb_client.create_client()
+        meter = Meter(
+            Ledger(storage.client, admin, "cost"),
+            Ledger(relay_client, admin, "cost", stream=True),
+            relay_client.delete_item,
+            "cost",
+        )
         per_route: dict[str, list[list[Request]]] = {route: [] for route in ROUTES}
 
         def account(route: str, call: Callable[[], Any]) -> Any:
-            ledger.take()
-            answer = call()
-            per_route[route].append(ledger.take())
+            answer, requests = meter.measure(call)
+            per_route[route].append(requests)
             return answer
 
         Workload(http, "units", account).run()
-        ledger.detach()
+        meter.detach()
 
         # Pass 2: CPU time per route in this process, no hook.
         cpu: dict[str, list[float]] = {route: [] for route in ROUTES}
@@ -525,7 +653,7 @@ def main() -> None:
         Workload(http, "cpu", timed).run()
         # Last: its long histories make moto's transactions slow (it copies the
         # whole table for each item of one).
-        histories = history_growth(http, storage, admin, ledger)
+        histories = history_growth(http, storage, admin, meter)
 
         # One boto3 call, warm, for the Lambda functions of the Step Functions pattern.
         key = {"PK": {"S": "COUNTER"}, "SK": {"S": "#ID"}}
@@ -543,10 +671,13 @@ def main() -> None:
         calls = per_route[route]
         n = len(calls)
         ops: dict[str, int] = {}
+        relayed: dict[str, int] = {}
         for requests in calls:
             for r in requests:
-                ops[r.operation] = ops.get(r.operation, 0) + 1
-        reqs = sum(len(c) for c in calls) / n
+                into = relayed if r.stream else ops
+                into[r.operation] = into.get(r.operation, 0) + 1
+        reqs = sum(not r.stream for c in calls for r in c) / n
+        stream_wcu = sum(r.wcu + r.index_wcu for c in calls for r in c if r.stream) / n
         rcu = sum(r.rcu for c in calls for r in c) / n
         index_wcu = sum(r.index_wcu for c in calls for r in c) / n
         wcu = sum(r.wcu for c in calls for r in c) / n + index_wcu
@@ -559,13 +690,18 @@ def main() -> None:
             "rcu": rcu,
             "wcu": wcu,
             "index_wcu": index_wcu,
+            "stream_wcu": stream_wcu,
             "cpu_ms": cpu_ms,
             "latency_ms": latency,
         }
         mix = ", ".join(f"{op} {count / n:.2f}" for op, count in sorted(ops.items()))
+        if relayed:
+            mix += "; the relay: " + ", ".join(
+                f"{op} {count / n:.2f}" for op, count in sorted(relayed.items())
+            )
         rows.append(
             f"| `{route}` | {reqs:.2f} | {mix} | {rcu:.2f} | {wcu:.2f} "
-            f"({index_wcu:.2f} in indexes) | "
+            f"({index_wcu:.2f} in indexes, {stream_wcu:.2f} by the relay) | "
             f"{cpu_ms:.2f} | {1e6 * (rcu * PRICES['dynamodb_per_million_rru'] + wcu * PRICES['dynamodb_per_million_wru']) / 1e6:.2f} |"
         )
         goal = REQUEST_GOALS.get(route)
@@ -576,8 +712,8 @@ def main() -> None:
                 "",
                 goal=f"<= {goal}" if goal else "",
                 met=round(reqs, 2) <= goal if goal else None,
-                note=f"RCU {rcu:.2f}, WCU {wcu:.2f} ({index_wcu:.2f} in indexes), "
-                f"CPU {cpu_ms:.2f} ms; {mix}",
+                note=f"RCU {rcu:.2f}, WCU {wcu:.2f} ({index_wcu:.2f} in indexes, "
+                f"{stream_wcu:.2f} by the relay), CPU {cpu_ms:.2f} ms; {mix}",
             )
         )
 
@@ -586,6 +722,9 @@ def main() -> None:
     service_total: dict[int, float] = {}
     sfn_total: dict[int, float] = {}
     p = PRICES
+    # The API the packaged template deploys by default, for both designs alike.
+    api_type = packaged_api_type()
+    gateway = api_price(api_type)
     ddb = (
         approve["rcu"] * p["dynamodb_per_million_rru"]
         + approve["wcu"] * p["dynamodb_per_million_wru"]
@@ -594,11 +733,11 @@ def main() -> None:
         slow = max(1.0, FULL_VCPU_MB / mb)
         duration = math.ceil(approve["cpu_ms"] * slow + approve["latency_ms"])
         compute = 1e6 * duration / 1000 * mb / 1024 * p["lambda_per_gb_second"]
-        total = p["api_gateway_rest_per_million"] + p["lambda_per_million_requests"] + compute + ddb
+        total = gateway + p["lambda_per_million_requests"] + compute + ddb
         service_total[mb] = total
         service_rows.append(
             f"| {mb} MB | {approve['cpu_ms']:.2f} ms x {slow:.2f} + {approve['latency_ms']:.0f} ms "
-            f"= {duration} ms billed | ${p['api_gateway_rest_per_million']:.2f} | "
+            f"= {duration} ms billed | ${gateway:.2f} | "
             f"${p['lambda_per_million_requests']:.2f} | 1M x {duration} ms x {mb}/1024 GB x "
             f"${p['lambda_per_gb_second']} = ${compute:.2f} | ${ddb:.2f} | **${total:.2f}** |"
         )
@@ -614,11 +753,11 @@ def main() -> None:
             p["lambda_per_million_requests"]
             + 1e6 * sfn_duration / 1000 * mb / 1024 * p["lambda_per_gb_second"]
         )
-        sfn = sfn_states + p["api_gateway_rest_per_million"] + sfn_lambda
+        sfn = sfn_states + gateway + sfn_lambda
         sfn_total[mb] = sfn
         sfn_rows.append(
             f"| {mb} MB | {transitions:.2f} x 1M / 1,000 x ${p['step_functions_per_1000_transitions']}"
-            f" = ${sfn_states:.2f} | ${p['api_gateway_rest_per_million']:.2f} | 2 x ($0.20 + 1M x "
+            f" = ${sfn_states:.2f} | ${gateway:.2f} | 2 x ($0.20 + 1M x "
             f"{sfn_duration} ms x {mb}/1024 GB x ${p['lambda_per_gb_second']}) = ${sfn_lambda:.2f} "
             f"| **${sfn:.2f}** |"
         )
@@ -704,13 +843,18 @@ def main() -> None:
             "per 4 KB, not half; index reads are eventually consistent. A run page is one Query "
             "per shard of its list and one BatchGetItem of the runs it shows.",
             "",
-            "**One million approvals, this service** (API Gateway REST + Lambda + DynamoDB "
-            "on-demand). Lambda duration = CPU per approval measured here, stretched by "
+            f"**One million approvals, this service** (API Gateway's {API_NAMES[api_type]}, the "
+            "packaged template's default, + Lambda + DynamoDB on-demand). Lambda duration = CPU "
+            "per approval measured here, stretched by "
             f"1,769 MB / memory (Lambda's CPU share below one vCPU), plus {DEFAULT_LATENCY_MS:.0f} ms "
             f"per DynamoDB request ({LATENCY_MS['TransactWriteItems']:.0f} ms per transaction) of "
             "waiting; billed per 1 ms. DynamoDB per approval: "
             f"{approve['rcu']:.2f} RRU x $0.125/M + {approve['wcu']:.2f} WRU x $0.625/M = "
-            f"${ddb:.2f} per million.",
+            f"${ddb:.2f} per million; the WRU include the {approve['stream_wcu']:.2f} the relay "
+            "writes from the table's stream for it (the inbox entries the approval left "
+            "behind). The relay's own invocations, and the events' way to webhooks (EventBridge, "
+            "SQS, the webhook sender), are not in this price: the Step Functions pattern below "
+            "has no events to send either.",
             "",
             "| memory | Lambda duration | API Gateway | Lambda requests | Lambda compute | "
             "DynamoDB | total |",
@@ -719,8 +863,9 @@ def main() -> None:
             "",
             "**The same approvals with the AWS Step Functions human-approval pattern** (Standard "
             "workflow; each step a `.waitForTaskToken` task whose Lambda hands the token to the "
-            "approver, then a Choice state on the answer; the approver's click goes through API "
-            "Gateway to a Lambda that calls `SendTaskSuccess`). Per approval: 2 state "
+            "approver, then a Choice state on the answer; the approver's click goes through the "
+            "same API Gateway API as the service's to a Lambda that calls `SendTaskSuccess`). "
+            "Per approval: 2 state "
             "transitions, plus the final Succeed state once per 3-step run (1/3 per approval); "
             "one API Gateway request; two Lambda invocations of one AWS call each (duration "
             f"modelled as above from the measured CPU of one warm boto3 call, "

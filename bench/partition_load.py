@@ -22,7 +22,10 @@ index's included); the goal is the busiest shared partition under that.
 Every step names one of 12 groups as its approvers and has a deadline (a
 reminder after a day), so every decision moves inbox entries and the due
 index as well as the run lists; events are delivered by the table's stream,
-as deployed (WORKFLOW_EVENT_DELIVERY=stream). Four workloads:
+as deployed (WORKFLOW_EVENT_DELIVERY=stream), so the inbox entries a decision
+leaves are the relay's to delete: its deletes are run after each decision
+(through the relay's code, bench/dynamodb_cost.py's relay_writes) and
+counted with the decision's. Four workloads:
 
   spread       40 workflows of 1 to 5 steps, runs spread evenly; 1 in 10
                runs is rejected at a random step
@@ -103,6 +106,10 @@ class Load:
         self.units: collections.Counter[str] = collections.Counter()
         self.decisions = 0
         self.recording = False
+        self.watch(client)
+
+    def watch(self, client: Any) -> None:
+        """Record the writes `client` sends too (the relay's)."""
         client.meta.events.register("before-parameter-build.dynamodb", self._before)
         client.meta.events.register("after-call.dynamodb", self._after)
 
@@ -161,8 +168,27 @@ class Load:
         return counter[name] / self.decisions * RATE
 
 
-def replay(workload: Workload, storage: Any, load: Load, rng: random.Random) -> None:
-    """Start and decide runs until DECISIONS decisions are recorded."""
+def relayed(storage: Any, admin: Any, run_id: int, delete_item: Any) -> None:
+    """What the relay writes when it reads the stream record of the run's
+    last change: the inbox entries that change left behind, deleted."""
+    from bench.dynamodb_cost import Request, relay_writes
+    from chalicelib.storage.dynamodb import items as dynamodb_items
+
+    key = dynamodb_items.key(dynamodb_keys.run_pk(run_id), dynamodb_keys.RUN_SK)
+    item = admin.get_item(TableName=storage.table, Key=key, ConsistentRead=True).get("Item")
+    relay_writes([Request("UpdateItem", {}, after=[item])], delete_item, storage.table)
+
+
+def replay(
+    workload: Workload,
+    storage: Any,
+    load: Load,
+    rng: random.Random,
+    admin: Any = None,
+    delete_item: Any = None,
+) -> None:
+    """Start and decide runs until DECISIONS decisions are recorded (and, with
+    `delete_item`, what the relay writes for each)."""
     from chalicelib import engine
 
     workflows = [
@@ -192,6 +218,8 @@ def replay(workload: Workload, storage: Any, load: Load, rng: random.Random) -> 
             run = engine.reject(storage, run_id, "finn", groups=EVERY_GROUP)
         else:
             run = engine.approve(storage, run_id, "maria", groups=EVERY_GROUP)
+        if delete_item is not None:
+            relayed(storage, admin, run_id, delete_item)
         load.decisions += 1
         if run.current_step is None:
             in_progress.pop(at)
@@ -239,7 +267,9 @@ def main() -> None:
             dynamodb_schema.ensure_table(admin, "load")
             storage = dynamodb.DynamoDBStorage(client, "load", shards=shards)
             load = Load(client, admin, "load")
-            replay(workload, storage, load, random.Random(15))
+            relay_client = dynamodb_client.create_client()
+            load.watch(relay_client)
+            replay(workload, storage, load, random.Random(15), admin, relay_client.delete_item)
             pages = first_page_queries(storage)
         total_writes = sum(load.writes.values())
         total_units = sum(load.units.values())

@@ -10,7 +10,8 @@ adds the table, passes its name to the function, and grants the function's role
 the adapter's DynamoDB actions on that table (and its indexes) only.
 
 Events (chalicelib/delivery/relay.py): the table's stream, filtered to event items,
-feeds the relay function (`app.on_dynamodb_record`, partial batch failures,
+action items (which carry their decisions' events) and run items that name
+inbox entries to delete, feeds the relay function (`app.on_dynamodb_record`, partial batch failures,
 bisection, a dead-letter queue for what keeps failing), which puts every
 event on an EventBridge bus the stack creates; a rule on the bus feeds an
 SQS queue (with its own dead-letter queue) that the webhook sender reads.
@@ -187,8 +188,8 @@ RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731,
 # IAM action for TransactWriteItems: DynamoDB authorises each Put/Update inside
 # a transaction as PutItem/UpdateItem, and a ConditionCheck (the one a decision
 # that completes a run makes) as ConditionCheckItem. DeleteItem releases an
-# Idempotency-Key after a failed request (and an inbox entry that did not fit in
-# a decision's transaction); a transaction's Delete is DeleteItem too.
+# Idempotency-Key after a failed request (the inbox entries a decision leaves
+# are the relay's to delete, the stream delivering: not in its transaction).
 # BatchGetItem reads the runs of an inbox page or of a run list's page at once.
 TABLE_ACTIONS = (
     "dynamodb:Query",
@@ -214,8 +215,14 @@ SAME_IN_CLOUDFORMATION = (
     "TableClass",
     "StreamSpecification",
 )
-# Only event items go to the relay: inserts of items whose key starts EVT#.
-RELAY_FILTER = {"eventName": ["INSERT"], "dynamodb": {"Keys": {"PK": {"S": [{"prefix": "EVT#"}]}}}}
+# What goes to the relay (chalicelib/delivery/relay.py): inserts of event
+# items (key EVT#...) and of action items (ACT#..., which carry their
+# decisions' events), and the run items that name inbox entries to delete.
+RELAY_FILTERS = (
+    {"eventName": ["INSERT"], "dynamodb": {"Keys": {"PK": {"S": [{"prefix": "EVT#"}]}}}},
+    {"eventName": ["INSERT"], "dynamodb": {"Keys": {"SK": {"S": [{"prefix": "ACT#"}]}}}},
+    {"dynamodb": {"NewImage": {"inbox_left": {"S": [{"exists": True}]}}}},
+)
 # The webhook queue: a message hides while the sender works on it (at least six
 # times the function's timeout, as Lambda advises), and one that keeps failing
 # moves to the dead-letter queue after MAX_RECEIVES receives: with the sender's
@@ -505,7 +512,8 @@ def event_resources(stage: str) -> dict[str, Any]:
                             },
                             "FilterCriteria": {
                                 "Filters": [
-                                    {"Pattern": json.dumps(RELAY_FILTER, separators=(",", ":"))}
+                                    {"Pattern": json.dumps(pattern, separators=(",", ":"))}
+                                    for pattern in RELAY_FILTERS
                                 ]
                             },
                         }
@@ -576,8 +584,9 @@ def shared_function_properties() -> dict[str, Any]:
 
 
 def relay_policy() -> dict[str, Any]:
-    """Reading the table's stream, putting events on the bus, and parking what
-    keeps failing in its dead-letter queue."""
+    """Reading the table's stream, putting events on the bus, deleting the
+    inbox entries decisions left behind, and parking what keeps failing in
+    its dead-letter queue."""
     return {
         "Version": "2012-10-17",
         "Statement": [
@@ -599,6 +608,12 @@ def relay_policy() -> dict[str, Any]:
                 "Resource": [{"Fn::GetAtt": [EVENT_BUS, "Arn"]}],
             },
             {
+                "Sid": "InboxEntriesLeft",
+                "Effect": "Allow",
+                "Action": ["dynamodb:DeleteItem"],
+                "Resource": [{"Fn::GetAtt": [TABLE, "Arn"]}],
+            },
+            {
                 "Sid": "RelayDeadLetters",
                 "Effect": "Allow",
                 "Action": ["sqs:SendMessage"],
@@ -610,20 +625,15 @@ def relay_policy() -> dict[str, Any]:
 
 def sweeper_policy() -> dict[str, Any]:
     """Finding due runs (the due index) and recording their deadlines: a
-    decision's writes (a transaction's Put and Update, and the Delete of the
-    inbox entries of the step a deadline rejects)."""
+    decision's writes (a transaction's Put and Update; the inbox entries of
+    the step a deadline rejects are left to the relay, through the stream)."""
     return {
         "Version": "2012-10-17",
         "Statement": [
             {
                 "Sid": "Deadlines",
                 "Effect": "Allow",
-                "Action": [
-                    "dynamodb:Query",
-                    "dynamodb:PutItem",
-                    "dynamodb:UpdateItem",
-                    "dynamodb:DeleteItem",
-                ],
+                "Action": ["dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"],
                 "Resource": [{"Fn::GetAtt": [TABLE, "Arn"]}],
             },
             {

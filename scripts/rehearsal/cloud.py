@@ -95,6 +95,14 @@ def entries_failed(request: dict[str, Any]) -> tuple[int, Any]:
     return 200, {"FailedEntryCount": len(entries), "Entries": [failed for _ in entries]}
 
 
+def server_error(request: dict[str, Any]) -> tuple[int, Any]:
+    """DynamoDB's answer when it fails inside: 500, which botocore retries."""
+    return 500, {
+        "__type": "com.amazonaws.dynamodb.v20120810#InternalServerError",
+        "message": "injected by the rehearsal",
+    }
+
+
 def _body(handler: Any) -> dict[str, Any]:
     try:
         parsed = json.loads(handler.raw_body or b"{}")

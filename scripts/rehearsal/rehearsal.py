@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from scripts.rehearsal import template as tpl
-from scripts.rehearsal.cloud import Cloud, Decision, Fault, client, entries_failed
+from scripts.rehearsal.cloud import Cloud, Decision, Fault, client, entries_failed, server_error
 from scripts.rehearsal.gateway import Answer, Gateway, HttpGateway
 from scripts.rehearsal.local import Issuer, MakeRun, Receiver, certificate
 from scripts.rehearsal.runtime import Container, Invocation, check_imports
@@ -524,6 +524,11 @@ class Run:
         """The next `count` PutEvents accept none of their entries."""
         self.env.cloud.inject("PutEvents", Fault(entries_failed, count))
 
+    def fail_transactions(self, count: int) -> None:
+        """The next `count` TransactWriteItems fail as DynamoDB does when it has
+        an internal error (500, retried by botocore, then a 503 to the client)."""
+        self.env.cloud.inject("TransactWriteItems", Fault(server_error, count))
+
     def sweep(self) -> None:
         schedule = self.schedule()
         if not schedule.permitted:
@@ -867,13 +872,28 @@ def walk(c: Conversation, run: Run) -> None:
         headers=key,
         expect=422,
     )
+    # A keyed decision whose transaction DynamoDB fails (injected, on the
+    # stack's side alone: nothing is written) answers 503 and releases its
+    # key, so that its retry with the same key, asked of both sides, decides.
+    retried = {"Prefer": "return=minimal", "Idempotency-Key": "rehearsal-" + secrets.token_hex(8)}
+    run.fail_transactions(1000)
+    c.ask_deployed(
+        "keyed approve failed",
+        "POST",
+        at("keyed run", "/approve"),
+        {},
+        who="maria",
+        headers=retried,
+        expect=503,
+    )
+    run.fail_transactions(0)
     c.ask(
         "keyed approve minimal",
         "POST",
         at("keyed run", "/approve"),
         {},
         who="maria",
-        headers={"Prefer": "return=minimal"},
+        headers=retried,
         expect=200,
     )
     c.ask(

@@ -305,6 +305,39 @@ class Conversation:
         self.after_each()
         return local, deployed
 
+    def ask_deployed(
+        self,
+        label: str,
+        method: str,
+        path: Union[str, Callable[[Side], str]],
+        body: Body = None,
+        who: Optional[str] = None,
+        headers: Optional[dict[str, str]] = None,
+        expect: Optional[int] = None,
+    ) -> Exchange:
+        """A request to the stack alone (one `make run` cannot be made to answer
+        alike, as a fault injected into the stack's DynamoDB): its status is
+        checked, and nothing the stack stored may differ for it afterwards."""
+        sent = {"User-Agent": "rehearsal", "Origin": self.origin, **(headers or {})}
+        if who is not None:
+            sent["Authorization"] = f"Bearer {self.tokens[who]}"
+        raw = None if body is None else json.dumps(body).encode()
+        if raw is not None:
+            sent.setdefault("Content-Type", "application/json")
+        where = path(self.deployed) if callable(path) else path
+        answer = self.deployed.ask(label, method, where, sent, raw)
+        self.asked += 1
+        if expect is not None and answer.status != expect:
+            self.mismatches.append(
+                Mismatch(
+                    label,
+                    f"{method} {where}",
+                    [f"the stack answered {answer.status}, the rehearsal expects {expect}"],
+                )
+            )
+        self.after_each()
+        return answer
+
 
 def cursor_of(label: str) -> Callable[[Side], str]:
     """The next page's cursor in each side's own answer to `label`."""

@@ -19,6 +19,7 @@ function's own role where Lambda uses it.
 
 from __future__ import annotations
 
+import base64
 import datetime
 import json
 import time
@@ -37,6 +38,18 @@ Invoke = Callable[[Any], Invocation]
 def _epoch(value: Any) -> Any:
     if isinstance(value, datetime.datetime):
         return value.timestamp()
+    return _as_json(value)
+
+
+def _as_json(value: Any) -> Any:
+    """An attribute value as Lambda's JSON event holds it: binary as base64
+    text (boto3 reads it as bytes)."""
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, dict):
+        return {key: _as_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_as_json(item) for item in value]
     return value
 
 

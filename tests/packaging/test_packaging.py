@@ -751,11 +751,13 @@ def test_the_table_streams_its_event_items_to_the_relay(template: dict[str, Any]
     assert props["DestinationConfig"]["OnFailure"]["Destination"] == {
         "Fn::GetAtt": ["RelayDeadLetterQueue", "Arn"]
     }
-    (pattern,) = props["FilterCriteria"]["Filters"]
-    assert json.loads(pattern["Pattern"]) == {
-        "eventName": ["INSERT"],
-        "dynamodb": {"Keys": {"PK": {"S": [{"prefix": "EVT#"}]}}},
-    }
+    # Event items, action items (they carry their decisions' events), and run
+    # items that name the inbox entries their decision left behind.
+    assert [json.loads(f["Pattern"]) for f in props["FilterCriteria"]["Filters"]] == [
+        {"eventName": ["INSERT"], "dynamodb": {"Keys": {"PK": {"S": [{"prefix": "EVT#"}]}}}},
+        {"eventName": ["INSERT"], "dynamodb": {"Keys": {"SK": {"S": [{"prefix": "ACT#"}]}}}},
+        {"dynamodb": {"NewImage": {"inbox_left": {"S": [{"exists": True}]}}}},
+    ]
     assert relay["Environment"]["Variables"]["WORKFLOW_EVENT_BUS"] == {"Ref": "EventBus"}
 
 
@@ -801,10 +803,17 @@ def test_each_event_function_may_do_only_what_it_does(template: dict[str, Any]) 
         "dynamodb:GetRecords",
         "dynamodb:GetShardIterator",
         "dynamodb:ListStreams",
+        "dynamodb:DeleteItem",
         "events:PutEvents",
         "sqs:SendMessage",
     }
-    assert all(relay[action] == stream for action in relay if action.startswith("dynamodb:"))
+    assert all(
+        relay[action] == stream
+        for action in relay
+        if action.startswith("dynamodb:") and action != "dynamodb:DeleteItem"
+    )
+    # The inbox entries decisions left behind, on the table.
+    assert relay["dynamodb:DeleteItem"] == [TABLE_ARN]
     assert relay["events:PutEvents"] == [{"Fn::GetAtt": ["EventBus", "Arn"]}]
     assert relay["sqs:SendMessage"] == [{"Fn::GetAtt": ["RelayDeadLetterQueue", "Arn"]}]
     sender = grants(template, SENDER)
@@ -843,11 +852,10 @@ def test_the_sweeper_runs_every_minute_and_may_only_decide(template: dict[str, A
         "dynamodb:Query",
         "dynamodb:PutItem",
         "dynamodb:UpdateItem",
-        # A deadline's reject leaves its step's inbox entries (a decision's Delete).
-        "dynamodb:DeleteItem",
+        # No DeleteItem: the inbox entries a deadline's reject leaves behind are
+        # the relay's to delete (the stream delivers, as for every decision).
     }
     assert granted["dynamodb:PutItem"] == granted["dynamodb:UpdateItem"] == [TABLE_ARN]
-    assert granted["dynamodb:DeleteItem"] == [TABLE_ARN]
     assert granted["dynamodb:Query"] == [TABLE_ARN, {"Fn::Sub": f"${{{TABLE}.Arn}}/index/due"}]
 
 
