@@ -72,9 +72,12 @@ def input_attrs(data: dict[str, Any]) -> Item:
 
 
 def _json_text(value: Any) -> str:
+    """Compact, and in the order given: a schema's properties are in the order its
+    author chose, which the page shows its fields in, and an input in the order
+    it was sent (its digest sorts on its own: domain/audit.py)."""
     import json
 
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def deadline_attrs(step: Step, name: str) -> Item:
