@@ -408,5 +408,5 @@ def test_a_saved_audit_whose_input_was_changed_does_not_verify_offline(
 
     assert (offline.returncode, offline.stdout) == (
         1,
-        f"invalid: run {run['id']}, the genesis's input_digest is not that of the input\n",
+        f"invalid: run {run['id']}, the input is not the one its chain binds\n",
     )
