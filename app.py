@@ -14,7 +14,17 @@ from chalice.app import Chalice, CloudWatchEvent, DynamoDBEvent, Rate, Response,
 
 from chalicelib import engine
 from chalicelib.api import access_log, http, identity, queries, representations, validation
-from chalicelib.domain.models import Event, Page, Permissions, Run, RunAudit, Step, Workflow
+from chalicelib.domain.models import (
+    Awaiting,
+    Delegation,
+    Event,
+    Page,
+    Permissions,
+    Run,
+    RunAudit,
+    Step,
+    Workflow,
+)
 from chalicelib.storage import Backend
 
 app = Chalice(app_name="approval-workflows")
@@ -57,6 +67,7 @@ def create_workflow() -> Workflow:
         new.steps,
         policy=new.policy,
         input_schema=new.input_schema,
+        max_returns=new.max_returns,
     )
 
 
@@ -116,10 +127,12 @@ def audit_run(run_id: str) -> RunAudit:
 def run_permissions(run_id: str) -> Permissions:
     rid = queries.path_id(run_id, "Run")
     caller = api.caller()
-    query = queries.caller_query(api.query(), verified=caller is not None)
+    query = queries.caller_query(api.query(), caller is not None, ("on_behalf_of",))
     actor = identity.actor_of(caller, query.actor)
     groups = caller.groups if caller is not None else query.groups
-    return engine.permissions(get_storage(), rid, actor, groups, admin=identity.is_admin(caller))
+    return engine.permissions(
+        get_storage(), rid, actor, groups, identity.is_admin(caller), query.on_behalf_of
+    )
 
 
 @app.route("/runs/{run_id}/events", methods=["GET"])
@@ -142,21 +155,46 @@ def reject(run_id: str) -> Run:
     return _decide(run_id, engine.reject)
 
 
-def _decide(run_id: str, decide: Callable[..., Run]) -> Run:
-    """An approve or reject request: the body, the run, who decides."""
+@app.route("/runs/{run_id}/return", methods=["POST"])
+@api.answers(200, minimal=representations.listed_run)
+def return_run(run_id: str) -> Run:
+    return _decide(run_id, engine.return_run, comment_required=True)
+
+
+def _decide(run_id: str, decide: Callable[..., Run], comment_required: bool = False) -> Run:
+    """An approve, reject or return request: the body, the run, who decides."""
     body = api.body()
     rid = queries.path_id(run_id, "Run")
     caller = api.caller()
-    decided = validation.decision(body, actor_required=caller is None)
+    decided = validation.decision(body, caller is None, comment_required)
     actor = identity.actor_of(caller, decided.actor)
     groups = identity.groups_of(caller, decided.groups)
+    seen = engine.Seen(decided.expected_step_id, decided.expected_round, decided.on_behalf_of)
     return decide(
         get_storage(),
         rid,
         actor,
         decided.comment,
-        decided.expected_step_id,
         groups=groups,
+        history=not api.prefers_minimal(),
+        seen=seen,
+    )
+
+
+@app.route("/runs/{run_id}/resubmit", methods=["POST"])
+@api.answers(200, minimal=representations.listed_run)
+def resubmit(run_id: str) -> Run:
+    body = api.body()
+    rid = queries.path_id(run_id, "Run")
+    caller = api.caller()
+    again = validation.resubmission(body, actor_required=caller is None)
+    return engine.resubmit(
+        get_storage(),
+        rid,
+        identity.actor_of(caller, again.actor),
+        again.comment,
+        again.input,
+        admin=identity.is_admin(caller),
         history=not api.prefers_minimal(),
     )
 
@@ -181,12 +219,65 @@ def cancel(run_id: str) -> Run:
 
 @app.route("/inbox", methods=["GET"])
 @api.answers(200)
-def inbox() -> Page[Run]:
+def inbox() -> Page[Awaiting]:
     caller = api.caller()
     query = queries.inbox_query(api.query(), verified=caller is not None)
     actor = identity.actor_of(caller, query.actor)
     groups = caller.groups if caller is not None else query.groups
     return engine.inbox(get_storage(), actor, groups, query.limit, query.cursor)
+
+
+# -- delegations ---------------------------------------------------------------------
+
+
+@app.route("/delegations", methods=["POST"])
+@api.answers(201, location=lambda delegation: f"/delegations/{delegation.id}")
+def create_delegation() -> Delegation:
+    from chalicelib import delegations
+
+    caller = api.caller()
+    new = validation.new_delegation(api.body(), delegator_required=caller is None)
+    return delegations.create(
+        get_storage(),
+        identity.delegator_of(caller, new.delegator),
+        new.delegate,
+        new.starts_at,
+        new.ends_at,
+        new.workflow_id,
+        new.reason,
+        created_by=caller.actor if caller is not None else None,
+    )
+
+
+@app.route("/delegations", methods=["GET"])
+@api.answers(200)
+def list_delegations() -> Page[Delegation]:
+    from chalicelib import delegations
+
+    query = queries.delegation_query(api.query())
+    return delegations.listed(
+        get_storage(), query.delegator, query.delegate, query.active_at, query.limit, query.cursor
+    )
+
+
+@app.route("/delegations/{delegation_id}", methods=["GET"])
+@api.answers(200)
+def get_delegation(delegation_id: str) -> Delegation:
+    from chalicelib import delegations
+
+    return delegations.get(get_storage(), queries.path_id(delegation_id, "Delegation"))
+
+
+@app.route("/delegations/{delegation_id}", methods=["DELETE"])
+@api.answers(200)
+def revoke_delegation(delegation_id: str) -> Delegation:
+    from chalicelib import delegations
+
+    did = queries.path_id(delegation_id, "Delegation")
+    caller = api.caller()
+    query = queries.caller_query(api.query(), verified=caller is not None)
+    actor = identity.actor_of(caller, query.actor)
+    return delegations.revoke(get_storage(), did, actor, identity.is_admin(caller))
 
 
 # -- events in the cloud (chalicelib/delivery/relay.py; wired by scripts/package.py) ------

@@ -21,10 +21,15 @@ from chalicelib.domain import audit, decision, errors, names
 from chalicelib.domain.models import (
     APPROVE,
     CANCEL,
+    DEFAULT_MAX_RETURNS,
     DEFAULT_POLICY,
     MAX_ID,
     REJECT,
+    RESUBMIT,
+    RETURN,
     Action,
+    Awaiting,
+    Delegation,
     Event,
     Listed,
     Page,
@@ -37,6 +42,7 @@ from chalicelib.domain.models import (
     StepRule,
     Workflow,
 )
+from chalicelib.domain.record import Record
 from chalicelib.storage import Backend, Storage, create_storage
 from chalicelib.storage.upgrades import Upgrades
 
@@ -80,6 +86,7 @@ def create_workflow(
     clock: Clock = utc_now,
     policy: Policy = DEFAULT_POLICY,
     input_schema: Optional[dict[str, Any]] = None,
+    max_returns: int = DEFAULT_MAX_RETURNS,
 ) -> Workflow:
     """Define a workflow, optionally with its first steps (a name alone is a
     step anyone may decide with one approval) and the schema its runs' input
@@ -88,7 +95,9 @@ def create_workflow(
 
     rules = [StepRule(step) if isinstance(step, str) else step for step in steps]
     return storage.create_workflow(
-        transitions.define_workflow(name, description, rules, policy, clock(), input_schema)
+        transitions.define_workflow(
+            name, description, rules, policy, clock(), input_schema, max_returns
+        )
     )
 
 
@@ -147,6 +156,18 @@ def audit_run(storage: Storage, run_id: int) -> RunAudit:
     return audit.audit_of(run, storage.get_workflow(run.workflow_id).steps)
 
 
+class Seen(Record):
+    """Where the caller saw the run when they decided (a page's stale state is
+    refused with 409), and for whom they decide (None: as the rules find)."""
+
+    step_id: Optional[int] = None
+    round: Optional[int] = None
+    on_behalf_of: Optional[str] = None
+
+
+NOT_SEEN = Seen()
+
+
 def approve(
     storage: Storage,
     run_id: int,
@@ -156,13 +177,14 @@ def approve(
     clock: Clock = utc_now,
     groups: frozenset[str] = NO_GROUPS,
     history: bool = True,
+    seen: Seen = NOT_SEEN,
 ) -> Run:
-    """Approve the current step as `actor`, a member of `groups`: once its
-    quorum is met, move to the next step or complete the run. The run comes
-    back with its history, or (not `history`) only counting it."""
-    return _decide(
-        storage, run_id, APPROVE, actor, groups, comment, expected_step_id, clock, history=history
-    )
+    """Approve the current step as `actor`, a member of `groups` (for
+    themselves, or for a delegator: see `decision.capacity`): once its quorum
+    is met, move to the next step or complete the run. The run comes back with
+    its history, or (not `history`) only counting it."""
+    seen = seen._replace(step_id=expected_step_id) if expected_step_id is not None else seen
+    return _decide(storage, run_id, APPROVE, actor, groups, comment, seen, clock, history=history)
 
 
 def reject(
@@ -174,12 +196,54 @@ def reject(
     clock: Clock = utc_now,
     groups: frozenset[str] = NO_GROUPS,
     history: bool = True,
+    seen: Seen = NOT_SEEN,
 ) -> Run:
     """Reject the current step as `actor`, a member of `groups`: the run ends as
     rejected (with its history, or only counting it, as for approve)."""
-    return _decide(
-        storage, run_id, REJECT, actor, groups, comment, expected_step_id, clock, history=history
-    )
+    seen = seen._replace(step_id=expected_step_id) if expected_step_id is not None else seen
+    return _decide(storage, run_id, REJECT, actor, groups, comment, seen, clock, history=history)
+
+
+def return_run(
+    storage: Storage,
+    run_id: int,
+    actor: str,
+    comment: str,
+    clock: Clock = utc_now,
+    groups: frozenset[str] = NO_GROUPS,
+    history: bool = True,
+    seen: Seen = NOT_SEEN,
+) -> Run:
+    """Send the run back for changes, as `actor`, who may decide its current
+    step: it waits, returned, for its requester; its round's approvals stop
+    counting and its deadline pauses."""
+    return _decide(storage, run_id, RETURN, actor, groups, comment, seen, clock, history=history)
+
+
+def resubmit(
+    storage: Storage,
+    run_id: int,
+    actor: str,
+    comment: str = "",
+    data: Optional[dict[str, Any]] = None,
+    admin: bool = False,
+    clock: Clock = utc_now,
+    history: bool = True,
+) -> Run:
+    """Resubmit a returned run, as its requester (or an administrator), with a
+    new input or its own: a new round from the first step that applies."""
+    from chalicelib.domain import transitions
+
+    for _ in range(DECISION_ATTEMPTS):
+        run = storage.get_run(run_id, history)
+        decision.check_requesters_action(run, RESUBMIT, actor, admin)
+        workflow = storage.get_workflow(run.workflow_id)
+        change = transitions.resubmit(run, workflow, actor, comment, data, clock())
+        try:
+            return storage.record_change(change)
+        except errors.LostWrite:
+            continue
+    raise errors.Unavailable("Too many decisions on this run at once; retry shortly")
 
 
 def cancel(
@@ -191,9 +255,11 @@ def cancel(
     clock: Clock = utc_now,
     history: bool = True,
 ) -> Run:
-    """Withdraw a run in progress: its requester may, or an administrator (with
-    its history, or only counting it, as for approve)."""
-    return _decide(storage, run_id, CANCEL, actor, NO_GROUPS, reason, None, clock, admin, history)
+    """Withdraw a run in progress or returned: its requester may, or an
+    administrator (with its history, or only counting it, as for approve)."""
+    return _decide(
+        storage, run_id, CANCEL, actor, NO_GROUPS, reason, NOT_SEEN, clock, admin, history
+    )
 
 
 def _decide(
@@ -203,7 +269,7 @@ def _decide(
     actor: str,
     groups: frozenset[str],
     comment: str,
-    expected_step_id: Optional[int],
+    seen: Seen,
     clock: Clock,
     admin: bool = False,
     history: bool = True,
@@ -212,8 +278,8 @@ def _decide(
 
     A decision that loses the conditional write to another one re-reads the run
     and decides again, rechecking everything: losing an optimistic write is the
-    service's business, not the caller's. A caller that named the step it saw
-    (expected_step_id) is answered 409 once the run has left it; while the run
+    service's business, not the caller's. A caller that named the step (and the
+    round) it saw is answered 409 once the run has left it; while the run
     waits at it (another approval of a quorum won, or a step was appended to
     the workflow), the decision still stands. Every lost write means another
     decision (or an append) won, so DECISION_ATTEMPTS bounds a run's waiting
@@ -224,17 +290,24 @@ def _decide(
 
     for _ in range(DECISION_ATTEMPTS):
         run = _as_proven(storage, storage.get_run(run_id, history))
-        current = decision.step_to_decide(run, expected_step_id)
-        if action == CANCEL:
-            decision.check_canceller(run, actor, admin)
-        else:
-            decision.check_decider(run, action, actor, groups, comment)
+        on_behalf_of, current = None, run.current_step
+        lent: tuple[Delegation, ...] = ()
+        if action != CANCEL:
+            current = decision.step_to_decide(run, seen.step_id, seen.round)
+            lent = _lent_if_needed(storage, run, action, actor, groups, seen.on_behalf_of)
         following = (
             storage.steps_after(run.workflow_id, current.step_order)
-            if decision.needs_next_step(run, action)
+            if current is not None and action == APPROVE and decision.needs_next_step(run, action)
             else ()
         )
-        change = transitions.decide(run, action, actor, comment, following, clock())
+        now = clock()  # after every read: the decision is made on the state as read now
+        if action == CANCEL:
+            decision.check_requesters_action(run, CANCEL, actor, admin)
+        else:
+            on_behalf_of = decision.check_decider(
+                run, action, actor, groups, comment, lent, seen.on_behalf_of, now
+            )
+        change = transitions.decide(run, action, actor, comment, following, now, on_behalf_of)
         try:
             return storage.record_change(change)
         except errors.LostWrite:
@@ -243,16 +316,53 @@ def _decide(
 
 
 def permissions(
-    storage: Storage, run_id: int, actor: str, groups: frozenset[str], admin: bool = False
+    storage: Storage,
+    run_id: int,
+    actor: str,
+    groups: frozenset[str],
+    admin: bool = False,
+    on_behalf_of: Optional[str] = None,
+    clock: Clock = utc_now,
 ) -> Permissions:
-    """What `actor` (a member of `groups`, an administrator or not) may do with
-    the run now, and why not where they may not: the rule the decision routes
-    and the inbox apply (decision.refusal)."""
+    """What `actor` (a member of `groups`, an administrator or not, holding
+    their delegations) may do with the run now, for whom, and why not where
+    they may not: the rule the decision routes and the inbox apply
+    (decision.capacity); for `on_behalf_of` only, where given."""
     run = _as_proven(storage, storage.get_run(run_id, history=False))
-    refusals = tuple(
-        decision.refusal(run, action, actor, groups, admin) for action in decision.ACTIONS
+    now = clock()
+    lent = delegations_to(storage, actor, groups)
+    held = tuple(
+        decision.capacity(run, action, actor, groups, admin, lent, on_behalf_of, now)
+        for action in decision.ACTIONS
     )
-    return Permissions(run.id, run.workflow_id, actor, refusals)
+    return Permissions(
+        run.id,
+        run.workflow_id,
+        actor,
+        tuple(capacity.refused for capacity in held),
+        tuple(capacity.on_behalf_of for capacity in held),
+    )
+
+
+def delegations_to(storage: Storage, actor: str, groups: frozenset[str]) -> tuple[Delegation, ...]:
+    """The delegations lent to `actor` or to one of `groups`, not ended nor revoked."""
+    keys = decision.inbox_keys(actor, groups)[:-1]  # the user's and the groups' own
+    return storage.delegations_to(keys, utc_now())
+
+
+def _lent_if_needed(
+    storage: Storage,
+    run: Run,
+    action: str,
+    actor: str,
+    groups: frozenset[str],
+    on_behalf_of: Optional[str],
+) -> tuple[Delegation, ...]:
+    """The caller's delegations, read only where they may matter: a decision
+    for someone named, or one the caller may not make for themselves."""
+    if on_behalf_of is None and decision.refusal(run, action, actor, groups) is None:
+        return ()
+    return delegations_to(storage, actor, groups)
 
 
 def _as_proven(storage: Storage, run: Run) -> Run:
@@ -274,7 +384,7 @@ def inbox(
     groups: frozenset[str],
     limit: int,
     cursor: Optional[str] = None,
-) -> Page[Run]:
+) -> Page[Awaiting]:
     """One page of the runs that wait for a decision `actor` (a member of
     `groups`) may make now, the longest waiting first.
 
@@ -286,21 +396,26 @@ def inbox(
     INBOX_READS reads did not reach them: then the page is shorter and
     next_cursor continues where the reading stopped."""
     filters = inbox_filters(actor, groups)
-    after = _position(cursor, INBOX, filters)
-    keys = decision.inbox_keys(actor, groups)
+    after = cursor_position(cursor, INBOX, filters)
+    now = utc_now()
+    lent = tuple(d for d in delegations_to(storage, actor, groups) if d.active_at(now))
+    keys = decision.inbox_keys(actor, groups, [d.delegator for d in lent])
     position: Optional[tuple[str, int]] = (after[0], after[1]) if after else None
-    runs: list[Run] = []
+    waiting: list[Awaiting] = []
     for _ in range(INBOX_READS):
-        found = storage.inbox(keys, position, limit + 1 - len(runs))
-        runs += [run for run in found.items if decision.awaits(run, actor, groups)]
-        if len(runs) > limit:
-            last = _waiting_position(runs[limit - 1])
-            return Page(tuple(runs[:limit]), _cursor(INBOX, filters, list(last)))
+        found = storage.inbox(keys, position, limit + 1 - len(waiting))
+        for run in found.items:
+            held = decision.capacity(run, APPROVE, actor, groups, False, lent, None, now)
+            if held.refused is None:
+                waiting.append(Awaiting(run, held.on_behalf_of))
+        if len(waiting) > limit:
+            last = _waiting_position(waiting[limit - 1].run)
+            return Page(tuple(waiting[:limit]), _cursor(INBOX, filters, list(last)))
         if not found.more or (found.resume is None and not found.items):
-            return Page(tuple(runs), None)
+            return Page(tuple(waiting), None)
         position = found.resume or _waiting_position(found.items[-1])
     assert position is not None
-    return Page(tuple(runs), _cursor(INBOX, filters, list(position)))
+    return Page(tuple(waiting), _cursor(INBOX, filters, list(position)))
 
 
 def _waiting_position(run: Run) -> tuple[str, int]:
@@ -347,8 +462,8 @@ def _apply_deadline(storage: Storage, run_id: int, now: str) -> bool:
 
 def list_workflows(storage: Storage, limit: int, cursor: Optional[str] = None) -> Page[Workflow]:
     """One page of workflows by id ascending."""
-    after = _position(cursor, WORKFLOWS, {})
-    return _page(storage.list_workflows(after, limit), WORKFLOWS, {})
+    after = cursor_position(cursor, WORKFLOWS, {})
+    return page_of(storage.list_workflows(after, limit), WORKFLOWS, {})
 
 
 def list_runs(
@@ -360,10 +475,10 @@ def list_runs(
 ) -> Page[Run]:
     """One page of runs newest first, of that workflow and status where given."""
     filters = {"workflow_id": workflow_id, "status": status}
-    before = _position(cursor, RUNS, filters)
+    before = cursor_position(cursor, RUNS, filters)
     if workflow_id is not None and workflow_id > MAX_ID:
         return Page((), None)  # no workflow has such an id
-    return _page(storage.list_runs(workflow_id, status, before, limit), RUNS, filters)
+    return page_of(storage.list_runs(workflow_id, status, before, limit), RUNS, filters)
 
 
 def run_events(
@@ -373,11 +488,11 @@ def run_events(
     from chalicelib.domain import events
 
     filters = {"run_id": run_id}
-    after = _position(cursor, EVENTS, filters)
+    after = cursor_position(cursor, EVENTS, filters)
     found = storage.list_events(events.run_subject(run_id), after, limit)
     if not found.items and after is None:
         storage.get_run(run_id)  # NotFound, unless the run has no events yet
-    return _page(found, EVENTS, filters, lambda event: event.sequence)
+    return page_of(found, EVENTS, filters, lambda event: event.sequence)
 
 
 def inbox_filters(actor: str, groups: frozenset[str]) -> dict[str, str]:
@@ -387,7 +502,7 @@ def inbox_filters(actor: str, groups: frozenset[str]) -> dict[str, str]:
     return {"caller": audit.sha256_hex(audit.canonical(caller))[:32]}
 
 
-def _position(cursor: Optional[str], list_name: str, filters: Filter) -> Any:
+def cursor_position(cursor: Optional[str], list_name: str, filters: Filter) -> Any:
     if cursor is None:
         return None
     # Imported here, as below: only list pages need cursors (and their secret).
@@ -402,7 +517,7 @@ def _cursor(list_name: str, filters: Filter, position: Any) -> str:
     return cursors.issue(list_name, filters, position)
 
 
-def _page(
+def page_of(
     found: Slice[Listed],
     list_name: str,
     filters: Filter,

@@ -6,7 +6,9 @@ each 360 px wide (a phone) and 1280 px wide, on sample data.
 `make screenshots` runs it. The app is served in this process from a fresh
 SQLite file (WORKFLOW_AUTH=none), filled through the API as people would, and
 photographed by Debian's headless Chromium (scripts/browser.py). Steps get
-approvers and a quorum where the API has them.
+approvers and a quorum where the API has them, runs an input (what is being
+approved, under the workflow's input schema) and the CFO's step a condition
+where it has those.
 """
 
 from __future__ import annotations
@@ -45,13 +47,25 @@ def call(base_url: str, method: str, path: str, body: Any = None) -> Any:
 
 def sample_data(base_url: str) -> dict[str, Any]:
     """Two workflows and a few runs at different steps; the run to show."""
-    new_step = call(base_url, "GET", "/openapi.json")["components"]["schemas"]["NewStep"]
-    rules = "required_approvals" in new_step["properties"]
+    schemas = call(base_url, "GET", "/openapi.json")["components"]["schemas"]
+    rules = "required_approvals" in schemas["NewStep"]["properties"]
+    content = "input_schema" in schemas["NewWorkflow"]["properties"]
 
-    def step(name: str, approvers: list[str], quorum: int = 1) -> Any:
-        return (
-            {"name": name, "approvers": approvers, "required_approvals": quorum} if rules else name
-        )
+    def step(name: str, approvers: list[str], quorum: int = 1, when: Any = None) -> Any:
+        if not rules:
+            return name
+        rule = {"name": name, "approvers": approvers, "required_approvals": quorum}
+        return {**rule, "when": when} if when and content else rule
+
+    schema = {
+        "type": "object",
+        "required": ["amount", "supplier"],
+        "properties": {
+            "amount": {"type": "number", "minimum": 0, "title": "Amount (EUR)"},
+            "supplier": {"type": "string", "minLength": 1, "title": "Supplier"},
+            "quote": {"type": "string", "format": "uri", "title": "Quote"},
+        },
+    }
 
     purchase = call(
         base_url,
@@ -63,8 +77,9 @@ def sample_data(base_url: str) -> dict[str, Any]:
             "steps": [
                 step("Manager", ["group:managers"]),
                 step("Finance", ["group:finance"], 2),
-                step("CFO", ["user:cfo"]),
+                step("CFO", ["user:cfo"], when={">": [{"var": "amount"}, 10000]}),
             ],
+            **({"input_schema": schema} if content else {}),
         },
     )
     contract = call(
@@ -77,8 +92,12 @@ def sample_data(base_url: str) -> dict[str, Any]:
         },
     )
 
-    def start(workflow: dict[str, Any], title: str, requester: str) -> dict[str, Any]:
+    def start(
+        workflow: dict[str, Any], title: str, requester: str, data: dict[str, Any]
+    ) -> dict[str, Any]:
         run = {"workflow_id": workflow["id"], "title": title, "requested_by": requester}
+        if content:
+            run["input"] = data
         started: dict[str, Any] = call(base_url, "POST", "/runs", run)
         return started
 
@@ -88,15 +107,29 @@ def sample_data(base_url: str) -> dict[str, Any]:
             decision["groups"] = groups
         call(base_url, "POST", f"/runs/{run['id']}/approve", decision)
 
-    laptops = start(purchase, "PO-1042: 12 laptops for the Lisbon office", "sam")
+    laptops = start(
+        purchase,
+        "PO-1042: 12 laptops for the Lisbon office",
+        "sam",
+        {"amount": 14400, "supplier": "Lisboa Tech, Lda.", "quote": "https://erp.example/q/1042"},
+    )
     approve(laptops, "maria", "Within this quarter's budget.", ["managers"])
     if rules:  # one of the two approvals Finance needs
         approve(laptops, "fiona", "The quote matches the order.", ["finance"])
-    desks = start(purchase, "PO-1043: standing desks", "ana")
+    desks = start(
+        purchase, "PO-1043: standing desks", "ana", {"amount": 2600, "supplier": "Ergo Office"}
+    )
     approve(desks, "maria", "", ["managers"])
-    hosting = start(contract, "Renewal: cloud hosting, 3 years", "lee")
+    hosting = start(
+        contract, "Renewal: cloud hosting, 3 years", "lee", {"vendor": "Nimbus", "years": 3}
+    )
     approve(hosting, "legal-team", "Terms checked against the template.", [])
-    start(purchase, "PO-1044: conference room screen", "sam")
+    start(
+        purchase,
+        "PO-1044: conference room screen",
+        "sam",
+        {"amount": 1900, "supplier": "Visual AV", "quote": "https://erp.example/q/1044"},
+    )
     return laptops
 
 

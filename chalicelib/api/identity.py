@@ -254,6 +254,17 @@ def requester_of(caller: Optional[Caller], asserted: Optional[str]) -> Optional[
     return _verified_or_asserted(caller, asserted, "requested_by")
 
 
+def delegator_of(caller: Optional[Caller], asserted: Optional[str]) -> str:
+    """Whose rights a new delegation lends: the verified caller's, or where the
+    caller is an administrator anyone's they name; in `none` mode the body's."""
+    if caller is not None and caller.admin and asserted is not None:
+        return asserted
+    delegator = _verified_or_asserted(caller, asserted, "delegator")
+    if delegator is None:
+        raise errors.InvalidInput("Missing required field 'delegator'")
+    return delegator
+
+
 def _verified_or_asserted(
     caller: Optional[Caller], asserted: Optional[str], field: str
 ) -> Optional[str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from chalicelib.api.validation import MAX_GROUPS, principal_name, shown
+from chalicelib.api.validation import MAX_GROUPS, delegate_name, principal_name, shown
 from chalicelib.domain import errors
 from chalicelib.domain.models import MAX_ID, RUN_STATUSES
 from chalicelib.domain.record import Record
@@ -33,6 +33,16 @@ class CallerQuery(Record):
     # Asserted in `none` mode; None where the token says who calls.
     actor: Optional[str]
     groups: frozenset[str]
+    # A delegator to ask about (GET /runs/{id}/permissions).
+    on_behalf_of: Optional[str] = None
+
+
+class DelegationQuery(Record):
+    delegator: Optional[str]
+    delegate: Optional[str]
+    active_at: Optional[str]
+    limit: int
+    cursor: Optional[str]
 
 
 class WorkflowQuery(Record):
@@ -99,14 +109,34 @@ def inbox_query(query: Mapping[str, Any], verified: bool) -> InboxQuery:
     return InboxQuery(actor, groups, _limit(params), params.get("cursor"))
 
 
-def caller_query(query: Mapping[str, Any], verified: bool) -> CallerQuery:
-    """GET /runs/{id}/permissions: nothing where the token says who calls; in
-    `none` mode actor (required) and group (repeated), as the inbox takes them."""
+def caller_query(
+    query: Mapping[str, Any], verified: bool, about: tuple[str, ...] = ()
+) -> CallerQuery:
+    """GET /runs/{id}/permissions (`about`: on_behalf_of), DELETE
+    /delegations/{id}: nothing where the token says who calls; in `none` mode
+    actor (required) and group (repeated), as the inbox takes them."""
     if verified:
-        _query(query, ())
-        return CallerQuery(None, frozenset())
-    params = _query(query, ("actor", "group"), repeatable=("group",))
-    return CallerQuery(*_asserted_caller(params, query))
+        params = _query(query, about)
+        return CallerQuery(None, frozenset(), _named(params, "on_behalf_of"))
+    params = _query(query, ("actor", "group", *about), repeatable=("group",))
+    return CallerQuery(*_asserted_caller(params, query), _named(params, "on_behalf_of"))
+
+
+def delegation_query(query: Mapping[str, Any]) -> DelegationQuery:
+    """GET /delegations: delegator, delegate, active_at, limit, cursor."""
+    params = _query(query, ("delegator", "delegate", "active_at", "limit", "cursor"))
+    return DelegationQuery(
+        _named(params, "delegator"),
+        delegate_name(params, "delegate") if params.get("delegate") is not None else None,
+        params.get("active_at"),
+        _limit(params),
+        params.get("cursor"),
+    )
+
+
+def _named(params: Mapping[str, str], name: str) -> Optional[str]:
+    """A user's name a query names, where it names one."""
+    return principal_name(params, name) if params.get(name) is not None else None
 
 
 def _asserted_caller(

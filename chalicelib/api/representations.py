@@ -11,9 +11,11 @@ import json
 from collections.abc import Callable
 from typing import Any, Union
 
-from chalicelib.domain.decision import ACTIONS
+from chalicelib.domain.decision import ACTIONS, approvals_for
 from chalicelib.domain.models import (
     Action,
+    Awaiting,
+    Delegation,
     Event,
     Page,
     Permissions,
@@ -22,9 +24,9 @@ from chalicelib.domain.models import (
     Step,
     Workflow,
 )
-from chalicelib.domain.shapes import step_shape, workflow_shape
+from chalicelib.domain.shapes import delegation_shape, step_shape, workflow_shape
 
-Answer = Union[Workflow, Step, Run, Action, RunAudit, Permissions, "Page[Any]"]
+Answer = Union[Workflow, Step, Run, Action, RunAudit, Permissions, Delegation, "Page[Any]"]
 
 
 def listed_run(run: Run) -> dict[str, Any]:
@@ -35,11 +37,13 @@ def listed_run(run: Run) -> dict[str, Any]:
         "workflow_id": run.workflow_id,
         "title": run.title,
         "input": run.input,
+        "round": run.round,
         "requested_by": run.requested_by,
         "status": run.status,
         "current_step_id": run.current_step_id,
         "current_step": step_shape(current) if current else None,
         "current_step_approved_by": list(run.current_step_approved_by),
+        "current_step_on_behalf_of": [name or None for name in approvals_for(run)],
         "current_step_since": run.current_step_since,
         "current_step_due_at": run.current_step_due_at,
         "current_step_escalated_to": list(run.current_step_escalated_to),
@@ -60,6 +64,9 @@ def action_shape(action: Action) -> dict[str, Any]:
         "comment": action.comment,
         "created_at": action.created_at,
         "hash": action.hash,
+        "on_behalf_of": action.on_behalf_of,
+        "round": action.round,
+        "input_digest": action.input_digest,
     }
 
 
@@ -82,6 +89,7 @@ def audit_shape(audit: RunAudit) -> dict[str, Any]:
 
 
 def permissions_shape(permissions: Permissions) -> dict[str, Any]:
+    behalf = permissions.on_behalf_of or (None,) * len(ACTIONS)
     return {
         "run_id": permissions.run_id,
         "actor": permissions.actor,
@@ -90,10 +98,16 @@ def permissions_shape(permissions: Permissions) -> dict[str, Any]:
                 "allowed": refused is None,
                 "reason": refused.code if refused else None,
                 "message": refused.message if refused else None,
+                "on_behalf_of": whom if refused is None else None,
             }
-            for action, refused in zip(ACTIONS, permissions.refusals, strict=True)
+            for action, refused, whom in zip(ACTIONS, permissions.refusals, behalf, strict=True)
         },
     }
+
+
+def awaiting_shape(awaiting: Awaiting) -> dict[str, Any]:
+    """A run in an inbox, as lists show it, and for whom the caller may decide it."""
+    return {**listed_run(awaiting.run), "on_behalf_of": awaiting.on_behalf_of}
 
 
 def listed_event(event: Event) -> dict[str, Any]:
@@ -114,6 +128,8 @@ _LISTED: dict[type, Callable[[Any], dict[str, Any]]] = {
     Workflow: workflow_shape,
     Run: listed_run,
     Event: listed_event,
+    Awaiting: awaiting_shape,
+    Delegation: delegation_shape,
 }
 _SHAPES: dict[type, Callable[[Any], dict[str, Any]]] = {
     Workflow: workflow_shape,
@@ -122,6 +138,7 @@ _SHAPES: dict[type, Callable[[Any], dict[str, Any]]] = {
     Run: run_shape,
     RunAudit: audit_shape,
     Permissions: permissions_shape,
+    Delegation: delegation_shape,
     Page: page_shape,
 }
 
@@ -141,4 +158,6 @@ def about(answer: Answer) -> dict[str, int]:
         return {"workflow_id": answer.workflow_id, "run_id": answer.id}
     if isinstance(answer, (RunAudit, Permissions)):
         return {"workflow_id": answer.workflow_id, "run_id": answer.run_id}
+    if isinstance(answer, Delegation):
+        return {"delegation_id": answer.id}
     return {}

@@ -15,6 +15,7 @@ from typing import Any, Optional
 from chalicelib.domain import errors
 from chalicelib.domain.models import (
     DEADLINE_ACTIONS,
+    DEFAULT_MAX_RETURNS,
     ESCALATE,
     GROUP_PREFIX,
     REMIND,
@@ -43,6 +44,8 @@ MAX_GROUPS = 100
 # A step's deadline: one second to a year.
 MAX_DEADLINE_SECONDS = 31_536_000
 MAX_ESCALATE_TO = 20
+# Returns for changes a workflow may allow a run.
+MAX_RETURNS = 100
 STEP_DEADLINE_FIELDS = ("deadline_seconds", "on_deadline", "escalate_to")
 # Refused with 413 before any parsing: no request of this API comes near it.
 MAX_BODY_BYTES = 1024 * 1024
@@ -56,6 +59,7 @@ class NewWorkflow(Record):
     steps: list[StepRule]
     policy: Policy
     input_schema: Optional[dict[str, Any]] = None
+    max_returns: int = DEFAULT_MAX_RETURNS
 
 
 class NewRun(Record):
@@ -71,6 +75,24 @@ class DecisionRequest(Record):
     expected_step_id: Optional[int]
     # Asserted in `none` mode; None when not given.
     groups: Optional[frozenset[str]] = None
+    expected_round: Optional[int] = None
+    # A delegator the caller decides for (None: as the rules find).
+    on_behalf_of: Optional[str] = None
+
+
+class Resubmission(Record):
+    actor: Optional[str]
+    comment: str
+    input: Optional[dict[str, Any]]
+
+
+class NewDelegation(Record):
+    delegator: Optional[str]
+    delegate: str
+    workflow_id: Optional[int]
+    starts_at: str
+    ends_at: str
+    reason: str
 
 
 class CancelRequest(Record):
@@ -130,7 +152,9 @@ def new_workflow(body: Any) -> NewWorkflow:
     "approvers"?, "required_approvals"?, the deadline's fields?, "when"?}."""
     flags = Policy._fields
     fields = _fields(
-        body, required=("name",), optional=("description", "steps", *flags, "input_schema")
+        body,
+        required=("name",),
+        optional=("description", "steps", *flags, "input_schema", "max_returns"),
     )
     name = _text(fields, "name", MAX_NAME)
     description = _text(fields, "description", MAX_TEXT, required=False)
@@ -150,7 +174,21 @@ def new_workflow(body: Any) -> NewWorkflow:
         for step in steps
     ]
     policy = Policy(*(_flag(fields, flag) for flag in flags))
-    return NewWorkflow(name, description, rules, policy, _input_schema(fields))
+    return NewWorkflow(
+        name, description, rules, policy, _input_schema(fields), _max_returns(fields)
+    )
+
+
+def _max_returns(fields: Mapping[str, Any]) -> int:
+    """How often a run may be sent back for changes: 0 (never) to MAX_RETURNS."""
+    value = fields.get("max_returns")
+    if value is None:
+        return DEFAULT_MAX_RETURNS
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_RETURNS:
+        raise errors.InvalidInput(f"'max_returns' must be an integer from 0 to {MAX_RETURNS}")
+    return value
 
 
 def _input_schema(fields: Mapping[str, Any]) -> Optional[dict[str, Any]]:
@@ -316,21 +354,80 @@ def _run_input(data: Any) -> Optional[dict[str, Any]]:
     return content.checked_input(data)
 
 
-def decision(body: Any, actor_required: bool = True) -> DecisionRequest:
-    """POST /runs/{id}/approve|reject: {"actor", "comment"?, "expected_step_id"?,
-    "groups"?}; where the caller is verified (actor_required False), `actor` may
-    be left out and `groups` is the token's to say."""
-    names = ("comment", "expected_step_id")
+def decision(
+    body: Any, actor_required: bool = True, comment_required: bool = False
+) -> DecisionRequest:
+    """POST /runs/{id}/approve|reject|return: {"actor", "comment"? (required
+    to return), "expected_step_id"?, "expected_round"?, "on_behalf_of"?,
+    "groups"?}; where the caller is verified (actor_required False), `actor`
+    may be left out and `groups` is the token's to say."""
+    names = ("comment", "expected_step_id", "expected_round", "on_behalf_of")
     fields = (
         _fields(body, required=("actor",), optional=(*names, "groups"))
         if actor_required
         else _fields(body, required=(), optional=("actor", *names))
     )
+    if comment_required and is_blank(str(fields.get("comment") or "")):
+        raise errors.InvalidInput(
+            "'comment' is required: say what should change before the run is resubmitted"
+        )
     comment = _text(fields, "comment", MAX_TEXT, required=False)
-    expected = (
-        _id(fields, "expected_step_id") if fields.get("expected_step_id") is not None else None
+    return DecisionRequest(
+        _actor(fields),
+        comment,
+        _optional_id(fields, "expected_step_id"),
+        groups(fields.get("groups")),
+        _optional_id(fields, "expected_round"),
+        principal_name(fields, "on_behalf_of") if fields.get("on_behalf_of") is not None else None,
     )
-    return DecisionRequest(_actor(fields), comment, expected, groups(fields.get("groups")))
+
+
+def resubmission(body: Any, actor_required: bool = True) -> Resubmission:
+    """POST /runs/{id}/resubmit: {"actor", "comment"?, "input"?}; `actor` may be
+    left out where the caller is verified."""
+    fields = (
+        _fields(body, required=("actor",), optional=("comment", "input"))
+        if actor_required
+        else _fields(body, required=(), optional=("actor", "comment", "input"))
+    )
+    comment = _text(fields, "comment", MAX_TEXT, required=False)
+    return Resubmission(_actor(fields), comment, _run_input(fields.get("input")))
+
+
+def new_delegation(body: Any, delegator_required: bool = True) -> NewDelegation:
+    """POST /delegations: {"delegator", "delegate", "workflow_id"?, "starts_at",
+    "ends_at", "reason"?}; `delegator` may be left out where the caller is
+    verified (then it is the caller)."""
+    required = ("delegate", "starts_at", "ends_at")
+    optional = ("workflow_id", "reason")
+    fields = (
+        _fields(body, required=("delegator", *required), optional=optional)
+        if delegator_required
+        else _fields(body, required=required, optional=("delegator", *optional))
+    )
+    delegator = principal_name(fields, "delegator") if fields.get("delegator") is not None else None
+    return NewDelegation(
+        delegator,
+        delegate_name(fields, "delegate"),
+        _optional_id(fields, "workflow_id"),
+        _text(fields, "starts_at", 40),
+        _text(fields, "ends_at", 40),
+        _text(fields, "reason", MAX_TEXT, required=False),
+    )
+
+
+def delegate_name(fields: Mapping[str, Any], name: str) -> str:
+    """A delegate, "user:<name>", "group:<name>" or a bare user's name, whose
+    name obeys the rules of a principal's."""
+    delegate = fields.get(name)
+    if not isinstance(delegate, str):
+        raise errors.InvalidInput(f"{name!r} must be a string")
+    prefix = next((p for p in (USER_PREFIX, GROUP_PREFIX) if delegate.startswith(p)), "")
+    return prefix + principal_name({name: delegate[len(prefix) :]}, name)
+
+
+def _optional_id(fields: Mapping[str, Any], name: str) -> Optional[int]:
+    return _id(fields, name) if fields.get(name) is not None else None
 
 
 def cancellation(body: Any, actor_required: bool = True) -> CancelRequest:

@@ -31,11 +31,15 @@ from typing import Any, Optional
 
 from chalicelib.domain.models import (
     APPROVE,
+    CANCEL,
     CANCELLED,
     COMPLETED,
     IN_PROGRESS,
     REJECT,
     REJECTED,
+    RESUBMIT,
+    RETURN,
+    RETURNED,
     SKIP,
     Action,
     Decision,
@@ -57,6 +61,10 @@ ENTRY_FIELDS = (
     "comment",
     "created_at",
 )
+# In the entry of an action that has them only: whom a delegate decided for, a
+# round after the first, a resubmit's new input's digest. Older entries, and
+# those of actions without them, are hashed as before.
+OPTIONAL_ENTRY_FIELDS = ("on_behalf_of", "round", "input_digest")
 AUDIT_FIELDS = ("run_id", "genesis", "head_hash", "valid", "first_invalid_seq", "entries")
 # And what the service alone can check, which needs the workflow: not the offline verifier's.
 STATE_ANSWER = ("state_valid", "state_mismatches")
@@ -84,8 +92,11 @@ def genesis_hash(genesis: Mapping[str, Any]) -> str:
 
 
 def entry_hash(prev: str, entry: Mapping[str, Any]) -> str:
-    """The hash of `entry` (its ENTRY_FIELDS, nothing else) chained to `prev`."""
-    return sha256_hex(prev + "\n" + canonical({name: entry[name] for name in ENTRY_FIELDS}))
+    """The hash of `entry` (its ENTRY_FIELDS, and those of OPTIONAL_ENTRY_FIELDS
+    it has, nothing else) chained to `prev`."""
+    fields = {name: entry[name] for name in ENTRY_FIELDS}
+    fields.update((name, entry[name]) for name in OPTIONAL_ENTRY_FIELDS if name in entry)
+    return sha256_hex(prev + "\n" + canonical(fields))
 
 
 # -- the records of a run --------------------------------------------------------
@@ -99,8 +110,11 @@ def genesis_of(run: Run) -> dict[str, Any]:
         "requested_by": run.requested_by,
         "created_at": run.created_at,
     }
-    if run.input:
-        genesis["input_digest"] = input_digest(run.input)
+    digest = run.genesis_input_digest
+    if digest is None:
+        digest = input_digest(run.input)
+    if digest:
+        genesis["input_digest"] = digest
     return genesis
 
 
@@ -110,7 +124,7 @@ def input_digest(data: Mapping[str, Any]) -> Optional[str]:
 
 
 def entry_of(action: Action, seq: int) -> dict[str, Any]:
-    return {
+    entry = {
         "run_id": action.run_id,
         "seq": seq,
         "step_id": action.step_id,
@@ -120,6 +134,23 @@ def entry_of(action: Action, seq: int) -> dict[str, Any]:
         "comment": action.comment,
         "created_at": action.created_at,
     }
+    if action.on_behalf_of is not None:
+        entry["on_behalf_of"] = action.on_behalf_of
+    if action.round > 1:
+        entry["round"] = action.round
+    if action.input_digest is not None:
+        entry["input_digest"] = action.input_digest
+    return entry
+
+
+def bound_input_digest(genesis: Mapping[str, Any], entries: Sequence[Mapping[str, Any]]) -> Any:
+    """The digest the chain binds the run's input to now: the last resubmit's
+    that gave a new input, or the genesis's (None for an empty first input)."""
+    digest = genesis.get(INPUT_DIGEST)
+    for entry in entries:
+        if "input_digest" in entry:
+            digest = entry["input_digest"]
+    return digest
 
 
 def recomputed(run: Run) -> list[str]:
@@ -265,21 +296,21 @@ def _replayed(run: Run, steps: Sequence[Step]) -> tuple[Any, ...]:
     approved: tuple[str, ...] = ()
     moved_on_last = False
     for action in run.actions:
-        if status != IN_PROGRESS or at is None or action.step_id != steps[at].id:
+        if at is None or action.step_id != steps[at].id or not _possible(status, action.action):
             # An action the state machine could not have recorded here: no
             # stored state can be the one the history leads to.
             return (None, None, None, head)
         moved_on_last = False
-        if action.action == SKIP:
-            approved = ()
-            if at + 1 < len(steps):
-                at, moved_on_last = at + 1, True
-            else:
-                at, status = None, COMPLETED
+        if action.action == RETURN:
+            status, approved = RETURNED, ()
             continue
-        if action.action == APPROVE:
-            approved = (*approved, action.actor)
-            if len(approved) >= steps[at].required_approvals:
+        if action.action == RESUBMIT:
+            status, at, approved = IN_PROGRESS, 0, ()
+            continue
+        if action.action in (SKIP, APPROVE):
+            if action.action == APPROVE:
+                approved = (*approved, action.actor)
+            if action.action == SKIP or len(approved) >= steps[at].required_approvals:
                 approved = ()
                 if at + 1 < len(steps):
                     at, moved_on_last = at + 1, True
@@ -290,6 +321,14 @@ def _replayed(run: Run, steps: Sequence[Step]) -> tuple[Any, ...]:
     if moved_on_last and run.status == COMPLETED and run.current_step is None:
         status, at = COMPLETED, None  # the steps after it may have come after it
     return status, steps[at].id if at is not None else None, approved, head
+
+
+def _possible(status: str, action: str) -> bool:
+    """Whether a run in `status` can record `action`: a returned run only its
+    resubmit or its cancel; one in progress all but a resubmit."""
+    if status == RETURNED:
+        return action in (RESUBMIT, CANCEL)
+    return status == IN_PROGRESS and action != RESUBMIT
 
 
 def verify_document(document: Any) -> tuple[bool, str]:
@@ -303,12 +342,24 @@ def verify_document(document: Any) -> tuple[bool, str]:
     run = f"run {document['run_id']}"
     if genesis["hash"] != genesis_hash(genesis):
         return False, f"invalid: {run}, the genesis hash is not that of the genesis record"
-    if genesis.get(INPUT_DIGEST) != input_digest(document.get("input") or {}):
-        return False, f"invalid: {run}, the genesis's input_digest is not that of the input"
+    if not _input_bound(genesis, entries, document.get("input") or {}):
+        return False, f"invalid: {run}, the input is not the one its chain binds"
     seq = first_invalid_seq(genesis, entries, document["head_hash"])
     if seq is not None:
         return False, f"invalid: {run}, first invalid seq {seq}"
     return True, f"valid: {run}, {len(entries)} entries, head_hash {document['head_hash']}"
+
+
+def _input_bound(
+    genesis: Mapping[str, Any], entries: Sequence[Mapping[str, Any]], data: Mapping[str, Any]
+) -> bool:
+    """Whether `data` is the input the chain binds: by the genesis's digest
+    (absent for an empty input), or by the last resubmit that gave one."""
+    from_resubmit = any("input_digest" in entry for entry in entries)
+    bound = bound_input_digest(genesis, entries)
+    if from_resubmit:
+        return bool(bound == sha256_hex(canonical(data)))
+    return bool(bound == input_digest(data))
 
 
 def _shape_problem(document: Any) -> Optional[str]:

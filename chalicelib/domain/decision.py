@@ -5,6 +5,13 @@
     in_progress --approve (last step)-------> completed
     in_progress --reject (any step)---------> rejected
     in_progress --cancel (any step)---------> cancelled
+    in_progress --return (any step)---------> returned: its round's approvals stop counting
+    returned ----resubmit-------------------> in_progress at the first step, the next round
+    returned ----cancel---------------------> cancelled
+
+A decision is made by its actor for themselves, or for a delegator whose
+rights a delegation lends them (chalicelib/domain/models.py's Delegation): the
+rules then hold over both people, each counted once.
 
 No storage and no clock: the engine reads the run (with its current step's
 rules and its workflow's policy flags), asks these functions whether the caller
@@ -36,24 +43,41 @@ from chalicelib.domain.models import (
     IN_PROGRESS,
     REJECT,
     REJECTED,
+    RESUBMIT,
+    RETURN,
+    RETURNED,
     USER_PREFIX,
     Action,
     Decision,
+    Delegation,
     Refusal,
     Run,
     Step,
 )
 from chalicelib.domain.names import canonical, canonical_principal, is_blank, same
+from chalicelib.domain.record import Record
 
 NOT_IN_PROGRESS = "Run is not in progress"
+IS_RETURNED = "Run is returned for changes"
 
 
-def step_to_decide(run: Run, expected_step_id: Optional[int] = None) -> Step:
-    """The step a decision on `run` applies to; Conflict if the run has ended,
-    StaleRun if it is not at `expected_step_id` (when the caller names one)."""
+def step_to_decide(
+    run: Run, expected_step_id: Optional[int] = None, expected_round: Optional[int] = None
+) -> Step:
+    """The step a decision on `run` applies to; Conflict if the run has ended
+    or is returned for changes, StaleRun if it is not in `expected_round` or
+    not at `expected_step_id` (where the caller names them: a page of an
+    earlier round names the same step ids)."""
+    if run.status == RETURNED:
+        raise errors.Conflict(IS_RETURNED)
     if run.status != IN_PROGRESS or run.current_step is None:
         raise errors.Conflict(NOT_IN_PROGRESS)
     step = run.current_step
+    if expected_round is not None and run.round != expected_round:
+        raise errors.StaleRun(
+            f"Run is in round {run.round}, not in round {expected_round}",
+            current_step_id=step.id,
+        )
     if expected_step_id is not None and step.id != expected_step_id:
         raise errors.StaleRun(
             f"Run is at step {step.name!r} (id {step.id}), not at step {expected_step_id}",
@@ -76,10 +100,17 @@ def admits(
     )
 
 
-def approved_another_step(run: Run, actor: str) -> bool:
-    """Whether `actor` approved a step of `run` other than the current one
-    (one visit per step: approving the current one twice is refused anyway)."""
-    return approved(run.approvers, actor) and not approved(run.current_step_approved_by, actor)
+def approved_another_step(run: Run, person: str) -> bool:
+    """Whether `person` approved a step of `run` in its round other than the
+    current one, as themselves or for someone (approving the current one
+    twice is refused anyway)."""
+    return approved(run.approvers, person) and not approved(seated(run), person)
+
+
+def seated(run: Run) -> tuple[str, ...]:
+    """Everyone who fills a seat of the current step's quorum: who approved
+    it, and for whom."""
+    return (*run.current_step_approved_by, *filter(None, run.current_step_on_behalf_of))
 
 
 def approved(names: Sequence[str], actor: str) -> bool:
@@ -94,6 +125,10 @@ REQUESTER_MAY_NOT_DECIDE = "requester_may_not_decide"
 ALREADY_APPROVED_THIS_STEP = "already_approved_this_step"
 APPROVED_ANOTHER_STEP = "approved_another_step"
 NOT_THE_REQUESTER = "not_the_requester"
+RUN_RETURNED = "run_returned"
+RUN_NOT_RETURNED = "run_not_returned"
+RETURNS_EXHAUSTED = "returns_exhausted"
+DELEGATION_NOT_ACTIVE = "delegation_not_active"
 REASONS = (
     RUN_NOT_IN_PROGRESS,
     NOT_AN_APPROVER,
@@ -101,74 +136,213 @@ REASONS = (
     ALREADY_APPROVED_THIS_STEP,
     APPROVED_ANOTHER_STEP,
     NOT_THE_REQUESTER,
+    RUN_RETURNED,
+    RUN_NOT_RETURNED,
+    RETURNS_EXHAUSTED,
+    DELEGATION_NOT_ACTIVE,
 )
 # What GET /runs/{id}/permissions answers for, in its order.
-ACTIONS = (APPROVE, REJECT, CANCEL)
+ACTIONS = (APPROVE, REJECT, CANCEL, RETURN, RESUBMIT)
+# The actions that decide the current step, by its approvers' rights.
+DECIDING = (APPROVE, REJECT, RETURN)
+
+
+class Capacity(Record):
+    """In what capacity a caller may act: for themselves (on_behalf_of None)
+    or for a delegator; or why they may not (refused)."""
+
+    refused: Optional[Refusal]
+    on_behalf_of: Optional[str] = None
 
 
 def refusal(
-    run: Run, action: str, actor: str, groups: frozenset[str], admin: bool = False
+    run: Run,
+    action: str,
+    actor: str,
+    groups: frozenset[str],
+    admin: bool = False,
+    delegations: Sequence[Delegation] = (),
+    on_behalf_of: Optional[str] = None,
+    at: str = "",
 ) -> Optional[Refusal]:
-    """Why `actor` (a member of `groups`, an administrator or not) may not
-    `action` the run now under its rules; None if they may. The one rule the
-    decision routes, the inbox and the permissions answer all apply."""
-    step = run.current_step
-    if run.status != IN_PROGRESS or step is None:
-        return Refusal(RUN_NOT_IN_PROGRESS, NOT_IN_PROGRESS, conflict=True)
+    """Why `actor` (a member of `groups`, an administrator or not, holding
+    `delegations`) may not `action` the run now under its rules; None if they
+    may. The one rule the decision routes, the inbox and the permissions
+    answer all apply."""
+    return capacity(run, action, actor, groups, admin, delegations, on_behalf_of, at).refused
+
+
+def capacity(
+    run: Run,
+    action: str,
+    actor: str,
+    groups: frozenset[str],
+    admin: bool = False,
+    delegations: Sequence[Delegation] = (),
+    on_behalf_of: Optional[str] = None,
+    at: str = "",
+) -> Capacity:
+    """Whether and for whom `actor` may `action` the run now: for themselves
+    where they may, else for the first delegator (by name) of `delegations`
+    active at `at` whose rights allow it; or, where the caller names
+    `on_behalf_of`, for that delegator only. A delegated right is the
+    delegator's own right as a named user (their groups are the caller's to
+    know only): it adds rights and removes none, and is not lent again."""
+    if action == RESUBMIT:
+        return Capacity(_resubmit_refusal(run, actor, admin))
     if action == CANCEL:
-        if run.requested_by is not None and not same(actor, run.requested_by) and not admin:
-            return Refusal(
-                NOT_THE_REQUESTER,
-                f"Only the run's requester ({run.requested_by!r}) or an administrator may "
-                "cancel it",
+        return Capacity(_cancel_refusal(run, actor, admin))
+    state = _state_refusal(run, action)
+    if state is not None:
+        return Capacity(state)
+    own = _person_refusal(run, action, actor, groups, None)
+    if on_behalf_of is None:
+        if own is None:
+            return Capacity(None)
+        delegators = sorted({d.delegator for d in _lending(run, delegations, at)}, key=canonical)
+        lent = [(d, _person_refusal(run, action, actor, frozenset(), d)) for d in delegators]
+        for delegator, refused in lent:
+            if refused is None:
+                return Capacity(None, delegator)
+        # Not an approver themselves, but for a delegator: why not for them says more.
+        held = [refused for _, refused in lent if refused and refused.code != NOT_AN_APPROVER]
+        return Capacity(held[0] if held and own.code == NOT_AN_APPROVER else own)
+    if not any(same(d.delegator, on_behalf_of) for d in _lending(run, delegations, at)):
+        return Capacity(
+            Refusal(
+                DELEGATION_NOT_ACTIVE,
+                f"{actor!r} holds no delegation from {on_behalf_of!r} active now for this "
+                "run's workflow",
             )
-        return None
-    escalated_to = run.current_step_escalated_to
-    if not admits(step, actor, groups, escalated_to):
-        who = ", ".join((*step.approvers, *escalated_to))
-        return Refusal(
-            NOT_AN_APPROVER, f"{actor!r} may not decide step {step.name!r}: only {who} may"
         )
-    if not run.policy.allow_self_approval and same(actor, run.requested_by):
+    return Capacity(_person_refusal(run, action, actor, frozenset(), on_behalf_of), on_behalf_of)
+
+
+def _lending(run: Run, delegations: Sequence[Delegation], at: str) -> list[Delegation]:
+    return [d for d in delegations if d.active_at(at) and d.covers(run.workflow_id)]
+
+
+def _state_refusal(run: Run, action: str) -> Optional[Refusal]:
+    """Why the run's state admits no decision of its current step now."""
+    if run.status == RETURNED:
+        return Refusal(RUN_RETURNED, IS_RETURNED, conflict=True)
+    if run.status != IN_PROGRESS or run.current_step is None:
+        return Refusal(RUN_NOT_IN_PROGRESS, NOT_IN_PROGRESS, conflict=True)
+    if action == RETURN and returns_made(run) >= run.max_returns:
         return Refusal(
-            REQUESTER_MAY_NOT_DECIDE,
-            f"{actor!r} requested this run and may not approve or reject it: its workflow "
-            "does not allow self-approval",
-        )
-    if action != APPROVE:
-        return None
-    if run.policy.distinct_approvers and approved_another_step(run, actor):
-        return Refusal(
-            APPROVED_ANOTHER_STEP,
-            f"{actor!r} already approved another step of this run: its workflow requires "
-            "distinct approvers",
-        )
-    if approved(run.current_step_approved_by, actor):
-        return Refusal(
-            ALREADY_APPROVED_THIS_STEP,
-            f"{actor!r} already approved step {step.name!r} of this run",
+            RETURNS_EXHAUSTED,
+            f"Run was sent back for changes {returns_made(run)} times, as often as its "
+            f"workflow allows ({run.max_returns})",
             conflict=True,
         )
     return None
 
 
+def returns_made(run: Run) -> int:
+    """How many times the run was sent back: one per round after the first,
+    and the one it is returned for now."""
+    return run.round - 1 + (run.status == RETURNED)
+
+
+def _cancel_refusal(run: Run, actor: str, admin: bool) -> Optional[Refusal]:
+    if run.status not in (IN_PROGRESS, RETURNED):
+        return Refusal(RUN_NOT_IN_PROGRESS, NOT_IN_PROGRESS, conflict=True)
+    if run.requested_by is not None and not same(actor, run.requested_by) and not admin:
+        return Refusal(
+            NOT_THE_REQUESTER,
+            f"Only the run's requester ({run.requested_by!r}) or an administrator may cancel it",
+        )
+    return None
+
+
+def _resubmit_refusal(run: Run, actor: str, admin: bool) -> Optional[Refusal]:
+    if run.status != RETURNED:
+        return Refusal(RUN_NOT_RETURNED, "Run is not returned for changes", conflict=True)
+    if run.requested_by is not None and not same(actor, run.requested_by) and not admin:
+        return Refusal(
+            NOT_THE_REQUESTER,
+            f"Only the run's requester ({run.requested_by!r}) or an administrator may resubmit it",
+        )
+    return None
+
+
+def _person_refusal(
+    run: Run, action: str, actor: str, groups: frozenset[str], delegator: Optional[str]
+) -> Optional[Refusal]:
+    """Why `actor` may not `action` the current step for `delegator` (None:
+    for themselves, with `groups`), every human counted once."""
+    step = run.current_step
+    assert step is not None
+    escalated_to = run.current_step_escalated_to
+    holder = delegator if delegator is not None else actor
+    if not admits(step, holder, groups, escalated_to):
+        who = ", ".join((*step.approvers, *escalated_to))
+        whose = f"{actor!r} for {delegator!r}" if delegator is not None else repr(actor)
+        return Refusal(
+            NOT_AN_APPROVER, f"{whose} may not decide step {step.name!r}: only {who} may"
+        )
+    people = (actor,) if delegator is None else (actor, delegator)
+    if not run.policy.allow_self_approval and any(same(p, run.requested_by) for p in people):
+        if same(actor, run.requested_by):
+            why = f"{actor!r} requested this run and may not approve or reject it"
+        else:
+            why = f"{actor!r} may not decide for {delegator!r}, who requested this run"
+        return Refusal(
+            REQUESTER_MAY_NOT_DECIDE, f"{why}: its workflow does not allow self-approval"
+        )
+    if action != APPROVE:
+        return None
+    if run.policy.distinct_approvers:
+        for person in people:
+            if approved_another_step(run, person):
+                return Refusal(
+                    APPROVED_ANOTHER_STEP,
+                    f"{person!r} already approved another step of this run: its workflow "
+                    "requires distinct approvers",
+                )
+    for person in people:
+        if approved(seated(run), person):
+            return Refusal(
+                ALREADY_APPROVED_THIS_STEP,
+                f"{person!r} already approved step {step.name!r} of this run",
+                conflict=True,
+            )
+    return None
+
+
 def check_decider(
-    run: Run, action: str, actor: str, groups: frozenset[str], comment: str = ""
-) -> None:
-    """Forbidden unless `actor` (a member of `groups`) may `action` the run's
-    current step under its rules; Unprocessable for a rejection without the
-    reason its workflow requires; Conflict for an approval given twice."""
+    run: Run,
+    action: str,
+    actor: str,
+    groups: frozenset[str],
+    comment: str = "",
+    delegations: Sequence[Delegation] = (),
+    on_behalf_of: Optional[str] = None,
+    at: str = "",
+) -> Optional[str]:
+    """For whom `actor` (a member of `groups`, holding `delegations`) may
+    `action` the run's current step under its rules (None: themselves), or
+    Forbidden; Unprocessable for a rejection without the reason its workflow
+    requires and a return without one; Conflict for an approval given twice."""
     assert run.current_step is not None, "step_to_decide comes first"
-    refused = refusal(run, action, actor, groups)
-    if refused is not None:
-        raise refused.error()
+    held = capacity(run, action, actor, groups, False, delegations, on_behalf_of, at)
+    if held.refused is not None:
+        raise held.refused.error()
     if action == REJECT and run.policy.reject_requires_comment and is_blank(comment):
         raise errors.Unprocessable("This workflow requires a comment that says why it is rejected")
+    return held.on_behalf_of
 
 
-def awaits(run: Run, actor: str, groups: frozenset[str]) -> bool:
-    """Whether `run` waits for a decision `actor` may make now: the inbox's rule."""
-    return refusal(run, APPROVE, actor, groups) is None
+def awaits(
+    run: Run,
+    actor: str,
+    groups: frozenset[str],
+    delegations: Sequence[Delegation] = (),
+    at: str = "",
+) -> bool:
+    """Whether `run` waits for a decision `actor` may make now (for themselves
+    or a delegator: capacity says which): the inbox's rule."""
+    return capacity(run, APPROVE, actor, groups, False, delegations, None, at).refused is None
 
 
 def awaited_by(run: Run) -> tuple[str, ...]:
@@ -185,11 +359,20 @@ def awaited_by(run: Run) -> tuple[str, ...]:
     return tuple(dict.fromkeys(canonical_principal(principal) for principal in principals))
 
 
-def inbox_keys(actor: str, groups: frozenset[str]) -> tuple[str, ...]:
-    """The inbox keys whose runs may wait for `actor`, a member of `groups`: the
-    user's own, each group's and ANYONE's, in that order, by canonical name."""
+def inbox_keys(
+    actor: str, groups: frozenset[str], delegators: Sequence[str] = ()
+) -> tuple[str, ...]:
+    """The inbox keys whose runs may wait for `actor`, a member of `groups`
+    holding delegations from `delegators`: the user's own, each group's and
+    ANYONE's, then each delegator's own, by canonical name."""
     named = sorted({canonical(group) for group in groups})
-    return (USER_PREFIX + canonical(actor), *(GROUP_PREFIX + group for group in named), ANYONE)
+    lent = sorted({canonical(name) for name in delegators} - {canonical(actor)})
+    return (
+        USER_PREFIX + canonical(actor),
+        *(GROUP_PREFIX + group for group in named),
+        ANYONE,
+        *(USER_PREFIX + name for name in lent),
+    )
 
 
 def proving_actions(run: Run) -> int:
@@ -209,22 +392,27 @@ def proven(run: Run, last: Sequence[Action]) -> Run:
     step = run.current_step
     if step is None:
         return run
-    approved: list[str] = []
+    approved: list[Action] = []
     if run.head_hash is None or audit.tail_holds(run, last):
         # The first of `last` proves the others; it counts only as the history's first.
         countable = last if len(last) == run.history_length else last[1:]
         for action in reversed(countable):
-            if action.action != APPROVE or action.step_id != step.id:
+            if action.action != APPROVE or action.step_id != step.id or action.round != run.round:
                 break
-            approved.append(action.actor)
-    return run._replace(current_step_approved_by=tuple(reversed(approved)))
+            approved.append(action)
+    approved.reverse()
+    return run._replace(
+        current_step_approved_by=tuple(action.actor for action in approved),
+        current_step_on_behalf_of=tuple(action.on_behalf_of or "" for action in approved),
+    )
 
 
-def check_canceller(run: Run, actor: str, admin: bool) -> None:
-    """Conflict if the run has ended; Forbidden unless `actor` requested it, or
-    nobody is named as its requester, or the caller is an administrator."""
-    step_to_decide(run)
-    refused = refusal(run, CANCEL, actor, frozenset(), admin)
+def check_requesters_action(run: Run, action: str, actor: str, admin: bool) -> None:
+    """Cancel (while in progress or returned) and resubmit (while returned):
+    Conflict if the run's state allows neither; Forbidden unless `actor`
+    requested it, or nobody is named as its requester, or the caller is an
+    administrator."""
+    refused = refusal(run, action, actor, frozenset(), admin)
     if refused is not None:
         raise refused.error()
 
@@ -238,19 +426,46 @@ def needs_next_step(run: Run, action: str) -> bool:
 
 
 def decide(
-    run: Run, action: str, actor: str, comment: str, next_step: Optional[Step], at: str
+    run: Run,
+    action: str,
+    actor: str,
+    comment: str,
+    next_step: Optional[Step],
+    at: str,
+    on_behalf_of: Optional[str] = None,
 ) -> Decision:
-    """The decision `action` by `actor` on the run's current step, and where it
-    leads: `next_step` is the step after the current one (None after the last;
-    read only where needs_next_step says so)."""
+    """The decision `action` by `actor` (for `on_behalf_of`, or themselves) on
+    the run's current step, and where it leads: `next_step` is the step after
+    the current one (None after the last; read only where needs_next_step
+    says so). A return leaves the run at its step, returned."""
     if action == REJECT:
-        return Decision(REJECT, actor, comment, REJECTED, None, at)
+        return Decision(REJECT, actor, comment, REJECTED, None, at, (), on_behalf_of)
     if action == CANCEL:
         return Decision(CANCEL, actor, comment, CANCELLED, None, at)
+    if action == RETURN:
+        return Decision(RETURN, actor, comment, RETURNED, run.current_step, at, (), on_behalf_of)
     if action != APPROVE:
         raise ValueError(f"unknown action {action!r}")
     if not needs_next_step(run, action):
         approved_by = (*run.current_step_approved_by, actor)
-        return Decision(APPROVE, actor, comment, IN_PROGRESS, run.current_step, at, approved_by)
+        approved_for = (*approvals_for(run), on_behalf_of or "")
+        return Decision(
+            APPROVE,
+            actor,
+            comment,
+            IN_PROGRESS,
+            run.current_step,
+            at,
+            approved_by,
+            on_behalf_of,
+            approved_for,
+        )
     status = IN_PROGRESS if next_step is not None else COMPLETED
-    return Decision(APPROVE, actor, comment, status, next_step, at)
+    return Decision(APPROVE, actor, comment, status, next_step, at, (), on_behalf_of)
+
+
+def approvals_for(run: Run) -> tuple[str, ...]:
+    """current_step_on_behalf_of, one entry per approval (runs stored before
+    delegations have none)."""
+    given, count = run.current_step_on_behalf_of, len(run.current_step_approved_by)
+    return (*given, *([""] * (count - len(given))))[:count]

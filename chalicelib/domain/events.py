@@ -43,7 +43,9 @@ from chalicelib.domain.models import (
     IN_PROGRESS,
     REJECT,
     REJECTED,
+    RETURN,
     Decision,
+    Delegation,
     Event,
     EventDraft,
     Run,
@@ -51,7 +53,7 @@ from chalicelib.domain.models import (
     Workflow,
 )
 from chalicelib.domain.record import Record
-from chalicelib.domain.shapes import step_shape, workflow_shape
+from chalicelib.domain.shapes import delegation_shape, step_shape, workflow_shape
 
 PREFIX = "approval."
 WORKFLOW_CREATED = "approval.workflow.created"
@@ -67,6 +69,10 @@ STEP_REMINDED = "approval.step.reminded"
 STEP_ESCALATED = "approval.step.escalated"
 STEP_EXPIRED = "approval.step.expired"
 STEP_SKIPPED = "approval.step.skipped"
+RUN_RETURNED = "approval.run.returned"
+RUN_RESUBMITTED = "approval.run.resubmitted"
+DELEGATION_CREATED = "approval.delegation.created"
+DELEGATION_REVOKED = "approval.delegation.revoked"
 TYPES = (
     WORKFLOW_CREATED,
     STEP_ADDED,
@@ -81,6 +87,10 @@ TYPES = (
     STEP_ESCALATED,
     STEP_EXPIRED,
     STEP_SKIPPED,
+    RUN_RETURNED,
+    RUN_RESUBMITTED,
+    DELEGATION_CREATED,
+    DELEGATION_REVOKED,
 )
 
 # Who acts when nobody does: the deadline sweeper, and the conditions of steps.
@@ -203,14 +213,58 @@ def decided(
     not a person's rejection."""
     if decision.action == CANCEL:
         return cancelled(before, after, decision.actor, decision.comment, decision.at)
+    at, behalf = decision.at, {"on_behalf_of": decision.on_behalf_of}
+    if decision.action == RETURN:
+        data = {**_run_data(after, before.current_step, decision.actor, decision.comment), **behalf}
+        return [Draft(RUN_RETURNED, run_subject(after.id), at, data)]
     if decision.action == APPROVE:
         step_type = STEP_APPROVED
     elif decision.action == REJECT:
         step_type = STEP_EXPIRED if decision.actor == DEADLINE_ACTOR else STEP_REJECTED
     else:
         raise ValueError(f"unknown action {decision.action!r}")
-    at = decision.at
-    return transition(before, after, step_type, decision.actor, decision.comment, at, skipped)
+    actor, comment = decision.actor, decision.comment
+    return transition(before, after, step_type, actor, comment, at, skipped, **behalf)
+
+
+def resubmitted(
+    before: Run, after: Run, actor: str, comment: str, skipped: Sequence[Step], at: str
+) -> list[Draft]:
+    """The requester resubmitted the returned run, with its input (as it is
+    now): run.resubmitted, a step.skipped for each first step whose condition
+    does not hold, then the step it waits at activated (or run.completed)."""
+    subject = run_subject(after.id)
+    data = {**_run_data(after, before.current_step, actor, comment), "input": after.input}
+    return [
+        Draft(RUN_RESUBMITTED, subject, at, data),
+        *_skipped(after, skipped, at),
+        _activated(after, at)
+        if after.status == IN_PROGRESS
+        else Draft(RUN_COMPLETED, subject, at, _run_data(after, None, actor, comment)),
+    ]
+
+
+def delegation_changed(delegation: Delegation, revoked: bool) -> list[Draft]:
+    """A delegation was made, or revoked: its own subject's event."""
+    kind = DELEGATION_REVOKED if revoked else DELEGATION_CREATED
+    at = delegation.revoked_at if revoked and delegation.revoked_at else delegation.created_at
+    return [Draft(kind, delegation_subject(delegation.id), at, delegation_data(delegation))]
+
+
+def delegation_subject(delegation_id: int) -> str:
+    return f"delegations/{delegation_id}"
+
+
+def delegation_data(delegation: Delegation) -> dict[str, Any]:
+    return {
+        "delegation_id": delegation.id,
+        "run_id": None,
+        "workflow_id": delegation.workflow_id,
+        "status": None,
+        "step": None,
+        "actor": delegation.revoked_by or delegation.created_by,
+        "delegation": delegation_shape(delegation),
+    }
 
 
 def cancelled(before: Run, after: Run, actor: str, reason: str, at: str) -> list[Draft]:
@@ -303,6 +357,7 @@ def _run_data(run: Run, step: Optional[Step], actor: Optional[str], comment: str
         "head_hash": run.head_hash,
         # What is being approved, bound: run.started carries the input itself.
         "input_digest": input_digest(run.input),
+        "round": run.round,
     }
     if comment:
         data["comment"] = comment

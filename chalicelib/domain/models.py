@@ -23,14 +23,21 @@ IN_PROGRESS = "in_progress"
 COMPLETED = "completed"
 REJECTED = "rejected"
 CANCELLED = "cancelled"
+# Sent back for changes: waiting for its requester to resubmit (or cancel) it.
+RETURNED = "returned"
 # The spec's schema also allows "pending", which no run ever has.
-RUN_STATUSES = (IN_PROGRESS, COMPLETED, REJECTED, CANCELLED)
+RUN_STATUSES = (IN_PROGRESS, COMPLETED, REJECTED, CANCELLED, RETURNED)
 
 APPROVE = "approve"
 REJECT = "reject"
 CANCEL = "cancel"
 # A step whose condition does not hold for its run's input, passed by the service.
 SKIP = "skip"
+# Send a run back for changes, and resubmit it: a new round from the first step.
+RETURN = "return"
+RESUBMIT = "resubmit"
+# Returns a run may have, unless its workflow says otherwise (0: none).
+DEFAULT_MAX_RETURNS = 3
 
 REMIND = "remind"
 ESCALATE = "escalate"
@@ -119,6 +126,8 @@ class Workflow(Record):
     policy: Policy = DEFAULT_POLICY
     # The JSON Schema its runs' input must meet (None: any object).
     input_schema: Optional[dict[str, Any]] = None
+    # How many times a run may be sent back for changes (0: never).
+    max_returns: int = DEFAULT_MAX_RETURNS
 
 
 class Action(Record):
@@ -134,6 +143,12 @@ class Action(Record):
     # the chain does not reach it yet (DynamoDB history from before the chain,
     # until scripts/backfill_audit_chain.py runs) or someone removed it.
     hash: Optional[str] = None
+    # Whom the actor decided for, through a delegation (None: for themselves).
+    on_behalf_of: Optional[str] = None
+    # The round of the run it was recorded in (a resubmit starts the next).
+    round: int = 1
+    # A resubmit that changed the input: the new input's digest (audit.input_digest).
+    input_digest: Optional[str] = None
 
 
 class Run(Record):
@@ -169,9 +184,20 @@ class Run(Record):
     # without them (a decision whose answer leaves them out); None: count
     # `actions`.
     action_count: Optional[int] = None
-    # What is being approved: a JSON object given at the start, never changed
-    # (empty when none was given); the audit chain's genesis binds it.
+    # What is being approved: a JSON object given at the start (empty when none
+    # was given), changed only by a resubmit that gives a new one; the audit
+    # chain binds it (its genesis, and that resubmit's entry).
     input: dict[str, Any] = {}  # noqa: RUF012 (records are immutable: never changed in place)
+    # Which round of approvals the run is in: 1, and one more per resubmit.
+    round: int = 1
+    # For each of current_step_approved_by, whom they approved for through a
+    # delegation ("" where for themselves).
+    current_step_on_behalf_of: tuple[str, ...] = ()
+    # The digest its genesis holds, where a resubmit changed the input since
+    # ("" for an empty first input); None: the digest of `input`.
+    genesis_input_digest: Optional[str] = None
+    # How many times it may be sent back for changes, by its workflow.
+    max_returns: int = DEFAULT_MAX_RETURNS
 
     @property
     def current_step_id(self) -> Optional[int]:
@@ -220,11 +246,42 @@ class Decision(Record):
     next_step: Optional[Step]
     at: str
     approved_by: tuple[str, ...] = ()
+    # Whom the actor decided for, through a delegation (None: themselves).
+    on_behalf_of: Optional[str] = None
+    # For each of approved_by, whom they approved for ("" where themselves).
+    approved_for: tuple[str, ...] = ()
 
     @property
     def stays(self) -> bool:
         """Whether the run stays at its step (an approval short of the quorum)."""
         return bool(self.approved_by)
+
+
+class Delegation(Record):
+    """A delegator's rights to decide, lent to a delegate (a user or a group)
+    for a window of time, on every workflow or on one."""
+
+    id: int
+    delegator: str
+    # "user:<name>" or "group:<name>".
+    delegate: str
+    workflow_id: Optional[int]
+    starts_at: str
+    ends_at: str
+    reason: str
+    created_at: str
+    created_by: str
+    revoked_at: Optional[str] = None
+    revoked_by: Optional[str] = None
+
+    def active_at(self, at: str) -> bool:
+        """Whether it lends its rights at `at`: within its window, not revoked
+        by then (the service's timestamps compare as text)."""
+        revoked = self.revoked_at is not None and self.revoked_at <= at
+        return not revoked and self.starts_at <= at < self.ends_at
+
+    def covers(self, workflow_id: int) -> bool:
+        return self.workflow_id is None or self.workflow_id == workflow_id
 
 
 class Refusal(Record):
@@ -243,12 +300,14 @@ class Refusal(Record):
 
 class Permissions(Record):
     """What `actor` may do with a run now: a refusal, or None where they may,
-    for each of decision.ACTIONS (approve, reject, cancel), in that order."""
+    for each of decision.ACTIONS, in that order; and for whom (None: for
+    themselves; a delegator where only a delegation lends the right)."""
 
     run_id: int
     workflow_id: int
     actor: str
     refusals: tuple[Optional[Refusal], ...]
+    on_behalf_of: tuple[Optional[str], ...] = ()
 
 
 class Event(Record):
@@ -289,7 +348,15 @@ class Pending(Record):
     next_attempt_at: Optional[str]
 
 
-Listed = TypeVar("Listed", Workflow, Run, Event)
+class Awaiting(Record):
+    """A run in a caller's inbox, and for whom they may decide it: themselves
+    (None), or a delegator whose delegation lends them the right."""
+
+    run: Run
+    on_behalf_of: Optional[str] = None
+
+
+Listed = TypeVar("Listed", Workflow, Run, Event, Awaiting, Delegation)
 
 
 class Slice(Record, Generic[Listed]):
@@ -398,3 +465,23 @@ class StepAppend(Record):
 
     workflow_id: int
     made: Callable[[int, int], Appended]
+
+
+class Granted(Record):
+    delegation: Delegation
+    events: tuple[EventDraft, ...]
+
+
+class DelegationGrant(Record):
+    """A delegation to store: `made` gives it once the storage has given it its id."""
+
+    made: Callable[[int], Granted]
+
+
+class DelegationRevocation(Record):
+    """A delegation revoked: the storage writes `after` only if the delegation
+    is still as `before` was read (not revoked yet)."""
+
+    before: Delegation
+    after: Delegation
+    events: tuple[EventDraft, ...]

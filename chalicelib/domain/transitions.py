@@ -28,8 +28,10 @@ from chalicelib.domain import audit, conditions, content, deadlines, decision, e
 from chalicelib.domain.models import (
     APPROVE,
     COMPLETED,
+    DEFAULT_MAX_RETURNS,
     IN_PROGRESS,
     REJECT,
+    RESUBMIT,
     SKIP,
     Action,
     Appended,
@@ -56,9 +58,11 @@ def define_workflow(
     policy: Policy,
     at: str,
     input_schema: Optional[dict[str, Any]] = None,
+    max_returns: int = DEFAULT_MAX_RETURNS,
 ) -> WorkflowDefinition:
     """A workflow named `name`, its first steps in the order given, its runs'
-    input held to `input_schema` (which its steps' conditions read)."""
+    input held to `input_schema` (which its steps' conditions read), each run
+    sent back for changes at most `max_returns` times."""
     for rule in rules:
         _check_condition(rule, input_schema)
 
@@ -67,7 +71,9 @@ def define_workflow(
             rule.stored(step_id, workflow_id, order)
             for order, (step_id, rule) in enumerate(zip(step_ids, rules, strict=True), start=1)
         )
-        workflow = Workflow(workflow_id, name, description, at, steps, policy, input_schema)
+        workflow = Workflow(
+            workflow_id, name, description, at, steps, policy, input_schema, max_returns
+        )
         return Defined(workflow, _prepared(events.workflow_created(workflow)))
 
     return WorkflowDefinition(name, len(rules), made)
@@ -118,6 +124,7 @@ def start_run(
             policy=workflow.policy,
             current_step_due_at=deadlines.step_due_at(landing, at),
             input=given,
+            max_returns=workflow.max_returns,
         )
         # The id is the genesis's first field: the chain starts once it is known.
         genesis = audit.genesis_hash(audit.genesis_of(run))
@@ -137,16 +144,88 @@ def decide(
     comment: str,
     following: Sequence[Step],
     at: str,
+    on_behalf_of: Optional[str] = None,
 ) -> RunChange:
-    """The decision `action` by `actor` on the run's current step, as read.
+    """The decision `action` by `actor` (for `on_behalf_of`, through a
+    delegation, or for themselves) on the run's current step, as read.
     `following` are the steps after it, in order (read only where
     decision.needs_next_step says so): an approval that completes the step's
     quorum moves the run to the first of them whose condition holds for its
-    input, skipping the others, or completes it."""
+    input, skipping the others, or completes it. A return sends the run back
+    for changes: its round's approvals stop counting, its deadline pauses."""
     landing, skipped = _arrival(following, run.input)
-    return _decided(
-        run, decision.decide(run, action, actor, comment, landing, at), skipped, following
+    chosen = decision.decide(run, action, actor, comment, landing, at, on_behalf_of)
+    return _decided(run, chosen, skipped, following)
+
+
+def resubmit(
+    run: Run,
+    workflow: Workflow,
+    actor: str,
+    comment: str,
+    data: Optional[dict[str, Any]],
+    at: str,
+) -> RunChange:
+    """The run, returned for changes, resubmitted by `actor` (with a new input
+    `data`, held to the workflow's schema, or its input as it was): a new
+    round from the workflow's first step whose condition holds (the steps
+    before it skipped), or completed where none does. Everyone decides again,
+    its deadlines start afresh; the resubmit, in the new round, binds a new
+    input into the chain by its digest."""
+    step = run.current_step
+    assert step is not None, "a returned run stays at the step it was returned at"
+    given = run.input if data is None else data
+    if data is not None:
+        violated = content.violation(workflow.input_schema, data)
+        if violated:
+            raise errors.InvalidInput(f"'input' does not meet the workflow's schema at {violated}")
+    landing, skipped = _arrival(workflow.steps, given)
+    round_ = run.round + 1
+    entry = Action(
+        0,
+        run.id,
+        step.id,
+        step.name,
+        RESUBMIT,
+        actor,
+        comment,
+        at,
+        None,
+        None,
+        round_,
+        audit.sha256_hex(audit.canonical(data)) if data is not None else None,
     )
+    seq = run.history_length + 1
+    first = audit.chained(entry, seq, audit.head_of(run))
+    assert first.hash is not None
+    recorded = (first, *_skips(run.id, seq, first.hash, skipped, at, round_))
+    after = run._replace(
+        status=IN_PROGRESS if landing else COMPLETED,
+        current_step=landing,
+        updated_at=at,
+        actions=(*run.actions, *recorded) if run.action_count is None else (),
+        action_count=None if run.action_count is None else run.action_count + len(recorded),
+        head_hash=recorded[-1].hash,
+        current_step_approved_by=(),
+        current_step_on_behalf_of=(),
+        current_step_since=at if landing else None,
+        approvers=(),
+        current_step_due_at=deadlines.step_due_at(landing, at),
+        deadline_passed=False,
+        input=given,
+        round=round_,
+        genesis_input_digest=_genesis_digest(run) if data is not None else run.genesis_input_digest,
+    )
+    told = _prepared(events.resubmitted(run, after, actor, comment, skipped, at))
+    last = workflow.steps[-1].step_order if after.status == COMPLETED else None
+    return RunChange(run, after, recorded, told, (), decision.awaited_by(after), last)
+
+
+def _genesis_digest(run: Run) -> str:
+    """The digest the run's genesis holds, kept where its input changes ("" for none)."""
+    if run.genesis_input_digest is not None:
+        return run.genesis_input_digest
+    return audit.input_digest(run.input) or ""
 
 
 def deadline_passed(run: Run, at: str) -> Optional[RunChange]:
@@ -186,11 +265,11 @@ def _arrival(steps: Sequence[Step], data: dict[str, Any]) -> tuple[Optional[Step
 
 
 def _skips(
-    run_id: int, seq: int, head: str, skipped: Sequence[Step], at: str
+    run_id: int, seq: int, head: str, skipped: Sequence[Step], at: str, round_: int = 1
 ) -> tuple[Action, ...]:
     """The skip of each of `skipped`, chained after `head`, the hash of the
-    run's action at `seq` (0: its genesis): by system:conditions, the
-    condition's text its comment."""
+    run's action at `seq` (0: its genesis), in round `round_`: by
+    system:conditions, the condition's text its comment."""
     skips: list[Action] = []
     for step in skipped:
         seq += 1
@@ -203,6 +282,9 @@ def _skips(
             events.CONDITIONS_ACTOR,
             conditions.text(step.when),
             at,
+            None,
+            None,
+            round_,
         )
         skips.append(audit.chained(skip, seq, head))
         head = skips[-1].hash or head
@@ -229,12 +311,15 @@ def _decided(
         chosen.actor,
         chosen.comment,
         chosen.at,
+        None,
+        chosen.on_behalf_of,
+        run.round,
     )
     seq = run.history_length + 1
     first = audit.chained(entry, seq, audit.head_of(run))
     assert first.hash is not None
     passed = skipped if moves else ()
-    recorded = (first, *_skips(run.id, seq, first.hash, passed, chosen.at))
+    recorded = (first, *_skips(run.id, seq, first.hash, passed, chosen.at, run.round))
     after = _after(run, chosen, recorded)
     told = _prepared(events.decided(run, chosen, after, passed))
     if chosen.stays:
@@ -251,6 +336,7 @@ def _decided(
 def _after(run: Run, chosen: Decision, recorded: tuple[Action, ...]) -> Run:
     """The run as `chosen` leaves it, `recorded` (the decision and the skips
     after it; the last one's hash is its new head) last in its history."""
+    waits = chosen.next_step is not None and chosen.status == IN_PROGRESS
     return run._replace(
         status=chosen.status,
         current_step=chosen.next_step,
@@ -260,23 +346,29 @@ def _after(run: Run, chosen: Decision, recorded: tuple[Action, ...]) -> Run:
         action_count=None if run.action_count is None else run.action_count + len(recorded),
         head_hash=recorded[-1].hash,
         current_step_approved_by=chosen.approved_by,
+        current_step_on_behalf_of=chosen.approved_for,
         current_step_since=(
-            None
-            if chosen.next_step is None
-            else (run.current_step_since if chosen.stays else chosen.at)
+            None if not waits else (run.current_step_since if chosen.stays else chosen.at)
         ),
-        approvers=(
-            (*run.approvers, chosen.actor)
-            if chosen.action == APPROVE and not decision.approved(run.approvers, chosen.actor)
-            else run.approvers
-        ),
+        approvers=_approvers_after(run, chosen),
+        # A returned run's deadline pauses: its resubmit starts one afresh.
         current_step_due_at=(
             run.current_step_due_at
             if chosen.stays
-            else deadlines.step_due_at(chosen.next_step, chosen.at)
+            else (deadlines.step_due_at(chosen.next_step, chosen.at) if waits else None)
         ),
         deadline_passed=run.deadline_passed and chosen.stays,
     )
+
+
+def _approvers_after(run: Run, chosen: Decision) -> tuple[str, ...]:
+    """Everyone who approved a step of the run's round, once each: the
+    approver, and whom they approved for."""
+    if chosen.action != APPROVE:
+        return run.approvers
+    people = [chosen.actor, *([chosen.on_behalf_of] if chosen.on_behalf_of else [])]
+    added = [p for p in people if not decision.approved(run.approvers, p)]
+    return (*run.approvers, *added) if added else run.approvers
 
 
 def _prepared(drafts: Sequence[events.Draft]) -> tuple[EventDraft, ...]:

@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING, Optional, Protocol
 
 from chalicelib.domain.models import (
     Action,
+    Delegation,
+    DelegationGrant,
+    DelegationRevocation,
     Event,
     Pending,
     Run,
@@ -115,6 +118,41 @@ class Storage(Protocol):
     def list_events(self, subject: str, after_sequence: Optional[int], limit: int) -> Slice[Event]:
         """At most `limit` events of `subject` after `after_sequence` (None: the
         first), oldest first."""
+        ...
+
+    # -- delegations ----------------------------------------------------------
+
+    def create_delegation(self, grant: DelegationGrant) -> Delegation:
+        """Store the delegation `grant` makes with the id given to it, and its event."""
+        ...
+
+    def get_delegation(self, delegation_id: int) -> Delegation:
+        """The delegation, revoked or ended ones too; NotFound if absent."""
+        ...
+
+    def revoke_delegation(self, revocation: DelegationRevocation) -> Delegation:
+        """Store `revocation.after` and its event, only if the delegation is still
+        as `revocation.before` was read; Conflict if it was revoked meanwhile."""
+        ...
+
+    def delegations_to(self, delegates: Sequence[str], now: str) -> tuple[Delegation, ...]:
+        """The delegations to any of `delegates` (canonical principals, as
+        names.canonical_principal gives them) that are not revoked and end
+        after `now`, by id."""
+        ...
+
+    def list_delegations(
+        self,
+        delegator: Optional[str],
+        delegate: Optional[str],
+        active_at: Optional[str],
+        after_id: Optional[int],
+        limit: int,
+    ) -> Slice[Delegation]:
+        """At most `limit` delegations after id `after_id`, by id ascending: of
+        `delegator` (a canonical name), to `delegate` (a canonical principal),
+        active at `active_at` (neither revoked then nor outside their window),
+        where given."""
         ...
 
 

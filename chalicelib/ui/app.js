@@ -8,8 +8,13 @@
 // decide another step and a retried request is not recorded twice.
 //
 // What this server accepts is read from its own contract, GET /openapi.json:
-// the inbox, cancel and permissions routes, and the fields of steps, workflows
-// and decisions (approvers, quorum, deadline), so the page offers exactly those.
+// the inbox, cancel and permissions routes, and the fields of steps, workflows,
+// runs and decisions (approvers, quorum, deadline, a run's input), so the page
+// offers exactly those. A run's input (what is being approved) is shown as
+// text, the fields its workflow's schema names first; the start form offers a
+// field per property of that schema; a step's condition is said in the
+// service's own words ("only if amount > 10000"), and a step a run skipped
+// because of it is shown as skipped.
 // What the caller may do with a run is the API's to say, GET
 // /runs/{id}/permissions: the page offers those actions only, and says in
 // words why the others are not offered.
@@ -29,6 +34,8 @@
   const STATUS_TEXT = { in_progress: "In progress", completed: "Completed", rejected: "Rejected", cancelled: "Cancelled" };
   const ENDED = { completed: "completed", rejected: "rejected", cancelled: "cancelled" };
   const DECIDED = { approve: "approved", reject: "rejected", cancel: "cancelled the run" };
+  // Who acts for the service itself: a step skipped by its condition.
+  const SERVICE_ACTORS = new Map([["system:conditions", "The service"]]);
   const ACTIONS = ["approve", "reject", "cancel"];
   const ACTION_NAMES = { approve: "Approve", reject: "Reject", cancel: "Cancel" };
   // A workflow's rules (its boolean fields): the define form's label and hint,
@@ -293,6 +300,7 @@
       inbox: "/inbox" in paths,
       cancel: "/runs/{run_id}/cancel" in paths,
       permissions: "/runs/{run_id}/permissions" in paths,
+      runInput: "input" in body("/runs"),
       decisionGroups: "groups" in body("/runs/{run_id}/approve"),
       stepFields: new Set(Object.keys(stepFields)),
       initialStepFields: new Set(Object.keys(initialStep)),
@@ -336,6 +344,355 @@
   function refuse(field, why) {
     warn(why);
     focus(field);
+  }
+
+  // -- what is being approved: a run's input, its schema, the steps' conditions --------
+
+  const isObject = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
+  const isScalar = (value) => value === null || ["string", "number", "boolean"].includes(typeof value);
+
+  /** A literal as conditions.text (and Python's json.dumps) writes it: JSON,
+   *  with ", " between a list's items. Numbers are JavaScript's: a float the
+   *  service would write 1000.0 reads 1000 here. */
+  function literalText(value) {
+    if (Array.isArray(value)) return `[${value.map(literalText).join(", ")}]`;
+    if (isObject(value)) return `{${Object.entries(value).map(([key, each]) => `${JSON.stringify(key)}: ${literalText(each)}`).join(", ")}}`;
+    return JSON.stringify(value) ?? String(value);
+  }
+
+  /** A step's condition in words, as the service words it (chalicelib/domain/
+   *  conditions.py, text): `amount >= 1000 and country == "DE"`, `not vip`,
+   *  `country in ["DE", "AT"]`; nested and/or in parentheses. */
+  function conditionText(condition, top = true) {
+    if (!isObject(condition) || Object.keys(condition).length !== 1) return literalText(condition);
+    let [[operator, operands]] = Object.entries(condition);
+    if (operator === "var") return String(operands);
+    if (operator === "!") {
+      operands = Array.isArray(operands) ? operands : [operands];
+      return `not ${conditionText(operands[0], false)}`;
+    }
+    if (!Array.isArray(operands)) return literalText(condition);
+    if (operator === "and" || operator === "or") {
+      const joined = operands.map((operand) => conditionText(operand, false)).join(` ${operator} `);
+      return top ? joined : `(${joined})`;
+    }
+    const right = Array.isArray(operands[1]) ? literalText(operands[1]) : conditionText(operands[1], false);
+    return `${conditionText(operands[0], false)} ${operator} ${right}`;
+  }
+
+  /** When a step applies, in words: null for a step that always does. */
+  function stepCondition(step) {
+    return step.when === null || step.when === undefined ? null : conditionText(step.when);
+  }
+
+  const schemaProperties = (schema) => (isObject(schema) && isObject(schema.properties) ? schema.properties : {});
+  const schemaOf = (node) => (isObject(node) ? node : {});
+
+  /** A field's label: its schema's title where it has one, else its name. */
+  function fieldLabel(name, property) {
+    const title = schemaOf(property).title;
+    return typeof title === "string" && title.trim() ? title : name;
+  }
+
+  /** An object's fields in the order to show them: those its schema names
+   *  first (in its properties' order, with their titles), then the others in
+   *  the object's own order. */
+  function orderedFields(data, schema) {
+    const properties = schemaProperties(schema);
+    const named = Object.keys(properties).filter((key) => Object.hasOwn(data, key));
+    const others = Object.keys(data).filter((key) => !Object.hasOwn(properties, key));
+    return [...named, ...others].map((key) => ({ key, label: fieldLabel(key, properties[key]), value: data[key], schema: schemaOf(properties[key]) }));
+  }
+
+  /** The address a text is, where it is an absolute http: or https: URL and
+   *  nothing else: the only text of an input that becomes a link. */
+  function webAddress(text) {
+    if (!/^https?:\/\/\S+$/i.test(text)) return null;
+    try {
+      const url = new URL(text);
+      return url.protocol === "https:" || url.protocol === "http:" ? url.href : null;
+    } catch {
+      return null;
+    }
+  }
+
+  const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+
+  /** One value of an input, as text (a web address as a link; an object as a
+   *  nested list of its fields, a list of plain values as compact JSON). */
+  function inputValue(value, schema) {
+    if (typeof value === "string") {
+      const address = webAddress(value);
+      if (address) return el("a", { href: address, rel: "noopener noreferrer" }, value);
+      if (schema.format === "date-time" && RFC3339.test(value) && !Number.isNaN(Date.parse(value))) return time(value);
+      return el("span", { class: "input-text" }, value);
+    }
+    if (typeof value === "boolean") return value ? "yes" : "no";
+    if (value === null) return "none";
+    if (Array.isArray(value)) {
+      if (!value.length) return "an empty list";
+      if (value.every(isScalar)) return el("code", { class: "input-json" }, literalText(value));
+      return el("ol", { class: "input-items" }, value.map((item) => el("li", {}, inputValue(item, schemaOf(schema.items)))));
+    }
+    if (isObject(value)) {
+      const fields = orderedFields(value, schema);
+      return fields.length ? inputList(fields) : "an empty object";
+    }
+    return String(value);
+  }
+
+  function inputList(fields) {
+    return el("dl", { class: "input-fields" }, fields.map((field) => el("div", {}, el("dt", {}, field.label), el("dd", {}, inputValue(field.value, field.schema)))));
+  }
+
+  /** The run's input on its page; nothing for an empty one. */
+  function inputSection(run, workflow) {
+    const fields = isObject(run.input) ? orderedFields(run.input, workflow && workflow.input_schema) : [];
+    if (!fields.length) return null;
+    return el("section", { "aria-labelledby": "input-heading" }, el("h2", { id: "input-heading" }, "What is being approved"), inputList(fields));
+  }
+
+  const SUMMARY_FIELDS = 3;
+  const SUMMARY_TEXT = 60;
+
+  function shortText(text) {
+    const characters = Array.from(text); // whole characters, not halves of a pair
+    return characters.length > SUMMARY_TEXT ? `${characters.slice(0, SUMMARY_TEXT - 1).join("")}…` : text;
+  }
+
+  /** A run's input in one line, for the inbox: its first few fields,
+   *  "Amount (EUR): 5000 · Supplier: Acme"; null for an empty one. */
+  function inputSummary(run, workflow) {
+    const fields = isObject(run.input) ? orderedFields(run.input, workflow && workflow.input_schema) : [];
+    if (!fields.length) return null;
+    const say = (value) => {
+      if (typeof value === "string") return shortText(value);
+      if (typeof value === "boolean") return value ? "yes" : "no";
+      return shortText(value === null ? "none" : literalText(value));
+    };
+    const parts = fields.slice(0, SUMMARY_FIELDS).map((field) => `${field.label}: ${say(field.value)}`);
+    if (fields.length > SUMMARY_FIELDS) parts.push(plural(fields.length - SUMMARY_FIELDS, "more field", "more fields"));
+    return el("p", { class: "input-summary" }, parts.join(" · "));
+  }
+
+  // -- the start form's input fields ---------------------------------------------------
+
+  const pointerToken = (name) => String(name).replace(/~/g, "~0").replace(/\//g, "~1");
+
+  /** A datetime-local value (the reader's wall time) as RFC 3339, with the
+   *  reader's offset at that time: "2026-03-01T10:30:00+01:00". */
+  function localTimeText(value) {
+    const date = new Date(value); // a date-time without an offset is local time
+    if (Number.isNaN(date.getTime())) return null;
+    const pad = (number, width = 2) => String(number).padStart(width, "0");
+    const offset = -date.getTimezoneOffset();
+    const zone = offset === 0 ? "Z" : `${offset > 0 ? "+" : "-"}${pad(Math.floor(Math.abs(offset) / 60))}:${pad(Math.abs(offset) % 60)}`;
+    const millis = date.getMilliseconds() ? `.${pad(date.getMilliseconds(), 3)}` : "";
+    return `${pad(date.getFullYear(), 4)}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}${millis}${zone}`;
+  }
+
+  const STRING_INPUTS = { date: "date", "date-time": "datetime-local", email: "email", uri: "url" };
+
+  /** What to offer for one property: a choice, a number, a box to tick, text
+   *  of a kind, or (for lists, objects and mixed types) a small box for JSON. */
+  function controlKind(property) {
+    if (Array.isArray(property.enum) && property.enum.length) return { kind: "choice", choices: property.enum };
+    if (Object.hasOwn(property, "const")) return { kind: "choice", choices: [property.const] };
+    const types = [property.type].flat().filter((type) => typeof type === "string" && type !== "null");
+    const type = types.length === 1 ? types[0] : !types.length && typeof property.format === "string" && STRING_INPUTS[property.format] ? "string" : null;
+    if (type === "number" || type === "integer") return { kind: "number", integer: type === "integer" };
+    if (type === "boolean") return { kind: "boolean" };
+    if (type === "string") return { kind: "text", type: STRING_INPUTS[property.format] || "text" };
+    return { kind: "json", type };
+  }
+
+  const JSON_HINTS = {
+    array: 'A list in JSON, for example ["first", "second"].',
+    object: 'An object in JSON, for example {"name": "value"}.',
+  };
+
+  /** The field of one property of the workflow's input schema. */
+  function propertyField(name, property, required) {
+    const id = uid("input");
+    const label = fieldLabel(name, property);
+    const how = controlKind(property);
+    const fallback = Object.hasOwn(property, "default") ? property.default : undefined;
+    const hints = [];
+    if (typeof property.description === "string" && property.description.trim()) hints.push(property.description.trim());
+    if (how.kind === "json") hints.push(JSON_HINTS[how.type] || "In JSON: text in double quotes, numbers, true, false or null as they are.");
+    const hintId = hints.length ? uid("hint") : null;
+    const errorId = uid("error");
+    let control;
+    if (how.kind === "choice") {
+      const options = how.choices.map((choice, index) => el("option", { value: String(index), selected: fallback !== undefined && literalText(choice) === literalText(fallback) }, typeof choice === "string" ? choice : literalText(choice)));
+      control = el("select", { name }, el("option", { value: "" }, required ? "Choose one" : "Not given"), options);
+    } else if (how.kind === "number") {
+      control = el("input", {
+        type: "number",
+        name,
+        step: how.integer ? "1" : "any",
+        min: typeof property.minimum === "number" ? String(property.minimum) : null,
+        max: typeof property.maximum === "number" ? String(property.maximum) : null,
+        inputmode: how.integer ? "numeric" : "decimal",
+        value: typeof fallback === "number" ? String(fallback) : null,
+      });
+    } else if (how.kind === "boolean") {
+      control = el("input", { type: "checkbox", name, checked: fallback === true });
+    } else if (how.kind === "text") {
+      const value = typeof fallback === "string" && how.type !== "datetime-local" ? fallback : null;
+      const maxLength = Number.isInteger(property.maxLength) ? String(property.maxLength) : null;
+      control = el("input", { type: how.type, name, value, maxlength: maxLength, autocomplete: "off", spellcheck: how.type === "text" ? null : "false" });
+    } else {
+      control = el("textarea", { name, rows: "3", spellcheck: "false", autocomplete: "off" });
+      if (fallback !== undefined) control.value = JSON.stringify(fallback);
+    }
+    control.id = id;
+    if (required) control.required = true;
+    const describedBy = (withError) => [hintId, withError ? errorId : null].filter(Boolean).join(" ") || null;
+    if (hintId) control.setAttribute("aria-describedby", hintId);
+    const error = el("p", { class: "field-error", id: errorId, hidden: true });
+    const labelNode = el("label", { for: id }, label, required ? el("span", { class: "required" }, " (required)") : null);
+    const hint = hintId ? el("p", { class: "hint", id: hintId }, hints.join(" ")) : null;
+    const node = how.kind === "boolean" ? el("div", { class: "check" }, control, labelNode, hint, error) : el("div", { class: "field" }, labelNode, hint, control, error);
+    const field = {
+      name,
+      label,
+      pointer: `/${pointerToken(name)}`,
+      control,
+      node,
+      show(message) {
+        error.textContent = message;
+        error.hidden = false;
+        control.setAttribute("aria-invalid", "true");
+        control.setAttribute("aria-describedby", describedBy(true));
+      },
+      clear() {
+        error.textContent = "";
+        error.hidden = true;
+        control.removeAttribute("aria-invalid");
+        const rest = describedBy(false);
+        if (rest) control.setAttribute("aria-describedby", rest);
+        else control.removeAttribute("aria-describedby");
+      },
+      /** {value}, {absent: true} for an empty field, or {problem: why}. */
+      read() {
+        if (how.kind === "boolean") return { value: control.checked };
+        if (how.kind === "choice") return control.value === "" ? { absent: true } : { value: how.choices[Number(control.value)] };
+        if (how.kind === "number") {
+          if (control.validity.badInput) return { problem: `${label}: this is not a number.` };
+          return control.value === "" ? { absent: true } : { value: Number(control.value) };
+        }
+        if (how.kind === "json") {
+          if (!control.value.trim()) return { absent: true };
+          try {
+            return { value: JSON.parse(control.value) };
+          } catch (exception) {
+            return { problem: `${label}: this is not valid JSON (${exception.message}).` };
+          }
+        }
+        if (control.value === "") return { absent: true };
+        if (how.type === "datetime-local") {
+          const text = localTimeText(control.value);
+          return text ? { value: text } : { problem: `${label}: this is not a date and time.` };
+        }
+        return { value: control.value };
+      },
+    };
+    control.addEventListener("input", () => field.clear());
+    return field;
+  }
+
+  /** Without a schema to follow: one box for the whole input, in JSON. */
+  function wholeInputField() {
+    const id = uid("input");
+    const hintId = uid("hint");
+    const errorId = uid("error");
+    const control = el("textarea", { id, name: "input", rows: "4", spellcheck: "false", autocomplete: "off", "aria-describedby": hintId });
+    const error = el("p", { class: "field-error", id: errorId, hidden: true });
+    const field = {
+      name: "input",
+      label: "Input (JSON object)",
+      pointer: "",
+      control,
+      node: el(
+        "div",
+        { class: "field" },
+        el("label", { for: id }, "Input (JSON object)"),
+        el("p", { class: "hint", id: hintId }, 'Optional: what is being approved, as a JSON object, for example {"amount": 5000, "supplier": "Acme"}.'),
+        control,
+        error,
+      ),
+      show(message) {
+        error.textContent = message;
+        error.hidden = false;
+        control.setAttribute("aria-invalid", "true");
+        control.setAttribute("aria-describedby", `${hintId} ${errorId}`);
+      },
+      clear() {
+        error.textContent = "";
+        error.hidden = true;
+        control.removeAttribute("aria-invalid");
+        control.setAttribute("aria-describedby", hintId);
+      },
+      read() {
+        const text = control.value.trim();
+        if (!text) return { value: {} };
+        let value;
+        try {
+          value = JSON.parse(text);
+        } catch (exception) {
+          return { problem: `This is not valid JSON (${exception.message}). Nothing was sent.` };
+        }
+        return isObject(value) ? { value } : { problem: 'The input must be a JSON object, in braces: {"name": "value"}. Nothing was sent.' };
+      },
+    };
+    control.addEventListener("input", () => field.clear());
+    return field;
+  }
+
+  /** The start form's input: a field per property of the workflow's schema, or
+   *  one JSON box without one. read() gives {input} or {field, problem}. */
+  function runInputFields(workflow) {
+    const schema = workflow.input_schema;
+    const properties = Object.entries(schemaProperties(schema));
+    if (!properties.length) {
+      const box = wholeInputField();
+      return {
+        nodes: [box.node],
+        fields: [box],
+        read() {
+          const read = box.read();
+          return read.problem ? { field: box, problem: read.problem } : { input: read.value };
+        },
+      };
+    }
+    const required = new Set(Array.isArray(schema.required) ? schema.required : []);
+    const fields = properties.map(([name, property]) => propertyField(name, schemaOf(property), required.has(name)));
+    return {
+      nodes: [el("fieldset", { class: "input-fieldset" }, el("legend", {}, "What is being approved"), fields.map((field) => field.node))],
+      fields,
+      read() {
+        const input = {};
+        for (const field of fields) {
+          const read = field.read();
+          if (read.problem) return { field, problem: read.problem };
+          if (!read.absent) input[field.name] = read.value;
+        }
+        return { input };
+      },
+    };
+  }
+
+  /** The field an error of the service is about: the one whose JSON Pointer
+   *  ("/amount") the message names, the longest where several do. */
+  function fieldOfError(fields, message) {
+    if (!message.startsWith("'input'")) return null;
+    const named = fields.filter((field) => {
+      if (field.pointer === "") return true; // the whole input
+      const escaped = field.pointer.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+      return new RegExp(` at ${escaped}(?=[/:;,]|$)`).test(message);
+    });
+    return named.sort((first, second) => second.pointer.length - first.pointer.length)[0] || null;
   }
 
   // -- routing ---------------------------------------------------------------------
@@ -614,6 +971,7 @@
       "li",
       { class: "card" },
       el("h2", { class: "card-title" }, el("a", { href: `#/runs/${run.id}` }, run.title)),
+      inputSummary(run, workflow),
       facts([
         ["Workflow", workflow ? workflow.name : `Workflow ${run.workflow_id}`],
         ["Requested by", run.requested_by || "nobody named"],
@@ -676,6 +1034,7 @@
     const sections = [
       el("p", { class: "lead" }, "Status: ", el("span", { class: `badge badge-${run.status}` }, status), run.current_step ? ` Waiting at step ${stepPosition(run.current_step, workflow)}.` : ""),
       summary,
+      inputSection(run, workflow),
     ];
     if (run.status === "in_progress" && run.current_step) {
       const offer = offered(run, caps, permissions);
@@ -781,7 +1140,7 @@
         if (caps.decisionGroups && caller.groups.length) body.groups = caller.groups;
       }
       if (text.trim()) body.comment = text;
-      act(form, run, caps, decision, body, text, (updated, fresh) => decidedText(decision, step, updated, fresh));
+      act(form, run, caps, decision, body, text, (updated, fresh) => decidedText(decision, step, updated, fresh) + skippedText(updated.actions.slice(run.actions.length)));
     });
     return form;
   }
@@ -860,6 +1219,13 @@
     return permission && !permission.allowed ? `${lead}. ${whyNot(permission, after)}` : null;
   }
 
+  /** The steps skipped among `actions`, in words ("" for none). */
+  function skippedText(actions) {
+    const names = actions.filter((action) => action.action === "skip").map((action) => action.step_name);
+    if (!names.length) return "";
+    return names.length === 1 ? ` Skipped, as its condition does not hold: ${names[0]}.` : ` Skipped, as their conditions do not hold: ${series(names, "and")}.`;
+  }
+
   function decidedText(decision, step, run, workflow) {
     const done = `You ${decision === "reject" ? "rejected" : "approved"} step ${step.step_order}, ${step.name}.`;
     if (run.status !== "in_progress") return `${done} The run is ${(STATUS_TEXT[run.status] || run.status).toLowerCase()}.`;
@@ -870,12 +1236,15 @@
     return `${done} The run waits at step ${stepPosition(run.current_step, workflow)} now.`;
   }
 
-  /** Each step's state in this run: done, current, to come; where it ended. */
+  /** Each step's state in this run: done, skipped, current, to come; where it ended. */
   function stepStates(run, steps) {
-    const last = run.actions[run.actions.length - 1];
+    const decided = run.actions.filter((action) => action.action !== "skip");
+    const last = decided[decided.length - 1];
     const endedAt = last ? steps.find((step) => step.id === last.step_id) : null;
     const currentOrder = run.current_step ? run.current_step.step_order : null;
+    const skipped = new Set(run.actions.filter((action) => action.action === "skip").map((action) => action.step_id));
     return steps.map((step) => {
+      if (skipped.has(step.id)) return ["skipped", "Skipped"];
       if (run.status === "in_progress") {
         if (step.step_order < currentOrder) return ["done", "Done"];
         return step.step_order === currentOrder ? ["current", "Current step"] : ["upcoming", "To come"];
@@ -913,15 +1282,30 @@
     return rules.length ? el("p", { class: "step-rules" }, rules) : null;
   }
 
+  /** When a step applies, on a workflow's card or (with `run`) in that run's
+   *  timeline: whether it held, where the run tells. */
+  function stepWhen(step, run) {
+    const words = stepCondition(step);
+    const skip = run ? run.actions.find((action) => action.step_id === step.id && action.action === "skip") : null;
+    if (skip) {
+      const said = skip.comment || words;
+      return said ? el("p", { class: "step-when" }, "Skipped: it applies only if ", el("code", { class: "condition" }, said), ", which does not hold for this run.") : el("p", { class: "step-when" }, "Skipped: its condition does not hold for this run.");
+    }
+    if (!words) return null;
+    const reached = run && (run.current_step_id === step.id || run.actions.some((action) => action.step_id === step.id));
+    return el("p", { class: "step-when" }, "Applies only if ", el("code", { class: "condition" }, words), reached ? ", which holds for this run." : ".");
+  }
+
   function timeline(run, workflow) {
     const states = stepStates(run, workflow.steps);
     const items = workflow.steps.map((step, index) => {
       const [state, label] = states[index];
-      const decisions = run.actions.filter((action) => action.step_id === step.id);
+      const decisions = run.actions.filter((action) => action.step_id === step.id && action.action !== "skip");
       return el(
         "li",
         { class: `step step-${state}`, "aria-current": state === "current" ? "step" : null },
         el("p", { class: "step-head" }, el("span", { class: "step-name" }, step.name), " ", el("span", { class: `badge badge-${state}` }, label)),
+        stepWhen(step, run),
         stepRules(step),
         state === "current" && approvalsSoFar(run) ? el("p", {}, `Approvals so far: ${approvalsSoFar(run)}.`) : null,
         decisions.length
@@ -938,14 +1322,23 @@
 
   const capitalised = (text) => text.charAt(0).toUpperCase() + text.slice(1);
 
+  const actorName = (actor) => SERVICE_ACTORS.get(actor) || actor;
+
   function historySection(run) {
     const entries = run.actions.map((action) =>
-      el(
-        "li",
-        {},
-        el("p", { class: "history-head" }, time(action.created_at), " ", el("strong", {}, action.actor), ` ${DECIDED[action.action] || action.action} at ${action.step_name}`),
-        action.comment ? el("blockquote", { class: "comment" }, action.comment) : null,
-      ),
+      action.action === "skip"
+        ? el(
+            "li",
+            { class: "history-skip" },
+            el("p", { class: "history-head" }, time(action.created_at), " ", el("strong", {}, actorName(action.actor)), ` skipped ${action.step_name}`),
+            el("p", { class: "history-why" }, action.comment ? ["It applies only if ", el("code", { class: "condition" }, action.comment), ", which does not hold for this run."] : "Its condition does not hold for this run."),
+          )
+        : el(
+            "li",
+            {},
+            el("p", { class: "history-head" }, time(action.created_at), " ", el("strong", {}, action.actor), ` ${DECIDED[action.action] || action.action} at ${action.step_name}`),
+            action.comment ? el("blockquote", { class: "comment" }, action.comment) : null,
+          ),
     );
     return el(
       "section",
@@ -1005,10 +1398,10 @@
       flags.length ? [el("h4", {}, "Rules"), el("ul", { class: "flags" }, flags.map(([name, value]) => el("li", {}, flagText(name, value))))] : null,
       el("h4", {}, "Steps"),
       workflow.steps.length
-        ? el("ol", { class: "steps" }, workflow.steps.map((step) => el("li", {}, el("span", { class: "step-name" }, step.name), stepRules(step))))
+        ? el("ol", { class: "steps" }, workflow.steps.map((step) => el("li", {}, el("span", { class: "step-name" }, step.name), stepWhen(step, null), stepRules(step))))
         : el("p", { class: "empty" }, admin ? "No step yet: append one before starting runs." : "No step yet: runs can start once an administrator appends one."),
       // A workflow without steps cannot start a run (the API answers 409): not offered.
-      workflow.steps.length ? el("details", {}, el("summary", {}, "Start a run"), startRunForm(workflow)) : null,
+      workflow.steps.length ? el("details", {}, el("summary", {}, "Start a run"), startRunForm(workflow, caps)) : null,
       admin ? el("details", {}, el("summary", {}, "Append a step"), appendStepForm(workflow, caps)) : null,
     );
   }
@@ -1057,23 +1450,70 @@
     return { node, read, first: inputs.name };
   }
 
-  function startRunForm(workflow) {
+  function startRunForm(workflow, caps) {
     const titleId = uid("title");
     const title = el("input", { id: titleId, name: "title", type: "text", required: true, maxlength: "500" });
+    // What is being approved: a field per property of the workflow's schema, or a JSON box.
+    const input = caps.runInput ? runInputFields(workflow) : null;
+    const problem = el("p", { class: "field-error form-error", tabindex: "-1", hidden: true });
     const form = el(
       "form",
       { class: "inline-form", novalidate: true },
       el("div", { class: "field" }, el("label", { for: titleId }, `Title of the new run of ${workflow.name}`), title),
+      input ? input.nodes : null,
+      problem,
       el("div", { class: "actions" }, el("button", { type: "submit", class: "primary" }, "Start run")),
     );
+    const clear = () => {
+      problem.textContent = "";
+      problem.hidden = true;
+      for (const field of input ? input.fields : []) field.clear();
+    };
+    /** Say what is wrong by the field it is about, or by the form. */
+    const explain = (field, message) => {
+      if (field) {
+        field.show(message);
+        return focus(field.control);
+      }
+      problem.textContent = message;
+      problem.hidden = false;
+      focus(problem);
+    };
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
+      clear();
       if (!title.value.trim()) return refuse(title, "Give the run a title.");
       const body = { workflow_id: workflow.id, title: title.value.trim() };
       if (MODE === "none") body.requested_by = me().actor;
-      await submit(form, () => request("POST", "/runs", body, newKey()), (run) => go(`#/runs/${run.id}`, { status: `Run ${run.id} started: it waits at its first step.` }));
+      if (input) {
+        const read = input.read();
+        if (read.problem) return explain(read.field, read.problem);
+        if (Object.keys(read.input).length) body.input = read.input;
+      }
+      await submit(
+        form,
+        () => request("POST", "/runs", body, newKey()),
+        (run) => go(`#/runs/${run.id}`, { status: startedText(run) }),
+        (error) => {
+          if (error.status === 413) {
+            explain(input ? fieldOfError(input.fields, error.message) : null, `The input is too large for the service, which takes at most 32 KiB of it: ${asSentence(error.message)}`);
+          } else {
+            explain(input && error.status === 400 ? fieldOfError(input.fields, error.message) : null, asSentence(error.message));
+          }
+          return true;
+        },
+      );
     });
     return form;
+  }
+
+  /** Where a run just started is: at its first step, past the steps that do not
+   *  apply to its input, or completed when none does. */
+  function startedText(run) {
+    const skipped = skippedText(run.actions || []);
+    if (run.status === "completed") return `Run ${run.id} started and is completed: none of its steps applies to its input.${skipped}`;
+    if (!skipped || !run.current_step) return `Run ${run.id} started: it waits at its first step.`;
+    return `Run ${run.id} started: it waits at step ${run.current_step.step_order}, ${run.current_step.name}.${skipped}`;
   }
 
   function appendStepForm(workflow, caps) {
@@ -1160,8 +1600,9 @@
     return form;
   }
 
-  /** Send a form's request; on success `done(answer)`, else the API's error in the alert. */
-  async function submit(form, send, done) {
+  /** Send a form's request; on success `done(answer)`, else the API's error in
+   *  the alert (or where `explain(error)` puts it, when it returns true). */
+  async function submit(form, send, done, explain) {
     const buttons = form.querySelectorAll("button");
     for (const button of buttons) button.disabled = true;
     clearMessages();
@@ -1171,7 +1612,7 @@
       done(answer);
     } catch (error) {
       for (const button of buttons) button.disabled = false;
-      if (error.handled) return;
+      if (error.handled || (explain && explain(error))) return;
       warn(error.message);
       focus(alertRegion);
     }

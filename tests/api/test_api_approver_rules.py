@@ -197,7 +197,8 @@ def test_the_inbox_in_none_mode(api: Api) -> None:
     # run reached Finance before other was started
     assert [r["id"] for r in page.json_body["items"]] == [run["id"], other["id"]]
     for listed in page.json_body["items"]:
-        assert set(listed) == set(run) - {"actions"}
+        assert set(listed) == set(run) - {"actions"} | {"on_behalf_of"}
+        assert listed["on_behalf_of"] is None
     assert [r["id"] for r in api.get("/inbox?actor=fay").json_body["items"]] == [other["id"]]
     assert api.get("/inbox?actor=ann").json_body == {"items": [], "next_cursor": None}
 

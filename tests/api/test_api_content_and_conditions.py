@@ -325,6 +325,24 @@ def test_lists_and_the_inbox_carry_the_input(api: Api) -> None:
     assert api.approve(run["id"])["input"] == data
 
 
+def test_the_schema_and_the_input_keep_the_order_they_were_given_in(api: Api) -> None:
+    """The page shows the schema's fields in its order, then the input's others in
+    theirs: no backend may sort them (neither order here is alphabetical)."""
+    workflow = tiered(api)
+    data = {"supplier": "Acme", "zone": "EU", "amount": 5, "cost_centre": "4711"}
+    run = started(api, workflow["id"], data)
+
+    schemas = [api.get_workflow(workflow["id"])["input_schema"]]
+    schemas += [item["input_schema"] for item in api.get("/workflows").json_body["items"]]
+    in_order = ["amount", "supplier", "lines"]
+    assert [list(schema["properties"]) for schema in schemas] == [in_order] * 2
+    inputs = [api.get_run(run["id"])["input"]]
+    inputs += [item["input"] for item in api.get("/inbox?actor=ann").json_body["items"]]
+    inputs += [api.approve(run["id"])["input"]]
+    inputs += [item["input"] for item in api.get("/runs").json_body["items"]]
+    assert [list(each) for each in inputs] == [list(data)] * 4
+
+
 def test_events_carry_the_input_when_the_run_starts_and_its_digest_after(api: Api) -> None:
     workflow = tiered(api)
     data = {"amount": 5000, "supplier": "Acme"}
@@ -390,5 +408,5 @@ def test_a_saved_audit_whose_input_was_changed_does_not_verify_offline(
 
     assert (offline.returncode, offline.stdout) == (
         1,
-        f"invalid: run {run['id']}, the genesis's input_digest is not that of the input\n",
+        f"invalid: run {run['id']}, the input is not the one its chain binds\n",
     )

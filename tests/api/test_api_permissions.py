@@ -19,27 +19,45 @@ REASONS = (
     "already_approved_this_step",
     "approved_another_step",
     "not_the_requester",
+    "run_returned",
+    "run_not_returned",
+    "returns_exhausted",
+    "delegation_not_active",
 )
 # The reasons about the run's state, not the caller: 409, the others 403.
-CONFLICTS = ("run_not_in_progress", "already_approved_this_step")
+CONFLICTS = (
+    "run_not_in_progress",
+    "already_approved_this_step",
+    "run_returned",
+    "run_not_returned",
+    "returns_exhausted",
+)
+VERBS = ("approve", "reject", "cancel", "return", "resubmit")
 
 
 class Asker:
     """One caller of the none mode: their permissions, decisions and inbox."""
 
-    def __init__(self, api: Api, actor: str, *groups: str) -> None:
+    def __init__(
+        self, api: Api, actor: str, *groups: str, on_behalf_of: Optional[str] = None
+    ) -> None:
         self.api, self.actor, self.groups = api, actor, groups
+        self.on_behalf_of = on_behalf_of
 
     def query(self) -> str:
         return urlencode([("actor", self.actor), *(("group", group) for group in self.groups)])
 
     def permissions(self, run_id: int) -> dict[str, Any]:
-        return self.api._expect(200, self.api.get(f"/runs/{run_id}/permissions?{self.query()}"))
+        asked = self.query() + (f"&on_behalf_of={self.on_behalf_of}" if self.on_behalf_of else "")
+        return self.api._expect(200, self.api.get(f"/runs/{run_id}/permissions?{asked}"))
 
     def decide(self, run_id: int, verb: str) -> Any:
         body: dict[str, Any] = {"actor": self.actor, "comment": "checked"}
-        if verb != "cancel" and self.groups:
-            body["groups"] = list(self.groups)
+        if verb in ("approve", "reject", "return"):
+            if self.groups:
+                body["groups"] = list(self.groups)
+            if self.on_behalf_of:
+                body["on_behalf_of"] = self.on_behalf_of
         if verb == "cancel":
             body = {"actor": self.actor, "reason": "checked"}
         return self.api.post(f"/runs/{run_id}/{verb}", body)
@@ -68,7 +86,7 @@ def agrees(asker: Asker, run_id: int) -> dict[str, Optional[str]]:
     allowed = asker.permissions(run_id)
     assert allowed["run_id"] == run_id and allowed["actor"] == asker.actor
     codes: dict[str, Optional[str]] = {}
-    for verb in ("approve", "reject", "cancel"):
+    for verb in VERBS:
         answer = allowed[verb]
         codes[verb] = answer["reason"]
         assert answer["allowed"] is (answer["reason"] is None)
@@ -88,15 +106,22 @@ def test_a_caller_who_may_decide_is_allowed_everything_and_finds_the_run_in_thei
     api: Api,
 ) -> None:
     run = started(api, workflow(api, "Manager"), requested_by=None)
-    assert agrees(Asker(api, "mo"), run) == {"approve": None, "reject": None, "cancel": None}
+    assert agrees(Asker(api, "mo"), run) == {
+        "approve": None,
+        "reject": None,
+        "cancel": None,
+        "return": None,
+        "resubmit": "run_not_returned",
+    }
 
 
 def test_an_ended_run_allows_nothing(api: Api) -> None:
     run = started(api, workflow(api, "Manager"))
     api.approve(run, "mo")
-    assert agrees(Asker(api, "mo"), run) == dict.fromkeys(
-        ("approve", "reject", "cancel"), "run_not_in_progress"
-    )
+    assert agrees(Asker(api, "mo"), run) == {
+        **dict.fromkeys(("approve", "reject", "cancel", "return"), "run_not_in_progress"),
+        "resubmit": "run_not_returned",
+    }
 
 
 def test_someone_the_step_does_not_name_may_not_decide_it(api: Api) -> None:
@@ -105,6 +130,8 @@ def test_someone_the_step_does_not_name_may_not_decide_it(api: Api) -> None:
         "approve": "not_an_approver",
         "reject": "not_an_approver",
         "cancel": "not_the_requester",
+        "return": "not_an_approver",
+        "resubmit": "run_not_returned",
     }
     assert agrees(Asker(api, "fay", "finance"), run)["approve"] is None
 
@@ -115,6 +142,8 @@ def test_the_requester_may_not_decide_but_may_cancel(api: Api) -> None:
         "approve": "requester_may_not_decide",
         "reject": "requester_may_not_decide",
         "cancel": None,
+        "return": "requester_may_not_decide",
+        "resubmit": "run_not_returned",
     }
 
 
@@ -129,6 +158,8 @@ def test_an_approval_given_is_not_given_again_but_the_step_may_still_be_rejected
         "approve": "already_approved_this_step",
         "reject": None,
         "cancel": "not_the_requester",
+        "return": None,
+        "resubmit": "run_not_returned",
     }
 
 
@@ -142,7 +173,38 @@ def test_distinct_approvers_keep_an_approver_of_one_step_from_approving_the_next
         "approve": "approved_another_step",
         "reject": None,
         "cancel": "not_the_requester",
+        "return": None,
+        "resubmit": "run_not_returned",
     }
+
+
+def test_a_returned_run_waits_for_its_requester_alone(api: Api) -> None:
+    run = started(api, workflow(api, "Manager"))
+    assert Asker(api, "mo").decide(run, "return").status_code == 200
+    decided = {"approve": "run_returned", "reject": "run_returned", "return": "run_returned"}
+    assert agrees(Asker(api, "mo"), run) == {
+        **decided,
+        "cancel": "not_the_requester",
+        "resubmit": "not_the_requester",
+    }
+    assert agrees(Asker(api, "rita"), run) == {**decided, "cancel": None, "resubmit": None}
+
+
+def test_a_run_sent_back_as_often_as_its_workflow_allows_is_not_sent_back_again(
+    api: Api,
+) -> None:
+    run = started(api, workflow(api, "Manager", max_returns=1))
+    mo = Asker(api, "mo")
+    assert mo.decide(run, "return").status_code == 200
+    assert Asker(api, "rita").decide(run, "resubmit").status_code == 200
+    assert agrees(mo, run)["return"] == "returns_exhausted"
+
+
+def test_deciding_for_someone_needs_their_delegation_active_now(api: Api) -> None:
+    run = started(api, workflow(api, {"name": "Finance", "approvers": ["user:bob"]}))
+    asker = Asker(api, "dave", on_behalf_of="bob")
+    codes = agrees(asker, run)
+    assert codes["approve"] == codes["reject"] == codes["return"] == "delegation_not_active"
 
 
 def test_every_reason_code_is_walked_through() -> None:

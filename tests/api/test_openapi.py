@@ -123,7 +123,7 @@ def test_the_pages_files_are_documented_as_text_with_their_headers() -> None:
 
 def test_every_201_names_its_location() -> None:
     created = [path for _, path, operation in operations() if "201" in operation["responses"]]
-    assert len(created) == 3
+    assert len(created) == 4
     for path in created:
         assert "Location" in openapi_contract.response(path, "post", "201")[0]["headers"], path
 
@@ -267,7 +267,13 @@ def test_each_rule_no_schema_states_is_a_documented_422_and_cursors_a_400() -> N
     assert "reject_requires_comment" in reject["description"]
     cursor = {"$ref": "#/components/parameters/Cursor"}
     taking = [path for method, path, op in operations() if cursor in op.get("parameters", [])]
-    assert sorted(taking) == ["/inbox", "/runs", "/runs/{run_id}/events", "/workflows"]
+    assert sorted(taking) == [
+        "/delegations",
+        "/inbox",
+        "/runs",
+        "/runs/{run_id}/events",
+        "/workflows",
+    ]
     for path in taking:
         documented, _ = openapi_contract.response(path, "get", "400")
         assert "cursor" in documented["description"], path

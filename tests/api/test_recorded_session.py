@@ -163,6 +163,12 @@ def play(session: Session) -> None:
             ],
         },
     )
+    # And one a delegate will decide.
+    cover = s.send(
+        "POST",
+        "/workflows",
+        {"name": "Holiday cover", "steps": [{"name": "CFO sign-off", "approvers": ["user:cfo"]}]},
+    )
     s.send("POST", "/workflows", {"name": "Purchase order"})  # 409: the name is taken
     s.send("POST", "/workflows", {"name": " ", "steps": []})  # 400
     s.send("GET", "/workflows/999")
@@ -264,10 +270,45 @@ def play(session: Session) -> None:
     s.send("POST", "/runs", {"workflow_id": tiered["id"], "title": "x", "input": {"amount": -1}})
     s.send("POST", "/runs", {"workflow_id": tiered["id"], "title": "x"})  # 400: /amount
 
+    # Delegation: the CFO is away, a deputy decides for them; then it is revoked.
+    away = s.send(
+        "POST",
+        "/delegations",
+        {
+            "delegator": "cfo",
+            "delegate": "dep",
+            "starts_at": "2030-01-01T00:00:00Z",
+            "ends_at": "2030-01-10T00:00:00Z",
+            "reason": "Holiday",
+        },
+    )
+    covered = s.send("POST", "/runs", {"workflow_id": cover["id"], "title": "PO-2001"})
+    s.send("GET", "/inbox?actor=dep")
+    s.send("GET", f"/runs/{covered['id']}/permissions?actor=dep")
+    s.send("POST", f"/runs/{covered['id']}/approve", {"actor": "dep", "comment": "for the CFO"})
+    s.send("GET", "/delegations?delegator=CFO")
+    s.send("DELETE", f"/delegations/{away['id']}?actor=cfo")
+    s.send("DELETE", f"/delegations/{away['id']}?actor=cfo")  # 409: revoked already
+
+    # Send back for changes: returned, resubmitted with a new input, approved.
+    nda = s.send(
+        "POST", "/runs", {"workflow_id": 3, "title": "NDA with Initech", "requested_by": "sam"}
+    )
+    s.send("POST", f"/runs/{nda['id']}/return", {"actor": "lee", "comment": "Wrong party"})
+    s.send("POST", f"/runs/{nda['id']}/approve", {"actor": "lee"})  # 409: returned
+    s.send(
+        "POST",
+        f"/runs/{nda['id']}/resubmit",
+        {"actor": "sam", "comment": "Fixed", "input": {"party": "Initrode"}},
+    )
+    s.send("POST", f"/runs/{nda['id']}/approve", {"actor": "lee", "expected_round": 2})
+    s.send("GET", f"/runs/{nda['id']}/audit")
+
 
 def stored_events(storage: Backend) -> dict[str, list[Event]]:
     """Every event the session stored, by subject, as it is delivered."""
-    subjects = [f"workflows/{n}" for n in range(1, 6)] + [f"runs/{n}" for n in range(1, 13)]
+    subjects = [f"workflows/{n}" for n in range(1, 7)] + [f"runs/{n}" for n in range(1, 15)]
+    subjects += ["delegations/1"]
     return {subject: list(storage.list_events(subject, None, 100).items) for subject in subjects}
 
 
@@ -335,4 +376,4 @@ def test_the_session_exercises_what_it_claims() -> None:
     assert any(answer.get("headers", {}).get("Preference-Applied") for answer in answers)
     assert [answer["applied"] for answer in answers if "sweep" in answer] == [3, 0, 1]
     types = {json.loads(body)["type"] for bodies in recorded["events"].values() for body in bodies}
-    assert len(types) == 13, sorted(types)
+    assert len(types) == 17, sorted(types)

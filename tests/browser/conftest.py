@@ -46,6 +46,12 @@ def width() -> int:
 
 
 @pytest.fixture
+def timezone() -> str | None:
+    """The tab's time zone (None: the machine's); tests of local times parametrize it."""
+    return None
+
+
+@pytest.fixture
 def base_url(storage: Backend, client: Client, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The app as `make run` serves it, on the test's storage (which `api` sees too)."""
     with silenced(), served(storage) as port:
@@ -53,9 +59,11 @@ def base_url(storage: Backend, client: Client, monkeypatch: pytest.MonkeyPatch) 
 
 
 @pytest.fixture
-def tab(chromium: Browser, base_url: str, width: int) -> Iterator[PageUnderTest]:
+def tab(
+    chromium: Browser, base_url: str, width: int, timezone: str | None
+) -> Iterator[PageUnderTest]:
     """A new tab on the served app; the test fails if the page logged an error."""
-    page = PageUnderTest(chromium, base_url, width)
+    page = PageUnderTest(chromium, base_url, width, timezone)
     yield page
     page.close()
     assert page.console_errors == [], page.console_errors

@@ -273,7 +273,7 @@ def inbox_ids(storage: Storage, actor: str, groups: frozenset[str] = frozenset()
     cursor = None
     for _ in range(100):
         page = engine.inbox(storage, actor, groups, 1, cursor)
-        ids += [run.id for run in page.items]
+        ids += [item.run.id for item in page.items]
         cursor = page.next_cursor
         if cursor is None:
             return ids
@@ -326,14 +326,14 @@ def test_an_inbox_page_continues_where_the_last_ended_while_runs_move(
     runs = [engine.start_run(storage, workflow.id, f"R{n}", clock=clock) for n in range(5)]
 
     page = engine.inbox(storage, "mo", frozenset(), 2)
-    assert [run.id for run in page.items] == [runs[0].id, runs[1].id]
-    assert page.items[0] == storage.get_run(runs[0].id)._replace(actions=())
+    assert [item.run.id for item in page.items] == [runs[0].id, runs[1].id]
+    assert page.items[0].run == storage.get_run(runs[0].id)._replace(actions=())
     engine.approve(storage, runs[0].id, "zed", clock=clock)  # moves to the end
     engine.approve(storage, runs[3].id, "zed", clock=clock)  # and so does this one
     rest = engine.inbox(storage, "mo", frozenset(), 2, page.next_cursor)
-    assert [run.id for run in rest.items] == [runs[2].id, runs[4].id]
+    assert [item.run.id for item in rest.items] == [runs[2].id, runs[4].id]
     last = engine.inbox(storage, "mo", frozenset(), 2, rest.next_cursor)
-    assert [run.id for run in last.items] == [runs[0].id, runs[3].id]
+    assert [item.run.id for item in last.items] == [runs[0].id, runs[3].id]
     assert (
         last.next_cursor is None
         or not engine.inbox(storage, "mo", frozenset(), 2, last.next_cursor).items
@@ -373,7 +373,7 @@ def test_runs_of_steps_open_to_anyone_wait_for_everyone(
     workflow = engine.create_workflow(storage, "Open", "", ["Any"], clock=clock)
     run = engine.start_run(storage, workflow.id, "R", clock=clock)
     assert inbox_ids(storage, "x") == inbox_ids(storage, "y", FINANCE) == [run.id]
-    assert engine.inbox(storage, "x", frozenset(), 10).items[0].current_step_approved_by == ()
+    assert engine.inbox(storage, "x", frozenset(), 10).items[0].run.current_step_approved_by == ()
     engine.approve(storage, run.id, "y", clock=clock)
     assert inbox_ids(storage, "x") == []
     assert APPROVE in {a.action for a in storage.get_run(run.id).actions}

@@ -74,14 +74,14 @@ def test_runs_from_before_the_rules_are_decided_and_backfilled_into_the_inbox(
     assert engine.inbox(ddb, "ann", frozenset(), 10).items == ()
     # A decision needs no backfill, and gives the run its entries.
     engine.approve(ddb, moving.id, "bob", clock=lambda: LATER)
-    assert [r.id for r in engine.inbox(ddb, "ann", frozenset(), 10).items] == [moving.id]
+    assert [r.run.id for r in engine.inbox(ddb, "ann", frozenset(), 10).items] == [moving.id]
 
     assert backfill_inbox.main(ddb.client) == 0
     assert (
         capsys.readouterr().out.splitlines()[0]
         == f"Put 1 runs in progress of table {ddb.table!r} into the inbox"
     )
-    assert [r.id for r in engine.inbox(ddb, "ann", frozenset(), 10).items] == [
+    assert [r.run.id for r in engine.inbox(ddb, "ann", frozenset(), 10).items] == [
         waiting.id,
         moving.id,
     ]
@@ -91,7 +91,7 @@ def test_runs_from_before_the_rules_are_decided_and_backfilled_into_the_inbox(
     done = engine.approve(ddb, engine.approve(ddb, waiting.id, "bob").id, "cy")
     assert done.status == COMPLETED
     chain.assert_chained(shape(done))
-    assert [r.id for r in engine.inbox(ddb, "ann", frozenset(), 10).items] == [moving.id]
+    assert [r.run.id for r in engine.inbox(ddb, "ann", frozenset(), 10).items] == [moving.id]
 
 
 def unshard_inboxes(ddb: dynamodb.DynamoDBStorage) -> int:
@@ -127,7 +127,7 @@ def test_inbox_entries_from_before_the_shards_move_into_them(
     )
     assert unshard_inboxes(ddb) == 3  # group and open entries; ann's stay as they were
     assert engine.inbox(ddb, "cy", finance, 10).items == ()
-    assert [r.id for r in engine.inbox(ddb, "ann", frozenset(), 10).items] == [
+    assert [r.run.id for r in engine.inbox(ddb, "ann", frozenset(), 10).items] == [
         waiting.id,
         moving.id,
     ]
@@ -141,8 +141,8 @@ def test_inbox_entries_from_before_the_shards_move_into_them(
     )
     # Longest waiting first: reached at NOW, then two at LATER in id order.
     expected = [waiting.id, moved_on.id, opened.id]
-    assert [r.id for r in engine.inbox(ddb, "cy", finance, 10).items] == expected
-    assert [r.id for r in engine.inbox(ddb, "ann", frozenset(), 10).items] == expected
+    assert [r.run.id for r in engine.inbox(ddb, "cy", finance, 10).items] == expected
+    assert [r.run.id for r in engine.inbox(ddb, "ann", frozenset(), 10).items] == expected
     assert (
         list(migrations.misplaced_inbox_entries(ddb.requests, ddb.shards, canonical_principal))
         == []
@@ -181,8 +181,10 @@ def test_inbox_entries_under_names_as_given_move_to_their_canonical_key(
 
     assert backfill_inbox.main(ddb.client) == 0
     assert capsys.readouterr().out.splitlines()[1].startswith("Moved 2 inbox entries")
-    assert [r.id for r in engine.inbox(ddb, "ANN", frozenset(), 10).items] == [waiting.id]
-    assert [r.id for r in engine.inbox(ddb, "cy", frozenset({"FINANCE"}), 10).items] == [waiting.id]
+    assert [r.run.id for r in engine.inbox(ddb, "ANN", frozenset(), 10).items] == [waiting.id]
+    assert [r.run.id for r in engine.inbox(ddb, "cy", frozenset({"FINANCE"}), 10).items] == [
+        waiting.id
+    ]
     # A decision now deletes the entries where they are.
     engine.approve(ddb, waiting.id, "Ann", clock=lambda: LATER)
     assert not [

@@ -200,7 +200,7 @@ def test_where_the_stream_delivers_events_a_decision_leaves_its_old_entries_to_t
     assert len(scan(streamed, keys.INBOX_PREFIX)) == 2
     assert engine.inbox(streamed, "fay", FINANCE, 10).items == ()
     (shown,) = engine.inbox(streamed, "ann", frozenset(), 10).items
-    assert shown.id == run.id and decision.awaits(shown, "ann", frozenset())
+    assert shown.run.id == run.id and decision.awaits(shown.run, "ann", frozenset())
 
     record = stream_record(streamed, items.key(keys.run_pk(run.id), keys.RUN_SK), "MODIFY")
     answer = relay.relay([record], lambda **_: {"Entries": []}, "bus", streamed.client.delete_item)
@@ -296,3 +296,4 @@ def test_a_run_s_subject_is_the_one_the_events_give_it() -> None:
     assert keys.run_of_subject(events.run_subject(42)) == 42
     assert keys.run_of_subject(events.workflow_subject(42)) is None
     assert keys.subject_of(keys.run_pk(42)) == events.run_subject(42)
+

@@ -169,7 +169,7 @@ def test_the_approver_rules_reach_an_old_file_and_its_runs_can_be_cancelled(
     assert old.current_step is not None
     assert (old.current_step.approvers, old.current_step.required_approvals) == ((), 1)
     assert old.approvers == ("ann",) and old.current_step_approved_by == ()
-    assert [run.id for run in engine.inbox(storage, "bob", frozenset(), 10).items] == [1]
+    assert [item.run.id for item in engine.inbox(storage, "bob", frozenset(), 10).items] == [1]
 
     # Another connection (another process) reads the widened CHECKs as well.
     other = SQLiteStorage(str(path), engine.UPGRADES)
@@ -215,10 +215,21 @@ def file_of_schema_version_5(path: Path) -> list[int]:
         conn.execute(
             "CREATE INDEX workflow_runs_waiting ON workflow_runs(status, current_step_since)"
         )
-        # And none of what version 7 added.
-        conn.execute("ALTER TABLE workflow_runs DROP COLUMN input")
-        conn.execute("ALTER TABLE workflows DROP COLUMN input_schema")
-        conn.execute("ALTER TABLE workflow_steps DROP COLUMN when_condition")
+        # And none of what versions 7 and 8 added.
+        for table, column in (
+            ("workflow_runs", "input"),
+            ("workflows", "input_schema"),
+            ("workflow_steps", "when_condition"),
+            ("workflow_runs", "round"),
+            ("workflow_runs", "on_behalf_of"),
+            ("workflow_runs", "genesis_input_digest"),
+            ("workflow_actions", "on_behalf_of"),
+            ("workflow_actions", "round"),
+            ("workflow_actions", "input_digest"),
+            ("workflows", "max_returns"),
+        ):
+            conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+        conn.execute("DROP TABLE delegations")
         conn.execute("PRAGMA user_version = 5")
     conn.close()
     return runs
@@ -232,17 +243,19 @@ def test_the_runs_waiting_in_a_file_from_before_the_inbox_rows_are_in_their_inbo
     storage = SQLiteStorage(str(path), engine.UPGRADES)
 
     finance = frozenset({"finance"})
-    assert [run.id for run in engine.inbox(storage, "gus", finance, 10).items] == [
+    assert [item.run.id for item in engine.inbox(storage, "gus", finance, 10).items] == [
         waits,
         escalated,
         moved_on,
     ]
-    assert [run.id for run in engine.inbox(storage, "boss", frozenset(), 10).items] == [
+    assert [item.run.id for item in engine.inbox(storage, "boss", frozenset(), 10).items] == [
         waits,
         escalated,
         moved_on,
     ]
-    assert [run.id for run in engine.inbox(storage, "zed", frozenset(), 10).items] == [moved_on]
+    assert [item.run.id for item in engine.inbox(storage, "zed", frozenset(), 10).items] == [
+        moved_on
+    ]
     with sqlite3.connect(path) as conn:
         indexes = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
     conn.close()

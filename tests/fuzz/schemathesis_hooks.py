@@ -18,19 +18,21 @@ Schema cannot state over nested values. Valid cases are kept to those."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import schemathesis
 
 from chalicelib import cursors, engine
 from chalicelib.api import queries, validation
-from chalicelib.domain import conditions, content, errors
+from chalicelib.domain import conditions, content, delegations, errors
 
 LISTS = {
     "/workflows": "workflows",
     "/runs": "runs",
     "/inbox": "inbox",
     "/runs/{run_id}/events": "events",
+    "/delegations": "delegations",
 }
 
 
@@ -38,6 +40,7 @@ LISTS = {
 def map_case(context: Any, case: Any) -> Any:
     if _positive(case):
         _within_content_rules(case)
+        _within_delegation_rules(case)
     cursor = (case.query or {}).get("cursor")
     list_name = LISTS.get(case.operation.path)
     if not isinstance(cursor, str) or not cursor or list_name is None:
@@ -60,6 +63,13 @@ def map_case(context: Any, case: Any) -> Any:
             if not queries.is_path_id(run_id):
                 return case  # names no run: 404 anyway
             filters = {"run_id": int(run_id)}
+        elif list_name == "delegations":
+            asked = queries.delegation_query(query)
+            filters = {
+                "delegator": asked.delegator,
+                "delegate": asked.delegate,
+                "active_at": asked.active_at,
+            }
         else:
             queries.workflow_query(query)
             filters = {}
@@ -81,7 +91,7 @@ def _within_content_rules(case: Any) -> None:
     body, path = case.body, case.operation.path
     if not isinstance(body, dict):
         return
-    if path == "/runs" and body.get("input") is not None:
+    if path in ("/runs", "/runs/{run_id}/resubmit") and body.get("input") is not None:
         try:
             content.checked_input(body["input"])
         except errors.InvalidInput:
@@ -92,6 +102,42 @@ def _within_content_rules(case: Any) -> None:
             _applicable(step)
     if path == "/workflows/{workflow_id}/steps":
         _applicable(body)
+
+
+def _within_delegation_rules(case: Any) -> None:
+    """A valid case's times parse, and its window and delegate are one the
+    service lends (rules of time and of names no schema states)."""
+    path, query, body = case.operation.path, case.query or {}, case.body
+    if path != "/delegations":
+        return
+    if isinstance(query.get("active_at"), str) and not _parses(query["active_at"]):
+        query["active_at"] = engine.utc_now()
+    if not isinstance(body, dict):
+        return
+    try:
+        delegations.grant(
+            str(body.get("delegator", "someone")),
+            delegations.delegate_principal(str(body.get("delegate"))),
+            None,
+            str(body.get("starts_at")),
+            str(body.get("ends_at")),
+            "",
+            "someone",
+            engine.utc_now(),
+        )
+    except errors.InvalidInput:
+        now = datetime.now(UTC)
+        body["starts_at"] = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        body["ends_at"] = (now + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        body["delegate"] = "group:deputies"
+
+
+def _parses(text: str) -> bool:
+    try:
+        delegations.normalised(text, "active_at")
+    except errors.InvalidInput:
+        return False
+    return True
 
 
 def _applicable(step: Any) -> None:

@@ -49,6 +49,9 @@ class Api:
     def get(self, path: str) -> HTTPResponse:
         return self.request("GET", path)
 
+    def delete(self, path: str) -> HTTPResponse:
+        return self.request("DELETE", path)
+
     def post(self, path: str, body: Any = _NO_BODY, **kwargs: Any) -> HTTPResponse:
         return self.request("POST", path, body, **kwargs)
 

@@ -23,11 +23,13 @@ FAILED_LOAD = re.compile(r"Failed to load resource: the server responded with a 
 class PageUnderTest:
     """A tab on the app at `base_url`, `width` px wide."""
 
-    def __init__(self, browser: Browser, base_url: str, width: int) -> None:
+    def __init__(
+        self, browser: Browser, base_url: str, width: int, timezone_id: Optional[str] = None
+    ) -> None:
         self.base_url = base_url
         self.width = width
         self.context = browser.new_context(
-            viewport={"width": width, "height": 900}, base_url=base_url
+            viewport={"width": width, "height": 900}, base_url=base_url, timezone_id=timezone_id
         )
         self.page: Page = self.context.new_page()
         self.console_errors: list[str] = []
@@ -129,6 +131,14 @@ class PageUnderTest:
             " ".join(text.split())
             for text in self.page.locator("ol.history > li").all_inner_texts()
         ]
+
+    def input_fields(self) -> list[tuple[str, str]]:
+        """The run's input as its page lists it, top level: (label, value) pairs."""
+        rows = self.page.locator("#view section > dl.input-fields > div")
+        found = rows.evaluate_all(
+            "rows => rows.map((row) => [row.children[0].innerText, row.children[1].innerText])"
+        )
+        return [(" ".join(label.split()), " ".join(value.split())) for label, value in found]
 
     def offered(self) -> list[str]:
         """The actions the run page offers: its Approve, Reject and Cancel buttons."""

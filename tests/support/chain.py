@@ -46,6 +46,13 @@ def link(prev: str, action: dict[str, Any], seq: int) -> str:
         "comment": action["comment"],
         "created_at": action["created_at"],
     }
+    # Hashed only where an action has them (the definition's optional fields).
+    if action.get("on_behalf_of") is not None:
+        entry["on_behalf_of"] = action["on_behalf_of"]
+    if action.get("round", 1) > 1:
+        entry["round"] = action["round"]
+    if action.get("input_digest") is not None:
+        entry["input_digest"] = action["input_digest"]
     return sha256(prev + "\n" + canonical(entry))
 
 

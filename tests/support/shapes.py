@@ -27,6 +27,7 @@ WORKFLOW_FIELDS = {
     "created_at",
     "steps",
     "input_schema",
+    "max_returns",
     *POLICY_FIELDS,
 }
 ACTION_FIELDS = {
@@ -39,17 +40,22 @@ ACTION_FIELDS = {
     "comment",
     "created_at",
     "hash",
+    "on_behalf_of",
+    "round",
+    "input_digest",
 }
 RUN_FIELDS = {
     "id",
     "workflow_id",
     "title",
     "input",
+    "round",
     "requested_by",
     "status",
     "current_step_id",
     "current_step",
     "current_step_approved_by",
+    "current_step_on_behalf_of",
     "current_step_since",
     "created_at",
     "updated_at",
@@ -58,7 +64,7 @@ RUN_FIELDS = {
     "current_step_escalated_to",
     "actions",
 }
-RUN_STATUSES = {"in_progress", "completed", "rejected", "cancelled"}
+RUN_STATUSES = {"in_progress", "completed", "rejected", "cancelled", "returned"}
 HASH = re.compile(r"[0-9a-f]{64}")
 
 
@@ -117,7 +123,8 @@ def assert_action(action: Any, run_id: int) -> None:
     assert action["run_id"] == run_id
     assert_id(action["step_id"])
     assert isinstance(action["step_name"], str) and action["step_name"]
-    assert action["action"] in {"approve", "reject", "cancel", "skip"}
+    assert action["action"] in {"approve", "reject", "cancel", "skip", "return", "resubmit"}
+    assert type(action["round"]) is int and action["round"] >= 1
     assert isinstance(action["actor"], str) and action["actor"]
     assert isinstance(action["comment"], str)
     assert_utc_timestamp(action["created_at"])

@@ -315,7 +315,10 @@ def readme_verifier() -> str:
     [
         (lambda d: None, (0, "valid\n", "")),
         (lambda d: d["entries"][1].update(actor="mallory"), (1, "", "first invalid seq 2\n")),
-        (lambda d: d["entries"].pop(), (1, "", "head_hash is not the last entry's hash\n")),
+        (
+            lambda d: d["entries"].pop(),
+            (1, "", "head_hash is not the last entry's, or the input is not the one bound\n"),
+        ),
     ],
     ids=["untouched", "edited", "last-deleted"],
 )
@@ -334,3 +337,52 @@ def test_the_readmes_verifier_agrees(tmp_path: Path, change: Any, verdict: Any) 
 
     assert (done.returncode, done.stdout) == verdict[:2]
     assert done.stderr.endswith(verdict[2])
+
+
+def delegated_returned_resubmitted() -> Run:
+    """A run decided for a delegator, sent back, and resubmitted with a new
+    input: every optional field of an entry in its chain."""
+    from chalicelib.domain import transitions
+    from chalicelib.domain.models import RETURN, StepRule, Workflow
+
+    steps = tuple(StepRule(name).stored(i, 1, i) for i, name in enumerate(("A", "B"), 1))
+    workflow = Workflow(1, "W", "", AT, steps)
+    run = transitions.start_run(workflow, "PO", "ada", AT, {"amount": 5}).made(1).run
+    for change in (
+        lambda r: transitions.decide(r, APPROVE, "dave", "", steps[1:], LATER, "bob"),
+        lambda r: transitions.decide(r, RETURN, "mo", "Fix it", (), LATER),
+        lambda r: transitions.resubmit(r, workflow, "ada", "", {"amount": 7}, LATER),
+        lambda r: transitions.decide(r, APPROVE, "cy", "", steps[1:], LATER),
+    ):
+        run = change(run).after
+    return run
+
+
+def test_both_verifiers_check_every_optional_field_and_the_input_they_bind(
+    tmp_path: Path,
+) -> None:
+    run = delegated_returned_resubmitted()
+    document = answer(run)
+    entries = document["entries"]
+    assert entries[0]["on_behalf_of"] == "bob" and "round" not in entries[0]
+    assert entries[2]["action"] == "resubmit" and entries[2]["round"] == 2
+    assert entries[2]["input_digest"] == chain.sha256(chain.canonical({"amount": 7}))
+    assert document["valid"] and document["genesis"]["input_digest"]
+    assert chain.first_broken(document) is None
+    script = tmp_path / "verify.py"
+    script.write_text(readme_verifier(), encoding="utf-8")
+
+    def verdicts(doc: dict[str, Any]) -> tuple[bool, int]:
+        done = subprocess.run(
+            [sys.executable, str(script), saved(tmp_path, doc)], capture_output=True, timeout=60
+        )
+        return audit.verify_document(doc)[0], done.returncode
+
+    assert verdicts(document) == (True, 0)
+    assert verdicts({**document, "input": {"amount": 5}}) == (False, 1)
+    forged = json.loads(json.dumps(document))
+    forged["entries"][0]["on_behalf_of"] = "eve"
+    assert verdicts(forged) == (False, 1)
+    dropped = json.loads(json.dumps(document))
+    del dropped["entries"][2]["round"]
+    assert verdicts(dropped) == (False, 1)

@@ -67,7 +67,7 @@ def test_an_approval_short_of_the_quorum_keeps_the_run_at_its_step() -> None:
     run = run_at(TWO_OF)
     assert not decision.needs_next_step(run, APPROVE)
     assert decision.decide(run, APPROVE, "fay", "", None, AT) == Decision(
-        APPROVE, "fay", "", IN_PROGRESS, TWO_OF, AT, ("fay",)
+        APPROVE, "fay", "", IN_PROGRESS, TWO_OF, AT, ("fay",), None, ("",)
     )
 
 
@@ -167,15 +167,15 @@ def test_the_requester_or_an_admin_may_cancel(
 ) -> None:
     run = run_at(MANAGER)._replace(requested_by=requested_by)
     if allowed:
-        decision.check_canceller(run, actor, admin)
+        decision.check_requesters_action(run, CANCEL, actor, admin)
     else:
         with pytest.raises(errors.Forbidden, match="requester"):
-            decision.check_canceller(run, actor, admin)
+            decision.check_requesters_action(run, CANCEL, actor, admin)
 
 
 def test_an_ended_run_cannot_be_cancelled() -> None:
     with pytest.raises(errors.Conflict, match=r"^Run is not in progress$"):
-        decision.check_canceller(run_at(None, CANCELLED), "ann", True)
+        decision.check_requesters_action(run_at(None, CANCELLED), CANCEL, "ann", True)
 
 
 def test_the_step_to_decide_is_the_current_one() -> None:

@@ -46,6 +46,7 @@ def test_starting_a_run_is_run_started_then_the_first_step_activated() -> None:
         "actor": "rita",
         "head_hash": "a" * 64,
         "input_digest": None,
+        "round": 1,
         "input": {},
     }
     assert activated.data["step"] == shape(FIRST) and activated.data["actor"] is None

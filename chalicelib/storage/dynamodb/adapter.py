@@ -48,6 +48,7 @@ from chalicelib.storage.dynamodb.client import (
     n,
     s,
 )
+from chalicelib.storage.dynamodb.delegations import Delegations
 from chalicelib.storage.dynamodb.idempotency import IdempotencyKeys
 from chalicelib.storage.dynamodb.ids import ID_BLOCK, Counters
 from chalicelib.storage.dynamodb.keys import Item
@@ -77,7 +78,7 @@ KNOWN_WORKFLOWS = 1024
 APPEND_ATTEMPTS = 50
 
 
-class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState):
+class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState, Delegations):
     """Storage in one DynamoDB table: the service's state (here), its lists and
     inboxes (lists.py), its Idempotency-Keys (idempotency.py) and its events'
     delivery (outbox.py)."""
@@ -271,6 +272,7 @@ class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState):
             "approvers": {"L": []},
             **keys.run_keys(run_id, run.workflow_id, run.status, self.shards),
             **items.input_attrs(run.input),
+            "max_returns": n(run.max_returns),
         }
         if run.requested_by is not None:
             item["requested_by"] = s(run.requested_by)
@@ -346,6 +348,12 @@ class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState):
                     **keys.status_keys(after.id, after.workflow_id, after.status, self.shards),
                 }
             )
+        if after.round != before.round:
+            moved["round"] = n(after.round)
+        if after.input != before.input:
+            moved.update(items.input_attrs(after.input) or {"input": s("{}")})
+        if after.genesis_input_digest != before.genesis_input_digest:
+            moved["genesis_input_digest"] = s(after.genesis_input_digest or "")
         current, removed = items.current_step_state(after, self.shards)
         moved.update(current)
         puts, deletes = self._inbox_moves(change)

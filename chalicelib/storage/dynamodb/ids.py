@@ -18,7 +18,7 @@ from typing import Optional
 from chalicelib.storage.dynamodb import keys
 from chalicelib.storage.dynamodb.client import Requests, n, s
 
-ID_KINDS = ("workflow", "step", "run", "action")
+ID_KINDS = ("workflow", "step", "run", "action", "delegation")
 ID_BLOCK = 1000
 
 

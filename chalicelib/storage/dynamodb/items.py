@@ -11,7 +11,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from chalicelib.domain.models import Action, Deadline, Event, Policy, Run, Step, Workflow
+from chalicelib.domain.models import (
+    DEFAULT_MAX_RETURNS,
+    IN_PROGRESS,
+    Action,
+    Deadline,
+    Event,
+    Policy,
+    Run,
+    Step,
+    Workflow,
+)
 from chalicelib.storage.dynamodb import carried, keys
 from chalicelib.storage.dynamodb.client import n, s
 from chalicelib.storage.dynamodb.keys import Item
@@ -72,9 +82,12 @@ def input_attrs(data: dict[str, Any]) -> Item:
 
 
 def _json_text(value: Any) -> str:
+    """Compact, and in the order given: a schema's properties are in the order its
+    author chose, which the page shows its fields in, and an input in the order
+    it was sent (its digest sorts on its own: domain/audit.py)."""
     import json
 
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def deadline_attrs(step: Step, name: str) -> Item:
@@ -114,6 +127,7 @@ def workflow_item(workflow: Workflow) -> Item:
         "all_pk": s(keys.WORKFLOWS_PK),
         **{flag: {"BOOL": on} for flag, on in workflow.policy._asdict().items()},
         **json_attr("input_schema", workflow.input_schema),
+        "max_returns": n(workflow.max_returns),
     }
 
 
@@ -128,7 +142,13 @@ def workflow_of(item: Item) -> Workflow:
         tuple(sorted(steps, key=lambda step: step.step_order)),
         policy_of(item),
         json_of(item, "input_schema"),
+        max_returns_of(item),
     )
+
+
+def max_returns_of(item: Item) -> int:
+    """A workflow's (or a run's) max_returns; the default on items from before it."""
+    return int(item["max_returns"]["N"]) if "max_returns" in item else DEFAULT_MAX_RETURNS
 
 
 def policy_of(item: Item) -> Policy:
@@ -191,6 +211,7 @@ def current_step_state(run: Run, shards: int) -> tuple[Item, list[str]]:
     sets: Item = {
         "deadline_passed": {"BOOL": run.deadline_passed},
         "approved_by": strings(run.current_step_approved_by),
+        "on_behalf_of": strings(run.current_step_on_behalf_of),
     }
     removed: list[str] = []
     step = run.current_step
@@ -210,8 +231,11 @@ def current_step_state(run: Run, shards: int) -> tuple[Item, list[str]]:
             step_order=n(step.step_order),
             step_approvers=strings(step.approvers),
             step_required=n(step.required_approvals),
-            current_step_since=s(run.current_step_since or ""),
         )
+        if run.current_step_since is not None:
+            sets["current_step_since"] = s(run.current_step_since)
+        else:
+            removed.append("current_step_since")  # returned: it waits for no decision
     deadline = deadline_attrs(step, "step_deadline") if step else {}
     sets.update(deadline)
     removed += [] if deadline else ["step_deadline"]
@@ -237,8 +261,10 @@ def current_step_state(run: Run, shards: int) -> tuple[Item, list[str]]:
 def run_of(item: Item, actions: tuple[Action, ...]) -> Run:
     workflow_id = int(item["workflow_id"]["N"])
     current = step_of(item, workflow_id, CURRENT_STEP_ATTRIBUTES) if "step_id" in item else None
-    # A run from before quorums reached its step with its last decision.
-    since = item.get("current_step_since", item["updated_at"])["S"] if current else None
+    # A run from before quorums reached its step with its last decision; a
+    # returned one waits for no decision.
+    waiting = current is not None and item["status"]["S"] == IN_PROGRESS
+    since = item.get("current_step_since", item["updated_at"])["S"] if waiting else None
     return Run(
         int(item["id"]["N"]),
         workflow_id,
@@ -259,6 +285,10 @@ def run_of(item: Item, actions: tuple[Action, ...]) -> Run:
         item.get("deadline_passed", {}).get("BOOL", False),
         None,
         json_of(item, "input", {}),
+        int(item["round"]["N"]) if "round" in item else 1,
+        texts(item, "on_behalf_of"),
+        item["genesis_input_digest"]["S"] if "genesis_input_digest" in item else None,
+        max_returns_of(item),
     )
 
 
@@ -276,6 +306,12 @@ def action_item(action: Action, seq: int) -> Item:
     }
     if action.hash is not None:
         item["hash"] = s(action.hash)
+    if action.on_behalf_of is not None:
+        item["on_behalf_of"] = s(action.on_behalf_of)
+    if action.round > 1:
+        item["round"] = n(action.round)
+    if action.input_digest is not None:
+        item["input_digest"] = s(action.input_digest)
     return item
 
 
@@ -290,6 +326,9 @@ def action_of(item: Item, run_id: int) -> Action:
         item["comment"]["S"],
         item["created_at"]["S"],
         item["hash"]["S"] if "hash" in item else None,
+        item["on_behalf_of"]["S"] if "on_behalf_of" in item else None,
+        int(item["round"]["N"]) if "round" in item else 1,
+        item["input_digest"]["S"] if "input_digest" in item else None,
     )
 
 

@@ -28,6 +28,10 @@ Items (PK, SK are strings):
     inbox entry  INBOX#user:<id>             <since>#<run id, 16 d.>  run_id, step_id: the run
                  INBOX#<shard>#group:<name>                           waits in this principal's
                  INBOX#<shard>#*                                      inbox (*: anyone's)
+    delegation   DELEGATIONS                 DELEG#<id, 16 digits>    the delegation, its keys,
+                                                                      event_seq
+    lent to      DELEGATE#<principal key>    <ends_at>#<id, 16 d.>    a copy of the delegation,
+                                                                      while it is not revoked
 
 Indexes (schema.py), partition key -> sort key, all sorted by `id` but `due`:
 
@@ -69,6 +73,13 @@ Access patterns: what each request reads and writes.
                               BatchGetItem of its runs
     GET /runs/{id}/events     EVT#runs/<id> and RUN#<id>'s        -
                               actions (two Queries, at once)
+    POST /delegations         workflow item, where it names one   delegation, lent-to entry,
+                                                                  event
+    DELETE /delegations/{id}  the delegation (Query)              delegation, lent-to entry
+                                                                  deleted, event
+    GET /delegations          DELEGATIONS (Queries, filtered)     -
+    a delegate's decision     DELEGATE#<key> of the caller and    -
+    or inbox                  each group (Query each)
     the sweeper               `due`: one Query per deadline shard, run (as a decision); a
                               then each run due (Query)           reminder or escalation
     Idempotency-Key           -                                   one conditional put of the key;
@@ -94,6 +105,7 @@ from chalicelib.storage.failures import unavailable
 Item = dict[str, dict[str, Any]]
 
 WORKFLOW_SK = "#WORKFLOW"
+DELEGATIONS_PK = "DELEGATIONS"
 NAME_SK = "#WFNAME"
 RUN_SK = "#RUN"
 STEP_PREFIX = "STEP#"
@@ -301,3 +313,15 @@ def partitions(
     else:
         index, prefix = RUNS_INDEX, "RUNS"
     return index, [f"{prefix}#{shard}" for shard in range(shards)]
+
+
+def delegation_sk(delegation_id: int) -> str:
+    return f"DELEG#{delegation_id:016d}"
+
+
+def delegate_pk(principal_key: str) -> str:
+    return f"DELEGATE#{principal_key}"
+
+
+def delegate_sk(ends_at: str, delegation_id: int) -> str:
+    return f"{ends_at}#{delegation_id:016d}"

@@ -20,7 +20,6 @@ from chalicelib.domain import errors
 from chalicelib.domain.models import (
     Action,
     Event,
-    EventDraft,
     Run,
     RunChange,
     RunStart,
@@ -31,27 +30,30 @@ from chalicelib.domain.models import (
     WorkflowDefinition,
 )
 from chalicelib.storage.sqlite import rows
+from chalicelib.storage.sqlite.connections import next_id
+from chalicelib.storage.sqlite.delegations import Delegations
 from chalicelib.storage.sqlite.idempotency import IdempotencyKeys
-from chalicelib.storage.sqlite.outbox import OutboxState
+from chalicelib.storage.sqlite.outbox import OutboxState, record_events
 
 
-class SQLiteStorage(OutboxState, IdempotencyKeys):
+class SQLiteStorage(OutboxState, IdempotencyKeys, Delegations):
     """Storage in one SQLite file (connections.py): the service's state (here),
-    its Idempotency-Keys (idempotency.py) and its events' delivery (outbox.py)."""
+    its Idempotency-Keys (idempotency.py), its events' delivery (outbox.py) and
+    the delegations (delegations.py)."""
 
     # -- workflows -------------------------------------------------------
 
     def create_workflow(self, definition: WorkflowDefinition) -> Workflow:
         with self._write() as conn:
-            first_step = _next_id(conn, "workflow_steps")
+            first_step = next_id(conn, "workflow_steps")
             step_ids = tuple(range(first_step, first_step + definition.steps))
-            defined = definition.made(_next_id(conn, "workflows"), step_ids)
+            defined = definition.made(next_id(conn, "workflows"), step_ids)
             workflow = defined.workflow
             try:
                 conn.execute(
                     "INSERT INTO workflows (id, name, description, created_at, "
                     "allow_self_approval, distinct_approvers, reject_requires_comment, "
-                    "input_schema) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    "input_schema, max_returns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         workflow.id,
                         workflow.name,
@@ -59,13 +61,14 @@ class SQLiteStorage(OutboxState, IdempotencyKeys):
                         workflow.created_at,
                         *workflow.policy,
                         rows.document(workflow.input_schema),
+                        workflow.max_returns,
                     ),
                 )
             except sqlite3.IntegrityError as exc:
                 raise errors.Conflict(f"A workflow named {workflow.name!r} already exists") from exc
             for step in workflow.steps:
                 _insert_step(conn, step)
-            _record_events(conn, defined.events)
+            record_events(conn, defined.events)
         return workflow
 
     def get_workflow(self, workflow_id: int) -> Workflow:
@@ -117,9 +120,9 @@ class SQLiteStorage(OutboxState, IdempotencyKeys):
                 "SELECT COALESCE(MAX(step_order), 0) FROM workflow_steps WHERE workflow_id = ?",
                 (workflow_id,),
             ).fetchone()
-            appended = append.made(_next_id(conn, "workflow_steps"), max_order + 1)
+            appended = append.made(next_id(conn, "workflow_steps"), max_order + 1)
             _insert_step(conn, appended.step)
-            _record_events(conn, appended.events)
+            record_events(conn, appended.events)
         return appended.step
 
     def steps_after(self, workflow_id: int, after_order: int) -> tuple[Step, ...]:
@@ -138,7 +141,7 @@ class SQLiteStorage(OutboxState, IdempotencyKeys):
 
     def create_run(self, start: RunStart) -> Run:
         with self._write() as conn:
-            started = start.made(_next_id(conn, "workflow_runs"))
+            started = start.made(next_id(conn, "workflow_runs"))
             run = started.run
             conn.execute(
                 "INSERT INTO workflow_runs (id, workflow_id, title, status, current_step_id, "
@@ -162,7 +165,7 @@ class SQLiteStorage(OutboxState, IdempotencyKeys):
             )
             action_ids = _insert_actions(conn, started.actions)
             _enter_inboxes(conn, run, started.enters)
-            _record_events(conn, started.events, new_subject=True)
+            record_events(conn, started.events, new_subject=True)
         return started.recorded(action_ids)
 
     def get_run(self, run_id: int, history: bool = True) -> Run:
@@ -188,9 +191,7 @@ class SQLiteStorage(OutboxState, IdempotencyKeys):
         read = (
             self._connection()
             .execute(
-                f"SELECT {rows.RUN_COLUMNS}, "
-                "wa.id, wa.run_id, wa.step_id, ws.name, wa.action, wa.actor, "
-                f"wa.comment, wa.created_at, wa.hash FROM {rows.RUN_FROM} "
+                f"SELECT {rows.RUN_COLUMNS}, {rows.ACTION_COLUMNS} FROM {rows.RUN_FROM} "
                 "LEFT JOIN workflow_actions wa ON wa.run_id = r.id "
                 "LEFT JOIN workflow_steps ws ON ws.id = wa.step_id "
                 "WHERE r.id = ? ORDER BY wa.id ASC",
@@ -211,8 +212,7 @@ class SQLiteStorage(OutboxState, IdempotencyKeys):
         found = (
             self._connection()
             .execute(
-                "SELECT wa.id, wa.run_id, wa.step_id, ws.name, wa.action, wa.actor, wa.comment, "
-                "wa.created_at, wa.hash FROM workflow_actions wa "
+                f"SELECT {rows.ACTION_COLUMNS} FROM workflow_actions wa "
                 "JOIN workflow_steps ws ON ws.id = wa.step_id "
                 "WHERE wa.run_id = ? ORDER BY wa.id DESC LIMIT ?",
                 (run_id, count),
@@ -300,7 +300,7 @@ class SQLiteStorage(OutboxState, IdempotencyKeys):
                 raise errors.LostWrite()
             action_ids = _insert_actions(conn, change.actions)
             _move_in_inboxes(conn, change)
-            _record_events(conn, change.events)
+            record_events(conn, change.events)
         return change.recorded(action_ids)
 
     # -- deadlines ---------------------------------------------------------
@@ -335,20 +335,14 @@ class SQLiteStorage(OutboxState, IdempotencyKeys):
         return Slice(tuple(Event(*row) for row in rows[:limit]), len(rows) > limit)
 
 
-def _next_id(conn: sqlite3.Connection, table: str) -> int:
-    """The id AUTOINCREMENT would give `table`'s next row, taken under the write
-    lock so that the rules can compute with it before the row is written."""
-    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = ?", (table,)).fetchone()
-    return (row[0] if row else 0) + 1
-
-
 def _insert_actions(conn: sqlite3.Connection, actions: Sequence[Action]) -> list[int]:
     """The actions appended to their run's history, in order; their new ids."""
     return [
         rows.last_id(
             conn.execute(
                 "INSERT INTO workflow_actions (run_id, step_id, action, actor, comment, "
-                "created_at, hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "created_at, hash, on_behalf_of, round, input_digest) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     action.run_id,
                     action.step_id,
@@ -357,6 +351,9 @@ def _insert_actions(conn: sqlite3.Connection, actions: Sequence[Action]) -> list
                     action.comment,
                     action.created_at,
                     action.hash,
+                    action.on_behalf_of,
+                    action.round,
+                    action.input_digest,
                 ),
             )
         )
@@ -408,31 +405,3 @@ def _each(conn: sqlite3.Connection, sql: str, rows: Sequence[tuple[object, ...]]
         conn.execute(sql, rows[0])
     elif rows:
         conn.executemany(sql, rows)
-
-
-def _record_events(
-    conn: sqlite3.Connection, drafts: Sequence[EventDraft], new_subject: bool = False
-) -> None:
-    """Add `drafts` to the outbox in the caller's transaction, each the next of
-    its subject: the write lock the transaction holds keeps sequences gap-free.
-    Each subject's last sequence is read once per transaction, and not at all
-    for a `new_subject` (a run being created: AUTOINCREMENT never gives an id
-    twice, so no event names it yet)."""
-    last: dict[str, int] = {}
-    for draft in drafts:
-        sequence = last.get(draft.subject)
-        if sequence is None:
-            (sequence,) = (
-                (0,)
-                if new_subject
-                else conn.execute(
-                    "SELECT COALESCE(MAX(sequence), 0) FROM events WHERE subject = ?",
-                    (draft.subject,),
-                ).fetchone()
-            )
-        event = draft.numbered(sequence + 1)
-        last[draft.subject] = event.sequence
-        conn.execute(
-            "INSERT INTO events (id, subject, sequence, type, body) VALUES (?, ?, ?, ?, ?)",
-            (event.id, event.subject, event.sequence, event.type, event.body),
-        )

@@ -101,3 +101,10 @@ class Connections:
         if conn is not None:
             conn.close()
             self._local.conn = None
+
+
+def next_id(conn: sqlite3.Connection, table: str) -> int:
+    """The id AUTOINCREMENT would give `table`'s next row, taken under the write
+    lock so that the rules can compute with it before the row is written."""
+    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = ?", (table,)).fetchone()
+    return (row[0] if row else 0) + 1

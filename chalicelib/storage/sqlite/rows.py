@@ -21,7 +21,8 @@ STEP_COLUMNS = (
 )
 WORKFLOW_COLUMNS = (
     "w.id, w.name, w.description, w.created_at, "
-    "w.allow_self_approval, w.distinct_approvers, w.reject_requires_comment, w.input_schema"
+    "w.allow_self_approval, w.distinct_approvers, w.reject_requires_comment, w.input_schema, "
+    "w.max_returns"
 )
 RUN_COLUMNS = (
     "r.id, r.workflow_id, r.title, r.status, r.created_at, r.updated_at, "
@@ -29,7 +30,13 @@ RUN_COLUMNS = (
     "s.deadline_seconds, s.on_deadline, s.escalate_to, s.when_condition, "
     "r.requested_by, r.head_hash, r.approved_by, r.current_step_since, "
     "w.allow_self_approval, w.distinct_approvers, w.reject_requires_comment, r.approvers, "
-    "r.current_step_due_at, r.deadline_passed, r.input"
+    "r.current_step_due_at, r.deadline_passed, r.input, "
+    "r.round, r.on_behalf_of, r.genesis_input_digest, w.max_returns"
+)
+# An action's columns, in Action's order (its step's name from the step's row).
+ACTION_COLUMNS = (
+    "wa.id, wa.run_id, wa.step_id, ws.name, wa.action, wa.actor, wa.comment, wa.created_at, "
+    "wa.hash, wa.on_behalf_of, wa.round, wa.input_digest"
 )
 # A run's row: the run, its current step and its workflow's policy, joined.
 RUN_FROM = (
@@ -37,7 +44,7 @@ RUN_FROM = (
     "JOIN workflows w ON w.id = r.workflow_id"
 )
 # Columns after the first RUN_COLUMNS in a run's row with its actions.
-ACTIONS_FROM = 27
+ACTIONS_FROM = 31
 
 
 def listed_run(row: tuple[Any, ...]) -> Run:
@@ -61,6 +68,10 @@ def listed_run(row: tuple[Any, ...]) -> Run:
         current_step_due_at=row[24],
         deadline_passed=bool(row[25]),
         input=json_of(row[26]) or {},
+        round=row[27],
+        current_step_on_behalf_of=strings(row[28]),
+        genesis_input_digest=row[29],
+        max_returns=row[30],
     )
 
 
@@ -78,7 +89,14 @@ def step(row: Sequence[Any]) -> Step:
 def workflow(row: Sequence[Any], steps: tuple[Step, ...]) -> Workflow:
     """A workflow from a row of WORKFLOW_COLUMNS, and its steps."""
     return Workflow(
-        row[0], row[1], row[2], row[3], steps, Policy(*map(bool, row[4:7])), json_of(row[7])
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        steps,
+        Policy(*map(bool, row[4:7])),
+        json_of(row[7]),
+        row[8],
     )
 
 
@@ -122,6 +140,14 @@ def changed_state(before: Run, after: Run) -> dict[str, object]:
         changed["current_step_due_at"] = after.current_step_due_at
     if after.deadline_passed != before.deadline_passed:
         changed["deadline_passed"] = int(after.deadline_passed)
+    if after.current_step_on_behalf_of != before.current_step_on_behalf_of:
+        changed["on_behalf_of"] = as_json(after.current_step_on_behalf_of)
+    if after.round != before.round:
+        changed["round"] = after.round
+    if after.input != before.input:
+        changed["input"] = document(after.input)
+    if after.genesis_input_digest != before.genesis_input_digest:
+        changed["genesis_input_digest"] = after.genesis_input_digest
     return changed
 
 

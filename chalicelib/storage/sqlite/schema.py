@@ -265,6 +265,46 @@ def _add_content_and_conditions(conn: sqlite3.Connection, upgrades: Optional[Upg
     )
 
 
+def _add_delegations_and_rounds(conn: sqlite3.Connection, upgrades: Optional[Upgrades]) -> None:
+    """Delegations, and runs sent back for changes: a run's round (1 for the
+    runs before it) and whom its current step's approvals were for; an
+    action's round, whom it was for and a resubmit's input digest; the digest
+    a run's genesis holds once a resubmit changed its input; a workflow's
+    max_returns; the delegations, found by their delegate's key and end, and
+    by their delegator's key."""
+    for statement in (
+        "ALTER TABLE workflow_runs ADD COLUMN round INTEGER NOT NULL DEFAULT 1",
+        "ALTER TABLE workflow_runs ADD COLUMN on_behalf_of TEXT NOT NULL DEFAULT '[]'",
+        "ALTER TABLE workflow_runs ADD COLUMN genesis_input_digest TEXT",
+        "ALTER TABLE workflow_actions ADD COLUMN on_behalf_of TEXT",
+        "ALTER TABLE workflow_actions ADD COLUMN round INTEGER NOT NULL DEFAULT 1",
+        "ALTER TABLE workflow_actions ADD COLUMN input_digest TEXT",
+        "ALTER TABLE workflows ADD COLUMN max_returns INTEGER NOT NULL DEFAULT 3",
+        "CREATE TABLE delegations (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+        "delegator TEXT NOT NULL, delegator_key TEXT NOT NULL, "
+        "delegate TEXT NOT NULL, delegate_key TEXT NOT NULL, "
+        "workflow_id INTEGER REFERENCES workflows(id), "
+        "starts_at TEXT NOT NULL, ends_at TEXT NOT NULL, reason TEXT NOT NULL, "
+        "created_at TEXT NOT NULL, created_by TEXT NOT NULL, revoked_at TEXT, revoked_by TEXT)",
+        "CREATE INDEX delegations_to ON delegations(delegate_key, ends_at)",
+        "CREATE INDEX delegations_of ON delegations(delegator_key, id)",
+    ):
+        conn.execute(statement)
+    _widen_checks(
+        conn,
+        (
+            "workflow_runs",
+            "'completed','rejected','cancelled')",
+            "'completed','rejected','cancelled','returned')",
+        ),
+        (
+            "workflow_actions",
+            "'approve','reject','cancel','skip')",
+            "'approve','reject','cancel','skip','return','resubmit')",
+        ),
+    )
+
+
 # A change to the schema: a statement, or a function of the connection (and of
 # the rules' upgrades) when SQL alone cannot make it.
 Migration = Union[str, Callable[[sqlite3.Connection, Optional[Upgrades]], None]]
@@ -288,6 +328,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     _add_inboxes,
     # 7: runs' input, workflows' input schema, steps' conditions, skip.
     _add_content_and_conditions,
+    # 8: delegations; returns, resubmits and rounds.
+    _add_delegations_and_rounds,
 )
 
 
