@@ -297,3 +297,26 @@ def test_a_run_s_subject_is_the_one_the_events_give_it() -> None:
     assert keys.run_of_subject(events.workflow_subject(42)) is None
     assert keys.subject_of(keys.run_pk(42)) == events.run_subject(42)
 
+
+def test_a_run_sent_back_and_resubmitted_before_the_relay_ran_is_in_the_inbox_once(
+    streamed: dynamodb.DynamoDBStorage,
+) -> None:
+    workflow = engine.create_workflow(streamed, "Rounds", steps=["Board", "CFO"])
+    run = engine.start_run(streamed, workflow.id, "PO-1042", requested_by="rita")
+    engine.return_run(streamed, run.id, "mo", "Attach the quote", clock=lambda: LATER)
+    # Its round 1 entry is still there: the relay has not read the stream.
+    (left,) = scan(streamed, keys.INBOX_PREFIX)
+    assert engine.inbox(streamed, "anyone", frozenset(), 10).items == ()
+
+    again = engine.resubmit(streamed, run.id, "rita", clock=lambda: "2030-01-03T00:00:00.000Z")
+
+    # Round 2 waits at the same step: the entry of round 1 is not shown.
+    assert len(scan(streamed, keys.INBOX_PREFIX)) == 2
+    (shown,) = engine.inbox(streamed, "anyone", frozenset(), 10).items
+    assert shown.run.id == run.id and shown.run.round == 2
+    assert shown.run.current_step_since == again.current_step_since
+    # The decision route agrees with it: the run is decided in round 2.
+    assert decision.awaits(shown.run, "anyone", frozenset())
+    approved = engine.approve(streamed, run.id, "anyone")
+    assert approved.current_step is not None and approved.current_step.name == "CFO"
+    assert [e for e in scan(streamed, keys.INBOX_PREFIX) if e["SK"] == left["SK"]] == [left]

@@ -124,10 +124,15 @@ class Lists:
         more = bound is not None or len(ordered) > limit
         ordered = ordered[:limit]
         runs = self._runs_by_id({run_id for _, run_id, _ in ordered})
+        # An entry counts only while its run waits at its step since it says:
+        # one its run left (the stream's relay deletes those a little later)
+        # or one of an earlier round at the same step is not shown.
         page = tuple(
             runs[run_id]
-            for _, run_id, step_id in ordered
-            if run_id in runs and runs[run_id].current_step_id == step_id
+            for sk, run_id, step_id in ordered
+            if run_id in runs
+            and runs[run_id].current_step_id == step_id
+            and runs[run_id].current_step_since == keys.inbox_position(sk)[0]
         )
         resume = keys.inbox_position(ordered[-1][0]) if ordered else None
         return Slice(page, more and bool(ordered), resume)
