@@ -366,9 +366,10 @@ class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState, Delegations):
             else:
                 removed.append(items.INBOX_LEFT)
             deletes = []
-        # The last action item carries the change's events (carried.py).
+        # The last action item carries the change's events: its run's (carried.py).
         numbered = [d.numbered(before.event_seq + i) for i, d in enumerate(told, start=1)]
-        carrying = numbered if change.actions and told else []
+        own = all(d.subject == keys.run_subject(before.id) for d in told)
+        carrying = numbered if change.actions and told and own else []
         writes = [
             self._run_update(before, moved, removed),
             *self._action_puts(
