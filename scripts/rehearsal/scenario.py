@@ -42,6 +42,7 @@ TIME_KEYS = {
     "current_step_due_at",
     "time",
     "due_at",
+    "revoked_at",
 }
 HASH_KEYS = {"hash", "head_hash", "previous_hash"}
 CURSOR_KEYS = {"next_cursor"}
