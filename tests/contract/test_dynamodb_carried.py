@@ -320,3 +320,25 @@ def test_a_run_sent_back_and_resubmitted_before_the_relay_ran_is_in_the_inbox_on
     approved = engine.approve(streamed, run.id, "anyone")
     assert approved.current_step is not None and approved.current_step.name == "CFO"
     assert [e for e in scan(streamed, keys.INBOX_PREFIX) if e["SK"] == left["SK"]] == [left]
+
+
+def test_a_run_s_rounds_carry_their_events_in_one_gap_free_stream(
+    streamed: dynamodb.DynamoDBStorage,
+) -> None:
+    workflow = engine.create_workflow(streamed, "Rounds", steps=["Board"])
+    run = engine.start_run(streamed, workflow.id, "PO-1042", requested_by="rita")
+    engine.return_run(streamed, run.id, "mo", "Attach the quote")
+    engine.resubmit(streamed, run.id, "rita", "Quote attached")
+    log = QueryLog(streamed)
+    engine.approve(streamed, run.id, "mo", comment="Round 2: fine")
+
+    (action,) = [b["Item"] for k, b in transaction_of(log) if k == "Put" and "ACT#" in str(b)]
+    assert item_size(action) <= 1024
+    listed = streamed.list_events(events.run_subject(run.id), None, 100).items
+    assert [e.sequence for e in listed] == list(range(1, len(listed) + 1))
+    kinds = [e.type for e in listed]
+    assert kinds[:2] == [events.RUN_STARTED, events.STEP_ACTIVATED]
+    assert events.RUN_RETURNED in kinds and events.RUN_RESUBMITTED in kinds
+    assert kinds[-2:] == [events.STEP_APPROVED, events.RUN_COMPLETED]
+    # Every change after the start rode in its action item: no event item for them.
+    assert len(scan(streamed, keys.EVENT_PREFIX + events.run_subject(run.id))) == 2
