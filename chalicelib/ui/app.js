@@ -1,7 +1,8 @@
 // The approvers' page: views over the JSON API of the app that serves it.
 //
 // Views are hash routes, so every link can be shared and reloads where it was:
-// #/inbox, #/runs/42, #/workflows, #/me (who am I). What the API sends reaches
+// #/inbox, #/runs/42 (#/runs/42?for=bob: decided on bob's behalf), #/workflows,
+// #/delegations (rights to decide lent and lent to me), #/me (who am I). What the API sends reaches
 // the DOM only as text, in elements made here (textContent, createElement):
 // never as markup. Every decision sends the step it was made on
 // (expected_step_id) and a fresh Idempotency-Key, so a stale page cannot
@@ -16,8 +17,9 @@
 // service's own words ("only if amount > 10000"), and a step a run skipped
 // because of it is shown as skipped.
 // What the caller may do with a run is the API's to say, GET
-// /runs/{id}/permissions: the page offers those actions only, and says in
-// words why the others are not offered.
+// /runs/{id}/permissions: the page offers those actions only (send back for
+// changes and resubmit among them), and says in words why the others are not
+// offered. A run's steps show its current round; its history, every round.
 "use strict";
 
 (() => {
