@@ -8,8 +8,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from playwright.sync_api import expect
 
+from tests.support import tokens
 from tests.support.api import Api
 from tests.support.browser import PageUnderTest
 
@@ -229,3 +231,62 @@ def test_send_back_is_offered_only_to_whom_the_api_allows_it(tab: PageUnderTest,
     tab.act_as("bob")
     tab.open_run(run)
     expect(tab.page.get_by_role("button", name="Send back for changes")).to_be_visible()
+
+
+def press_tab_until(tab: PageUnderTest, target: Any, most: int = 60) -> None:
+    """Tab through the page until `target` has the focus."""
+    for _ in range(most):
+        tab.page.keyboard.press("Tab")
+        if target.evaluate("node => node === document.activeElement"):
+            return
+    raise AssertionError(f"{most} presses of Tab never reached {target}")
+
+
+def test_the_keyboard_alone_lends_rights_revokes_them_and_sends_a_run_back(
+    tab: PageUnderTest, api: Api
+) -> None:
+    run = run_of(api, {"steps": ["Manager"]}, requested_by="rita")
+    tab.act_as("bob")
+    press_tab_until(tab, tab.page.get_by_role("link", name="Delegations"))
+    tab.page.keyboard.press("Enter")
+    expect(tab.heading).to_have_text("Delegations")
+    press_tab_until(tab, tab.page.get_by_label("To whom"))
+    tab.page.keyboard.type("dave")
+    tab.page.keyboard.press("Enter")  # submits the form
+    expect(tab.status).to_contain_text("You lent your rights to dave")
+    expect(tab.status).to_be_focused()
+    press_tab_until(tab, tab.page.get_by_role("button", name="Revoke the delegation to dave"))
+    tab.page.keyboard.press("Enter")
+    expect(tab.status).to_have_text("You revoked the delegation to dave: it ends now.")
+
+    tab.open_run(run)
+    press_tab_until(tab, tab.page.get_by_label("What should change"))
+    tab.page.keyboard.type("Name the supplier")
+    tab.page.keyboard.press("Tab")
+    expect(tab.page.get_by_role("button", name="Send back for changes")).to_be_focused()
+    tab.page.keyboard.press("Enter")
+    expect(tab.status).to_have_text(
+        "You sent this run back to rita for changes at step 1 of 1: Manager."
+    )
+    expect(tab.status).to_be_focused()
+
+
+@pytest.mark.usefixtures("secret_mode")
+def test_in_jwt_mode_the_token_says_who_lends_and_who_revokes(tab: PageUnderTest, api: Api) -> None:
+    tab.visit(f"#token={tokens.hs256(tokens.claims('bob', []))}")
+    expect(tab.status).to_contain_text("Using the token of bob")
+    tab.visit("#/delegations")
+    form = tab.page.get_by_role("form", name="Lend your rights")
+    form.get_by_label("To whom").fill("group:deputies")
+    form.get_by_role("button", name="Lend my rights").click()
+    expect(tab.status).to_contain_text("You lent your rights to the deputies group, from ")
+    created_one = next(request for request in tab.sent if request["path"] == "/delegations")
+    assert "delegator" not in created_one["body"]  # the token says who lends
+    tab.page.get_by_role("button", name="Revoke the delegation to the deputies group").click()
+    expect(tab.status).to_have_text(
+        "You revoked the delegation to the deputies group: it ends now."
+    )
+    bearer = {"Authorization": f"Bearer {tokens.hs256(tokens.claims('bob', []))}"}
+    listed = api.request("GET", "/delegations?delegator=bob", headers=bearer).json_body
+    (stored,) = listed["items"]
+    assert (stored["delegate"], stored["revoked_by"]) == ("group:deputies", "bob")
