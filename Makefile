@@ -90,7 +90,7 @@ browser:
 				"or set CHROMIUM to a Chromium binary" >&2; exit 1; }; \
 		test -x $(CHROMIUM) || { echo "No Chromium at $(CHROMIUM) after the install" >&2; exit 1; }; }
 
-# Screenshots of the inbox and a run page at 360 and 1280 px (README), on sample data.
+# Screenshots of the inbox, a run page and the delegations at 360 and 1280 px (README), on sample data.
 screenshots: $(VENV)/.dev browser
 	CHROMIUM=$(CHROMIUM) $(BIN)/python scripts/screenshots.py docs/screenshots
 

@@ -255,8 +255,15 @@ def list_delegations() -> Page[Delegation]:
     from chalicelib import delegations
 
     query = queries.delegation_query(api.query())
+    caller = api.caller()
     return delegations.listed(
-        get_storage(), query.delegator, query.delegate, query.active_at, query.limit, query.cursor
+        get_storage(),
+        query.delegator,
+        query.delegate,
+        query.active_at,
+        query.limit,
+        query.cursor,
+        *identity.reader_of(caller),
     )
 
 
@@ -265,7 +272,8 @@ def list_delegations() -> Page[Delegation]:
 def get_delegation(delegation_id: str) -> Delegation:
     from chalicelib import delegations
 
-    return delegations.get(get_storage(), queries.path_id(delegation_id, "Delegation"))
+    did = queries.path_id(delegation_id, "Delegation")
+    return delegations.get(get_storage(), did, *identity.reader_of(api.caller()))
 
 
 @app.route("/delegations/{delegation_id}", methods=["DELETE"])

@@ -45,8 +45,19 @@ def create(
     return storage.create_delegation(grant)
 
 
-def get(storage: Storage, delegation_id: int) -> Delegation:
-    return storage.get_delegation(delegation_id)
+def get(
+    storage: Storage,
+    delegation_id: int,
+    reader: Optional[str] = None,
+    groups: frozenset[str] = frozenset(),
+    admin: bool = False,
+) -> Delegation:
+    """The delegation; a verified `reader` (None where callers are not
+    verified) must be party to it or an administrator."""
+    delegation = storage.get_delegation(delegation_id)
+    if reader is not None:
+        delegations.check_reader(delegation, reader, groups, admin)
+    return delegation
 
 
 def revoke(
@@ -68,9 +79,15 @@ def listed(
     active_at: Optional[str],
     limit: int,
     cursor: Optional[str] = None,
+    reader: Optional[str] = None,
+    groups: frozenset[str] = frozenset(),
+    admin: bool = False,
 ) -> Page[Delegation]:
     """One page of delegations by id ascending: of that delegator, to that
-    delegate, active at that time, where given."""
+    delegate, active at that time, where given. A verified `reader` lists
+    their own (named as delegator, or they or a group of theirs as delegate)."""
+    if reader is not None:
+        delegations.check_listing(delegator, delegate, reader, groups, admin)
     filters = {"delegator": delegator, "delegate": delegate, "active_at": active_at}
     after = engine.cursor_position(cursor, DELEGATIONS, filters)
     delegator_key = names.canonical(delegator) if delegator is not None else None

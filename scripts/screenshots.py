@@ -1,5 +1,5 @@
-"""Screenshots of the approvers' page for the README: the inbox and a run page,
-each 360 px wide (a phone) and 1280 px wide, on sample data.
+"""Screenshots of the approvers' page for the README: the inbox, a run page and
+the delegations, each 360 px wide (a phone) and 1280 px wide, on sample data.
 
     python scripts/screenshots.py docs/screenshots
 
@@ -8,7 +8,7 @@ SQLite file (WORKFLOW_AUTH=none), filled through the API as people would, and
 photographed by Debian's headless Chromium (scripts/browser.py). Steps get
 approvers and a quorum where the API has them, runs an input (what is being
 approved, under the workflow's input schema) and the CFO's step a condition
-where it has those.
+where it has those, and the viewer delegations where the API takes them.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import os
 import sys
 import tempfile
 import urllib.request
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +134,26 @@ def sample_data(base_url: str) -> dict[str, Any]:
     return laptops
 
 
+def sample_delegations(base_url: str) -> bool:
+    """Rights the viewer lent and was lent, where the API has delegations."""
+    if "/delegations" not in call(base_url, "GET", "/openapi.json")["paths"]:
+        return False
+    now = datetime.now(UTC).replace(second=0, microsecond=0)
+
+    def lend(delegator: str, delegate: str, starts: int, days: int, reason: str) -> None:
+        start = now + timedelta(days=starts)
+        window = {
+            "starts_at": start.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "ends_at": (start + timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+        lent = {"delegator": delegator, "delegate": delegate, "reason": reason, **window}
+        call(base_url, "POST", "/delegations", lent)
+
+    lend(VIEWER[0], "fiona", 14, 10, "Holiday in the Algarve")
+    lend("cfo", VIEWER[0], 0, 3, "At the board meeting in Porto")
+    return True
+
+
 def main(argv: list[str]) -> int:
     out = Path(argv[0] if argv else "docs/screenshots")
     out.mkdir(parents=True, exist_ok=True)
@@ -144,6 +165,9 @@ def main(argv: list[str]) -> int:
         app_module.use_storage(SQLiteStorage(os.path.join(data, "workflows.sqlite3")))
         with local_server.serving(app_module.app, Config.create()) as base_url:
             run = sample_data(base_url)
+            views = [("inbox", "#/inbox", None), ("run", f"#/runs/{run['id']}", run["title"])]
+            if sample_delegations(base_url):
+                views.append(("delegations", "#/delegations", "Delegations"))
             with sync_playwright() as playwright:
                 chromium = browser.launch(playwright)
                 for width in WIDTHS:
@@ -159,10 +183,7 @@ def main(argv: list[str]) -> int:
                     page.get_by_label("Your groups").fill(VIEWER[1])
                     page.get_by_role("button", name="Continue").click()
                     expect(page.get_by_role("status")).not_to_be_empty()
-                    for name, route, heading in (
-                        ("inbox", "#/inbox", None),
-                        ("run", f"#/runs/{run['id']}", run["title"]),
-                    ):
+                    for name, route, heading in views:
                         page.goto(f"/{route}")
                         page.reload()  # without the last view's message
                         title = page.get_by_role("heading", level=1)

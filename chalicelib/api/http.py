@@ -164,7 +164,7 @@ class JsonApi:
         minimal: Optional[Callable[[Any], dict[str, Any]]] = None,
     ) -> Callable[[Callable[..., Answer]], Callable[..., Response]]:
         """Serialise what the view returns with `status` (and a Location header
-        from `location`); domain errors become 4xx/5xx. A POST with an
+        from `location`); domain errors become 4xx/5xx. A POST or DELETE with an
         Idempotency-Key runs once per key (chalicelib/domain/idempotency.py). A request
         that prefers return=minimal gets `minimal` of what the view returns
         instead, where the route has one, and is told so."""
@@ -194,7 +194,7 @@ class JsonApi:
                     return domain_error_response(exc)
                 request.context[_CALLER] = caller
                 key = request.headers.get("Idempotency-Key")
-                if key is None or request.method != "POST":
+                if key is None or request.method not in ("POST", "DELETE"):
                     return respond()
                 return self._answer_once(key, caller, respond)
 
@@ -223,7 +223,7 @@ class JsonApi:
         try:
             claim = idempotency.new_claim(
                 idempotency.scoped(idempotency.checked_key(key), caller and caller.actor),
-                idempotency.fingerprint(request.method, self.request_path(), _raw_body(request)),
+                idempotency.fingerprint(request.method, self._target(), _raw_body(request)),
                 self.clock(),
             )
             stored, replayed = idempotency.respond_once(
@@ -246,6 +246,16 @@ class JsonApi:
         for name, value in (request.uri_params or {}).items():
             path = path.replace(f"{{{name}}}", value)
         return path
+
+    def _target(self) -> str:
+        """The path with its query, sorted: what a retry must send again (a
+        DELETE names its actor in the query where callers are not verified)."""
+        query: Mapping[str, str] = self.request.query_params or {}
+        if not query:
+            return self.request_path()
+        from urllib.parse import urlencode
+
+        return self.request_path() + "?" + urlencode(sorted(query.items()))
 
     def base_path(self) -> str:
         """What precedes our routes in the URL: API Gateway's stage or base path

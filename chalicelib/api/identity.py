@@ -254,6 +254,15 @@ def requester_of(caller: Optional[Caller], asserted: Optional[str]) -> Optional[
     return _verified_or_asserted(caller, asserted, "requested_by")
 
 
+def reader_of(caller: Optional[Caller]) -> tuple[Optional[str], frozenset[str], bool]:
+    """Who reads, as the rules of reading want them: the verified caller's
+    name, groups and whether they administer; no one where callers are not
+    verified (`none` mode: anyone reads)."""
+    if caller is None:
+        return None, frozenset(), False
+    return caller.actor, caller.groups, caller.admin
+
+
 def delegator_of(caller: Optional[Caller], asserted: Optional[str]) -> str:
     """Whose rights a new delegation lends: the verified caller's, or where the
     caller is an administrator anyone's they name; in `none` mode the body's."""

@@ -109,6 +109,47 @@ def revoke(delegation: Delegation, actor: str, admin: bool, at: str) -> Delegati
     )
 
 
+def is_party(delegation: Delegation, actor: str, groups: frozenset[str]) -> bool:
+    """Whether `actor` (a member of `groups`) lent it or may use it."""
+    return same(actor, delegation.delegator) or _names_caller(delegation.delegate, actor, groups)
+
+
+def check_reader(delegation: Delegation, actor: str, groups: frozenset[str], admin: bool) -> None:
+    """A verified caller reads the delegations they are party to, an
+    administrator any: who is away, and who covers, is theirs to know."""
+    if not admin and not is_party(delegation, actor, groups):
+        raise errors.Forbidden(
+            "Only its delegator, its delegate or an administrator may read this delegation"
+        )
+
+
+def check_listing(
+    delegator: Optional[str],
+    delegate: Optional[str],
+    actor: str,
+    groups: frozenset[str],
+    admin: bool,
+) -> None:
+    """A verified caller lists the delegations they lent or that are lent to
+    them (or to one of their groups); an administrator lists any."""
+    mine = (delegator is not None and same(actor, delegator)) or (
+        delegate is not None and _names_caller(delegate_principal(delegate), actor, groups)
+    )
+    if not admin and not mine:
+        raise errors.Forbidden(
+            "List your own delegations: name yourself as 'delegator', or yourself or "
+            "one of your groups as 'delegate' (an administrator may list any)"
+        )
+
+
+def _names_caller(principal: str, actor: str, groups: frozenset[str]) -> bool:
+    """Whether `principal` ("user:<name>", "group:<name>") is the caller or a group of theirs."""
+    ours = {canonical_principal(USER_PREFIX + actor)} | {
+        canonical_principal(GROUP_PREFIX + group) for group in groups
+    }
+    return canonical_principal(principal) in ours
+
+
 def _instant(text: str, name: str) -> datetime:
     """An RFC 3339 timestamp with its offset (Z or +hh:mm), as an aware datetime."""
     try:

@@ -1,7 +1,8 @@
 // The approvers' page: views over the JSON API of the app that serves it.
 //
 // Views are hash routes, so every link can be shared and reloads where it was:
-// #/inbox, #/runs/42, #/workflows, #/me (who am I). What the API sends reaches
+// #/inbox, #/runs/42 (#/runs/42?for=bob: decided on bob's behalf), #/workflows,
+// #/delegations (rights to decide lent and lent to me), #/me (who am I). What the API sends reaches
 // the DOM only as text, in elements made here (textContent, createElement):
 // never as markup. Every decision sends the step it was made on
 // (expected_step_id) and a fresh Idempotency-Key, so a stale page cannot
@@ -16,8 +17,9 @@
 // service's own words ("only if amount > 10000"), and a step a run skipped
 // because of it is shown as skipped.
 // What the caller may do with a run is the API's to say, GET
-// /runs/{id}/permissions: the page offers those actions only, and says in
-// words why the others are not offered.
+// /runs/{id}/permissions: the page offers those actions only (send back for
+// changes and resubmit among them), and says in words why the others are not
+// offered. A run's steps show its current round; its history, every round.
 "use strict";
 
 (() => {
@@ -31,13 +33,18 @@
   const KEYS = { actor: "approvals.actor", groups: "approvals.groups", token: "approvals.token", next: "approvals.next" };
   // Times in the reader's own zone, and saying which it is.
   const DATE = new Intl.DateTimeFormat(undefined, { year: "numeric", month: "short", day: "numeric", hour: "numeric", minute: "2-digit", timeZoneName: "short" });
-  const STATUS_TEXT = { in_progress: "In progress", completed: "Completed", rejected: "Rejected", cancelled: "Cancelled" };
+  const STATUS_TEXT = { in_progress: "In progress", returned: "Sent back for changes", completed: "Completed", rejected: "Rejected", cancelled: "Cancelled" };
   const ENDED = { completed: "completed", rejected: "rejected", cancelled: "cancelled" };
-  const DECIDED = { approve: "approved", reject: "rejected", cancel: "cancelled the run" };
+  const DECIDED = { approve: "approved", reject: "rejected", cancel: "cancelled the run", return: "sent it back for changes", resubmit: "resubmitted the run" };
+  // How a step's own list of decisions says each ("Approved by ann").
+  const STEP_DECIDED = { approve: "Approved", reject: "Rejected", cancel: "Cancelled the run", return: "Sent back for changes", resubmit: "Resubmitted" };
   // Who acts for the service itself: a step skipped by its condition.
   const SERVICE_ACTORS = new Map([["system:conditions", "The service"]]);
-  const ACTIONS = ["approve", "reject", "cancel"];
-  const ACTION_NAMES = { approve: "Approve", reject: "Reject", cancel: "Cancel" };
+  const ACTIONS = ["approve", "reject", "return", "resubmit", "cancel"];
+  const ACTION_NAMES = { approve: "Approve", reject: "Reject", return: "Send back for changes", resubmit: "Resubmit", cancel: "Cancel" };
+  // A delegation's state, in words (and its badge's class).
+  const DELEGATION_STATES = { active: "Active", upcoming: "Upcoming", ended: "Ended", revoked: "Revoked" };
+  const WEEK_MS = 7 * 24 * 3600 * 1000;
   // A workflow's rules (its boolean fields): the define form's label and hint,
   // and how a workflow's card says each, when true and when false.
   const FLAG_LABELS = {
@@ -302,6 +309,11 @@
       permissions: "/runs/{run_id}/permissions" in paths,
       runInput: "input" in body("/runs"),
       decisionGroups: "groups" in body("/runs/{run_id}/approve"),
+      expectedRound: "expected_round" in body("/runs/{run_id}/approve"),
+      onBehalfOf: "on_behalf_of" in body("/runs/{run_id}/approve"),
+      returns: "/runs/{run_id}/return" in paths,
+      resubmitInput: "input" in body("/runs/{run_id}/resubmit"),
+      delegations: "/delegations" in paths && "/delegations/{delegation_id}" in paths,
       stepFields: new Set(Object.keys(stepFields)),
       initialStepFields: new Set(Object.keys(initialStep)),
       onDeadline: [...(onDeadline.enum || []), ...(onDeadline.anyOf || []).flatMap((each) => deref(each).enum || [])].filter((v) => typeof v === "string"),
@@ -511,12 +523,22 @@
     object: 'An object in JSON, for example {"name": "value"}.',
   };
 
-  /** The field of one property of the workflow's input schema. */
-  function propertyField(name, property, required) {
+  /** An RFC 3339 time as a datetime-local value: the reader's wall time. */
+  function wallTimeText(iso) {
+    const date = new Date(iso);
+    if (typeof iso !== "string" || Number.isNaN(date.getTime())) return null;
+    const pad = (number, width = 2) => String(number).padStart(width, "0");
+    return `${pad(date.getFullYear(), 4)}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}`;
+  }
+
+  /** The field of one property of the workflow's input schema, filled with
+   *  `current` (a run's input, when resubmitting it) or else its default. */
+  function propertyField(name, property, required, current) {
     const id = uid("input");
     const label = fieldLabel(name, property);
     const how = controlKind(property);
-    const fallback = Object.hasOwn(property, "default") ? property.default : undefined;
+    const given = isObject(current) && Object.hasOwn(current, name);
+    const fallback = given ? current[name] : Object.hasOwn(property, "default") ? property.default : undefined;
     const hints = [];
     if (typeof property.description === "string" && property.description.trim()) hints.push(property.description.trim());
     if (how.kind === "json") hints.push(JSON_HINTS[how.type] || "In JSON: text in double quotes, numbers, true, false or null as they are.");
@@ -539,7 +561,7 @@
     } else if (how.kind === "boolean") {
       control = el("input", { type: "checkbox", name, checked: fallback === true });
     } else if (how.kind === "text") {
-      const value = typeof fallback === "string" && how.type !== "datetime-local" ? fallback : null;
+      const value = typeof fallback !== "string" ? null : how.type === "datetime-local" ? (given ? wallTimeText(fallback) : null) : fallback;
       const maxLength = Number.isInteger(property.maxLength) ? String(property.maxLength) : null;
       control = el("input", { type: how.type, name, value, maxlength: maxLength, autocomplete: "off", spellcheck: how.type === "text" ? null : "false" });
     } else {
@@ -602,12 +624,14 @@
     return field;
   }
 
-  /** Without a schema to follow: one box for the whole input, in JSON. */
-  function wholeInputField() {
+  /** Without a schema to follow: one box for the whole input, in JSON (filled
+   *  with `current`, a run's input, when resubmitting it). */
+  function wholeInputField(current) {
     const id = uid("input");
     const hintId = uid("hint");
     const errorId = uid("error");
     const control = el("textarea", { id, name: "input", rows: "4", spellcheck: "false", autocomplete: "off", "aria-describedby": hintId });
+    if (isObject(current) && Object.keys(current).length) control.value = JSON.stringify(current, null, 2);
     const error = el("p", { class: "field-error", id: errorId, hidden: true });
     const field = {
       name: "input",
@@ -652,11 +676,11 @@
 
   /** The start form's input: a field per property of the workflow's schema, or
    *  one JSON box without one. read() gives {input} or {field, problem}. */
-  function runInputFields(workflow) {
+  function runInputFields(workflow, current) {
     const schema = workflow.input_schema;
     const properties = Object.entries(schemaProperties(schema));
     if (!properties.length) {
-      const box = wholeInputField();
+      const box = wholeInputField(current);
       return {
         nodes: [box.node],
         fields: [box],
@@ -667,12 +691,14 @@
       };
     }
     const required = new Set(Array.isArray(schema.required) ? schema.required : []);
-    const fields = properties.map(([name, property]) => propertyField(name, schemaOf(property), required.has(name)));
+    const fields = properties.map(([name, property]) => propertyField(name, schemaOf(property), required.has(name), current));
+    // Fields of a run's input that the schema does not name: kept as they are.
+    const others = isObject(current) ? Object.entries(current).filter(([name]) => !Object.hasOwn(schema.properties, name)) : [];
     return {
       nodes: [el("fieldset", { class: "input-fieldset" }, el("legend", {}, "What is being approved"), fields.map((field) => field.node))],
       fields,
       read() {
-        const input = {};
+        const input = Object.fromEntries(others);
         for (const field of fields) {
           const read = field.read();
           if (read.problem) return { field, problem: read.problem };
@@ -717,9 +743,10 @@
   }
 
   function parse(hash) {
-    const match = /^#\/(inbox|workflows|me|runs\/(\d+))?\/?$/.exec(hash || "#/");
+    const match = /^#\/(inbox|workflows|delegations|me|runs\/(\d+))?\/?(\?[^#]*)?$/.exec(hash || "#/");
     if (!match) return { name: "inbox" };
-    if (match[2]) return { name: "run", id: Number(match[2]) };
+    // #/runs/42?for=bob: the run, decided on bob's behalf (from the inbox of his delegate).
+    if (match[2]) return { name: "run", id: Number(match[2]), behalf: new URLSearchParams(match[3] || "").get("for") || null };
     return { name: match[1] || "inbox" };
   }
 
@@ -967,10 +994,12 @@
 
   function inboxItem(run, workflow) {
     const since = run.current_step_since || null;
+    const behalf = typeof run.on_behalf_of === "string" && run.on_behalf_of ? run.on_behalf_of : null;
     return el(
       "li",
       { class: "card" },
-      el("h2", { class: "card-title" }, el("a", { href: `#/runs/${run.id}` }, run.title)),
+      el("h2", { class: "card-title" }, el("a", { href: `#/runs/${run.id}${behalf ? query({ for: behalf }) : ""}` }, run.title)),
+      behalf ? el("p", { class: "on-behalf" }, `On behalf of ${behalf}, who lent you their rights to decide.`) : null,
       inputSummary(run, workflow),
       facts([
         ["Workflow", workflow ? workflow.name : `Workflow ${run.workflow_id}`],
@@ -985,8 +1014,12 @@
 
   // -- a run -------------------------------------------------------------------------
 
+  // Whom the run page acts for: the delegator named in its link (#/runs/42?for=bob), or nobody.
+  let behalfOf = null;
+
   async function showRun(current, target) {
     const caps = await capabilities();
+    behalfOf = caps.onBehalfOf ? target.behalf : null;
     const run = await request("GET", `/runs/${target.id}`);
     const [workflow, permissions] = await Promise.all([workflowById(run.workflow_id, true), permissionsOf(run.id, caps)]);
     return drawRun(current, run, workflow, caps, permissions, "");
@@ -999,6 +1032,7 @@
     if (!caps.permissions) return null;
     const caller = me();
     const params = MODE === "none" ? { actor: caller.actor, group: caller.groups } : {};
+    if (behalfOf) params.on_behalf_of = behalfOf;
     try {
       return await request("GET", `/runs/${id}/permissions${query(params)}`);
     } catch (error) {
@@ -1013,32 +1047,44 @@
   function offered(run, caps, permissions) {
     if (permissions === null) {
       const caller = me();
-      return { approve: true, reject: true, cancel: caps.cancel && Boolean(caller) && sameName(run.requested_by, caller.actor) };
+      const mine = Boolean(caller) && sameName(run.requested_by, caller.actor);
+      return { approve: true, reject: true, return: false, resubmit: false, cancel: caps.cancel && mine };
     }
-    if (permissions.failed) return { approve: false, reject: false, cancel: false };
+    if (permissions.failed) return { approve: false, reject: false, return: false, resubmit: false, cancel: false };
     return Object.fromEntries(ACTIONS.map((action) => [action, Boolean(permissions[action] && permissions[action].allowed)]));
   }
 
   function drawRun(current, run, workflow, caps, permissions, draft) {
     const status = STATUS_TEXT[run.status] || run.status;
+    const returned = run.status === "returned";
+    const rounds = typeof run.round === "number" && (run.round > 1 || returned);
     const summary = facts([
       ["Workflow", workflow.name],
       ["Requested by", run.requested_by || "nobody named"],
       ["Started", time(run.created_at)],
-      ["Current step", run.current_step ? stepPosition(run.current_step, workflow) : null],
-      ["Approvals", approvalsSoFar(run)],
+      ["Round", rounds ? String(run.round) : null],
+      ["Current step", run.current_step && !returned ? stepPosition(run.current_step, workflow) : null],
+      ["Approvals", returned ? null : approvalsSoFar(run)],
       ["Waiting since", time(run.current_step_since)],
       ["Deadline", deadline(run.current_step_due_at)],
       ["Run number", String(run.id)],
     ]);
+    let where = "";
+    if (returned) where = ` ${run.requested_by ? `It waits for ${run.requested_by}, who requested it,` : "It waits"} to change and resubmit it.`;
+    else if (run.current_step) where = ` Waiting at step ${stepPosition(run.current_step, workflow)}.`;
     const sections = [
-      el("p", { class: "lead" }, "Status: ", el("span", { class: `badge badge-${run.status}` }, status), run.current_step ? ` Waiting at step ${stepPosition(run.current_step, workflow)}.` : ""),
+      el("p", { class: "lead" }, "Status: ", el("span", { class: `badge badge-${run.status}` }, status), where),
       summary,
       inputSection(run, workflow),
     ];
+    const offer = offered(run, caps, permissions);
     if (run.status === "in_progress" && run.current_step) {
-      const offer = offered(run, caps, permissions);
-      if (offer.approve || offer.reject) sections.push(decisionForm(run, workflow, caps, offer, draft));
+      if (offer.approve || offer.reject) sections.push(decisionForm(run, workflow, caps, offer, permissions, draft));
+      if (offer.return) sections.push(returnForm(run, workflow, caps, permissions));
+      if (offer.cancel) sections.push(cancelForm(run, caps));
+      sections.push(notOffered(run, permissions));
+    } else if (returned) {
+      if (offer.resubmit) sections.push(resubmitForm(run, workflow, caps));
       if (offer.cancel) sections.push(cancelForm(run, caps));
       sections.push(notOffered(run, permissions));
     }
@@ -1046,6 +1092,10 @@
     sections.push(el("p", { class: "actions" }, el("a", { href: "#/inbox" }, "Back to the inbox"), el("button", { type: "button", onclick: () => route() }, "Reload")));
     return draw(current, run.title, ...sections);
   }
+
+  // Reasons that say nothing to the reader where they appear: everyone but a
+  // returned run's requester is told "not returned" for Resubmit.
+  const UNSAID = new Set(["run_not_returned"]);
 
   /** The actions the API does not allow the caller, each with why, in words;
    *  actions held back for one reason are named together. */
@@ -1056,19 +1106,34 @@
     if (permissions.failed) {
       return section(el("p", {}, `The page could not check what you may do with this run, so it offers nothing: ${asSentence(permissions.failed)} Reload to try again.`));
     }
-    const reasons = new Map(); // the reason in words -> the actions it holds back
+    const reasons = new Map(); // the reason -> the actions it holds back, and one of its answers
     for (const action of ACTIONS) {
       const permission = permissions[action];
-      if (!permission || permission.allowed) continue;
-      const why = whyNot(permission, run);
-      reasons.set(why, [...(reasons.get(why) || []), ACTION_NAMES[action]]);
+      if (!permission || permission.allowed || UNSAID.has(permission.reason)) continue;
+      const key = permission.reason || permission.message || "";
+      const held = reasons.get(key) || { permission, actions: [] };
+      held.actions.push(action);
+      reasons.set(key, held);
     }
     if (!reasons.size) return null;
-    return section(el("ul", { class: "why-not" }, [...reasons].map(([why, names]) => el("li", {}, el("strong", {}, series(names, "and")), `: ${why}`))));
+    const items = [...reasons.values()].map(({ permission, actions }) =>
+      el("li", {}, el("strong", {}, series(actions.map((action) => ACTION_NAMES[action]), "and")), `: ${whyNot(permission, run, actions)}`),
+    );
+    return section(el("ul", { class: "why-not" }, items));
+  }
+
+  /** "approve or reject it", "approve or reject it, or send it back": what
+   *  `actions` let one do with a run, in words. */
+  function doingWords(actions) {
+    const verbs = { approve: "approve", reject: "reject", resubmit: "resubmit", cancel: "cancel" };
+    const plain = actions.filter((action) => verbs[action]).map((action) => verbs[action]);
+    const back = actions.includes("return");
+    if (!plain.length) return back ? "send it back" : "do this with it";
+    return `${series(plain)} it${back ? ", or send it back" : ""}`;
   }
 
   /** Why the API does not allow an action (its reason code), said to the caller. */
-  function whyNot(permission, run) {
+  function whyNot(permission, run, actions = []) {
     const step = run.current_step || {};
     switch (permission.reason) {
       case "run_not_in_progress":
@@ -1078,7 +1143,7 @@
         return principals.length ? `Only ${whoMayDecide(principals)} can decide this step.` : "You are not among those who may decide this step.";
       }
       case "requester_may_not_decide":
-        return "You requested this run, and its workflow doesn't let requesters approve or reject it.";
+        return `You requested this run, and its workflow doesn't let requesters ${doingWords(actions)}.`;
       case "already_approved_this_step": {
         const soFar = approvalsSoFar(run);
         return `You already approved this step; it waits for other approvers${soFar ? ` (${soFar} approvals so far)` : ""}.`;
@@ -1087,15 +1152,44 @@
         return "You approved another step of this run, and its workflow wants a different person for each step.";
       case "not_the_requester": {
         const admins = MODE === "jwt" ? ` or a member of the ${ADMIN_GROUP} group` : "";
-        return run.requested_by ? `Only ${run.requested_by}, who requested this run,${admins ? `${admins},` : ""} can cancel it.` : `Only the requester${admins} can cancel this run.`;
+        const doing = doingWords(actions.length ? actions : ["cancel"]);
+        return run.requested_by ? `Only ${run.requested_by}, who requested this run,${admins ? `${admins},` : ""} can ${doing}.` : `Only the requester${admins} can ${doing}.`;
       }
+      case "run_returned":
+        return "It was sent back for changes: nobody decides it until it is resubmitted.";
+      case "returns_exhausted":
+        return "It has been sent back as many times as its workflow allows.";
+      case "delegation_not_active":
+        return behalfOf ? `No delegation from ${behalfOf} to you is active now for this run's workflow, so you may not act on their behalf.` : "No delegation to you is active now for this run's workflow.";
       default:
         return permission.message || "This is not yours to do with this run now.";
     }
   }
 
-  function decisionForm(run, workflow, caps, offer, draft) {
+  /** Whom a decision allowed by `permissions` is made for: the delegator, or null for oneself. */
+  function actingFor(permissions, action) {
+    const permission = permissions && !permissions.failed ? permissions[action] : null;
+    return permission && permission.allowed && typeof permission.on_behalf_of === "string" && permission.on_behalf_of ? permission.on_behalf_of : null;
+  }
+
+  /** What every decision on the current step sends: the step and round it was
+   *  made on, who decides, and for whom. */
+  function decisionBody(run, caps, permissions, action) {
     const caller = me();
+    const body = { expected_step_id: run.current_step.id };
+    if (caps.expectedRound && typeof run.round === "number") body.expected_round = run.round;
+    if (MODE === "none") {
+      body.actor = caller.actor;
+      if (caps.decisionGroups && caller.groups.length) body.groups = caller.groups;
+    }
+    const behalf = caps.onBehalfOf ? actingFor(permissions, action) : null;
+    if (behalf) body.on_behalf_of = behalf;
+    return body;
+  }
+
+  const forWhom = (body) => (body.on_behalf_of ? `, on behalf of ${body.on_behalf_of}` : "");
+
+  function decisionForm(run, workflow, caps, offer, permissions, draft) {
     const step = run.current_step;
     const commentId = uid("comment");
     const hintId = uid("hint");
@@ -1104,6 +1198,7 @@
     comment.value = draft;
     const approved = run.current_step_approved_by || [];
     const escalated = run.current_step_escalated_to || [];
+    const behalf = actingFor(permissions, offer.approve ? "approve" : "reject");
     const notes = [];
     if (typeof step.required_approvals === "number") {
       notes.push(
@@ -1119,6 +1214,7 @@
       "form",
       { class: "panel", novalidate: true, "aria-labelledby": "decide-heading" },
       el("h2", { id: "decide-heading" }, `Decide step ${stepPosition(step, workflow)}`),
+      behalf ? el("p", { class: "on-behalf" }, `You decide on behalf of ${behalf}, who lent you their rights; the history records both names.`) : null,
       notes.length ? el("p", {}, notes) : null,
       el("div", { class: "field" }, el("label", { for: commentId }, "Comment"), el("p", { class: "hint", id: hintId }, hint), comment),
       el(
@@ -1134,15 +1230,108 @@
       const decision = chosen === "reject" || chosen === "approve" ? chosen : offer.approve ? "approve" : "reject";
       const text = comment.value;
       if (decision === "reject" && needsComment && !text.trim()) return refuse(comment, "Say why you reject: this workflow needs a comment to reject.");
-      const body = { expected_step_id: step.id };
-      if (MODE === "none") {
-        body.actor = caller.actor;
-        if (caps.decisionGroups && caller.groups.length) body.groups = caller.groups;
-      }
+      const body = decisionBody(run, caps, permissions, decision);
       if (text.trim()) body.comment = text;
-      act(form, run, caps, decision, body, text, (updated, fresh) => decidedText(decision, step, updated, fresh) + skippedText(updated.actions.slice(run.actions.length)));
+      act(form, run, caps, decision, body, text, (updated, fresh) => decidedText(decision, step, updated, fresh, body) + skippedText(updated.actions.slice(run.actions.length)));
     });
     return form;
+  }
+
+  /** Send the run back to its requester, saying what should change. */
+  function returnForm(run, workflow, caps, permissions) {
+    const step = run.current_step;
+    const commentId = uid("what-to-change");
+    const hintId = uid("hint");
+    const comment = el("textarea", { id: commentId, name: "comment", rows: "3", maxlength: "5000", required: true, "aria-describedby": hintId });
+    const behalf = actingFor(permissions, "return");
+    const who = run.requested_by || "its requester";
+    const form = el(
+      "form",
+      { class: "panel", novalidate: true, "aria-labelledby": "return-heading" },
+      el("h2", { id: "return-heading" }, "Send back for changes"),
+      el("p", {}, `Instead of rejecting it, send this run back to ${who} to change and resubmit it. A new round of approvals then starts from the first step.${behalf ? ` You do this on behalf of ${behalf}.` : ""}`),
+      el("div", { class: "field" }, el("label", { for: commentId }, "What should change (required)"), el("p", { class: "hint", id: hintId }, `${capitalised(who)} reads this. Kept in the run's history.`), comment),
+      el("div", { class: "actions" }, el("button", { type: "submit" }, "Send back for changes")),
+    );
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const text = comment.value;
+      if (!text.trim()) return refuse(comment, "Say what should change: the requester reads it before resubmitting.");
+      const body = { ...decisionBody(run, caps, permissions, "return"), comment: text };
+      act(form, run, caps, "return", body, "", () => `You sent this run back to ${who} for changes at step ${stepPosition(step, workflow)}${forWhom(body)}.`);
+    });
+    return form;
+  }
+
+  /** Resubmit a returned run: a comment, and its input changed where the workflow takes one. */
+  function resubmitForm(run, workflow, caps) {
+    const commentId = uid("what-changed");
+    const comment = el("textarea", { id: commentId, name: "comment", rows: "3", maxlength: "5000" });
+    const sentBack = [...run.actions].reverse().find((action) => action.action === "return");
+    const input = caps.resubmitInput ? runInputFields(workflow, run.input) : null;
+    const problem = el("p", { class: "field-error form-error", tabindex: "-1", hidden: true });
+    const form = el(
+      "form",
+      { class: "panel", novalidate: true, "aria-labelledby": "resubmit-heading" },
+      el("h2", { id: "resubmit-heading" }, "Change and resubmit"),
+      sentBack ? el("p", {}, `${sentBack.actor} sent it back${sentBack.on_behalf_of ? ` on behalf of ${sentBack.on_behalf_of}` : ""}, asking:`) : null,
+      sentBack && sentBack.comment ? el("blockquote", { class: "comment" }, sentBack.comment) : null,
+      el("p", {}, `Resubmitting starts round ${(run.round || 1) + 1}: everyone approves again, from the first step.`),
+      input ? input.nodes : null,
+      el("div", { class: "field" }, el("label", { for: commentId }, "What you changed (optional)"), comment),
+      problem,
+      el("div", { class: "actions" }, el("button", { type: "submit", class: "primary" }, "Resubmit")),
+    );
+    const explain = (field, message) => {
+      if (field) {
+        field.show(message);
+        return focus(field.control);
+      }
+      problem.textContent = message;
+      problem.hidden = false;
+      focus(problem);
+    };
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      problem.hidden = true;
+      for (const field of input ? input.fields : []) field.clear();
+      const body = {};
+      if (MODE === "none") body.actor = me().actor;
+      if (comment.value.trim()) body.comment = comment.value;
+      if (input) {
+        const read = input.read();
+        if (read.problem) return explain(read.field, read.problem);
+        // Only a changed input is sent: the same one needs no new record of it.
+        if (stableText(read.input) !== stableText(run.input || {})) body.input = read.input;
+      }
+      await submit(
+        form,
+        () => request("POST", `/runs/${run.id}/resubmit`, body, newKey()),
+        (updated) => go(location.hash, { status: resubmittedText(updated, workflow, "input" in body) }),
+        (error) => {
+          if (error.status === 400 || error.status === 413) {
+            explain(input && error.status === 400 ? fieldOfError(input.fields, error.message) : null, asSentence(error.message));
+            return true;
+          }
+          return false;
+        },
+      );
+    });
+    return form;
+  }
+
+  /** JSON with its objects' keys in order: two inputs compare by it. */
+  function stableText(value) {
+    if (Array.isArray(value)) return `[${value.map(stableText).join(",")}]`;
+    if (isObject(value)) return `{${Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${stableText(value[key])}`).join(",")}}`;
+    return JSON.stringify(value) ?? "null";
+  }
+
+  function resubmittedText(run, workflow, changed) {
+    const what = changed ? "with its new input" : "with its input unchanged";
+    if (run.status === "completed") return `You resubmitted this run ${what}: round ${run.round} needed no approval, as none of its steps applies, and the run is completed.`;
+    const at = run.current_step ? `, at step ${stepPosition(run.current_step, workflow)}` : "";
+    return `You resubmitted this run ${what}: round ${run.round} starts${at}.`;
   }
 
   function cancelForm(run, caps) {
@@ -1205,13 +1394,17 @@
     }
   }
 
-  const NOUNS = { approve: "approval", reject: "rejection", cancel: "cancellation" };
+  const NOUNS = { approve: "approval", reject: "rejection", cancel: "cancellation", return: "sending back", resubmit: "resubmission" };
 
   /** Why a refused action was not recorded, from the run as it is now (`after`);
    *  null when that does not tell. */
   function notRecorded(action, before, after, workflow, permissions) {
     const lead = `Your ${NOUNS[action]} was not recorded`;
+    if (after.status === "returned") return `${lead}: the run was sent back for changes meanwhile.`;
     if (after.status !== "in_progress") return `${lead}: the run was ${ENDED[after.status] || after.status} meanwhile.`;
+    if (typeof after.round === "number" && after.round !== before.round) {
+      return `${lead}: the run was sent back and resubmitted meanwhile, and is in round ${after.round} now. Your comment is kept: decide again if you still want to.`;
+    }
     if (after.current_step_id !== before.current_step_id && after.current_step) {
       return `${lead}: the run moved on meanwhile, to step ${stepPosition(after.current_step, workflow)}. Your comment is kept: decide again if you still want to.`;
     }
@@ -1226,8 +1419,8 @@
     return names.length === 1 ? ` Skipped, as its condition does not hold: ${names[0]}.` : ` Skipped, as their conditions do not hold: ${series(names, "and")}.`;
   }
 
-  function decidedText(decision, step, run, workflow) {
-    const done = `You ${decision === "reject" ? "rejected" : "approved"} step ${step.step_order}, ${step.name}.`;
+  function decidedText(decision, step, run, workflow, body) {
+    const done = `You ${decision === "reject" ? "rejected" : "approved"} step ${step.step_order}, ${step.name}${forWhom(body)}.`;
     if (run.status !== "in_progress") return `${done} The run is ${(STATUS_TEXT[run.status] || run.status).toLowerCase()}.`;
     if (run.current_step_id === step.id) {
       const so_far = approvalsSoFar(run);
@@ -1236,16 +1429,23 @@
     return `${done} The run waits at step ${stepPosition(run.current_step, workflow)} now.`;
   }
 
+  /** The run with the actions of its current round only: what its steps show. */
+  function inThisRound(run) {
+    if (typeof run.round !== "number") return run;
+    return { ...run, actions: run.actions.filter((action) => (typeof action.round === "number" ? action.round : 1) === run.round) };
+  }
+
   /** Each step's state in this run: done, skipped, current, to come; where it ended. */
   function stepStates(run, steps) {
-    const decided = run.actions.filter((action) => action.action !== "skip");
+    const decided = run.actions.filter((action) => action.action !== "skip" && action.action !== "resubmit");
     const last = decided[decided.length - 1];
     const endedAt = last ? steps.find((step) => step.id === last.step_id) : null;
     const currentOrder = run.current_step ? run.current_step.step_order : null;
     const skipped = new Set(run.actions.filter((action) => action.action === "skip").map((action) => action.step_id));
     return steps.map((step) => {
       if (skipped.has(step.id)) return ["skipped", "Skipped"];
-      if (run.status === "in_progress") {
+      if (run.status === "in_progress" || run.status === "returned") {
+        if (run.status === "returned" && step.step_order === currentOrder) return ["returned", "Sent back here"];
         if (step.step_order < currentOrder) return ["done", "Done"];
         return step.step_order === currentOrder ? ["current", "Current step"] : ["upcoming", "To come"];
       }
@@ -1296,11 +1496,12 @@
     return el("p", { class: "step-when" }, "Applies only if ", el("code", { class: "condition" }, words), reached ? ", which holds for this run." : ".");
   }
 
-  function timeline(run, workflow) {
+  function timeline(whole, workflow) {
+    const run = inThisRound(whole);
     const states = stepStates(run, workflow.steps);
     const items = workflow.steps.map((step, index) => {
       const [state, label] = states[index];
-      const decisions = run.actions.filter((action) => action.step_id === step.id && action.action !== "skip");
+      const decisions = run.actions.filter((action) => action.step_id === step.id && action.action !== "skip" && action.action !== "resubmit");
       return el(
         "li",
         { class: `step step-${state}`, "aria-current": state === "current" ? "step" : null },
@@ -1312,40 +1513,220 @@
           ? el(
               "ul",
               { class: "step-decisions" },
-              decisions.map((action) => el("li", {}, `${capitalised(DECIDED[action.action] || action.action)} by ${action.actor}, `, time(action.created_at))),
+              decisions.map((action) => el("li", {}, `${STEP_DECIDED[action.action] || capitalised(action.action)} by ${action.actor}${behalfText(action)}, `, time(action.created_at))),
             )
           : null,
       );
     });
-    return el("section", { "aria-labelledby": "steps-heading" }, el("h2", { id: "steps-heading" }, "Steps"), el("ol", { class: "timeline" }, items));
+    const round = typeof whole.round === "number" && whole.round > 1 ? el("p", {}, `Round ${whole.round}: the approvals of earlier rounds count no more, and the history keeps them.`) : null;
+    return el("section", { "aria-labelledby": "steps-heading" }, el("h2", { id: "steps-heading" }, "Steps"), round, el("ol", { class: "timeline" }, items));
   }
+
+  const behalfText = (action) => (typeof action.on_behalf_of === "string" && action.on_behalf_of ? ` on behalf of ${action.on_behalf_of}` : "");
 
   const capitalised = (text) => text.charAt(0).toUpperCase() + text.slice(1);
 
   const actorName = (actor) => SERVICE_ACTORS.get(actor) || actor;
 
-  function historySection(run) {
-    const entries = run.actions.map((action) =>
-      action.action === "skip"
-        ? el(
-            "li",
-            { class: "history-skip" },
-            el("p", { class: "history-head" }, time(action.created_at), " ", el("strong", {}, actorName(action.actor)), ` skipped ${action.step_name}`),
-            el("p", { class: "history-why" }, action.comment ? ["It applies only if ", el("code", { class: "condition" }, action.comment), ", which does not hold for this run."] : "Its condition does not hold for this run."),
-          )
-        : el(
-            "li",
-            {},
-            el("p", { class: "history-head" }, time(action.created_at), " ", el("strong", {}, action.actor), ` ${DECIDED[action.action] || action.action} at ${action.step_name}`),
-            action.comment ? el("blockquote", { class: "comment" }, action.comment) : null,
-          ),
-    );
+  function historyEntry(action) {
+    if (action.action === "skip") {
+      return el(
+        "li",
+        { class: "history-skip" },
+        el("p", { class: "history-head" }, time(action.created_at), " ", el("strong", {}, actorName(action.actor)), ` skipped ${action.step_name}`),
+        el("p", { class: "history-why" }, action.comment ? ["It applies only if ", el("code", { class: "condition" }, action.comment), ", which does not hold for this run."] : "Its condition does not hold for this run."),
+      );
+    }
+    const what = action.action === "resubmit" ? ` resubmitted the run${action.input_digest ? " with a new input" : ""}` : ` ${DECIDED[action.action] || action.action} at ${action.step_name}`;
     return el(
-      "section",
-      { "aria-labelledby": "history-heading" },
-      el("h2", { id: "history-heading" }, "History"),
-      entries.length ? el("ol", { class: "history" }, entries) : el("p", { class: "empty" }, "No decision yet."),
+      "li",
+      { class: `history-${action.action}` },
+      el("p", { class: "history-head" }, time(action.created_at), " ", el("strong", {}, action.actor), behalfText(action), what),
+      action.comment ? el("blockquote", { class: "comment" }, action.comment) : null,
     );
+  }
+
+  /** Every action of the run; past round 1, under a heading per round. */
+  function historySection(run) {
+    const roundOf = (action) => (typeof action.round === "number" ? action.round : 1);
+    const rounds = [...new Set(run.actions.map(roundOf))];
+    let content;
+    if (!run.actions.length) content = el("p", { class: "empty" }, "No decision yet.");
+    else if (rounds.length === 1 && rounds[0] === 1) content = el("ol", { class: "history" }, run.actions.map(historyEntry));
+    else {
+      content = rounds.flatMap((round) => [
+        el("h3", { class: "history-round" }, `Round ${round}`),
+        el("ol", { class: "history" }, run.actions.filter((action) => roundOf(action) === round).map(historyEntry)),
+      ]);
+    }
+    return el("section", { "aria-labelledby": "history-heading" }, el("h2", { id: "history-heading" }, "History"), content);
+  }
+
+  // -- delegations -------------------------------------------------------------------
+
+  /** A delegation's state now: revoked, ended, upcoming or active. */
+  function delegationState(delegation) {
+    if (delegation.revoked_at) return "revoked";
+    if (isPast(delegation.ends_at)) return "ended";
+    return isPast(delegation.starts_at) ? "active" : "upcoming";
+  }
+
+  /** Every delegation matching `filter`, following the pages (up to `most`). */
+  async function allDelegations(filter, most = 5) {
+    const found = [];
+    let cursor = null;
+    for (let pages = 0; pages < most; pages++) {
+      const page = await request("GET", `/delegations${query({ ...filter, limit: 100, cursor })}`);
+      found.push(...page.items);
+      cursor = page.next_cursor;
+      if (!cursor) break;
+    }
+    return found;
+  }
+
+  /** Every workflow, for the form's list to choose from and to name them. */
+  async function allWorkflows(most = 5) {
+    const found = [];
+    let cursor = null;
+    for (let pages = 0; pages < most; pages++) {
+      const page = await request("GET", `/workflows${query({ limit: 100, cursor })}`);
+      for (const workflow of page.items) workflowCache.set(workflow.id, workflow);
+      found.push(...page.items);
+      cursor = page.next_cursor;
+      if (!cursor) break;
+    }
+    return found;
+  }
+
+  async function showDelegations(current) {
+    const caps = await capabilities();
+    if (!caps.delegations) {
+      return draw(current, "Delegations", el("p", { class: "panel" }, "This server does not take delegations."));
+    }
+    const caller = me();
+    const mine = { delegator: caller.actor };
+    const lentTo = [caller.actor, ...caller.groups.map((group) => `group:${group}`)];
+    const [given, received, workflows] = await Promise.all([
+      allDelegations(mine),
+      Promise.all(lentTo.map((delegate) => allDelegations({ delegate }))).then((lists) => {
+        const seen = new Map();
+        for (const delegation of lists.flat()) seen.set(delegation.id, delegation);
+        return [...seen.values()].sort((first, second) => first.id - second.id);
+      }),
+      allWorkflows(),
+    ]);
+    const byId = new Map(workflows.map((workflow) => [workflow.id, workflow]));
+    return draw(
+      current,
+      "Delegations",
+      el("p", {}, "Away for a while? Lend your rights to decide to someone: during the window you choose, they may decide what you may, on your behalf, and the history records both names. You keep your own rights."),
+      el(
+        "section",
+        { "aria-labelledby": "given-heading" },
+        el("h2", { id: "given-heading" }, "Lent by you"),
+        given.length ? el("ul", { class: "cards" }, given.map((delegation) => delegationCard(delegation, byId, true))) : el("p", { class: "empty" }, "You have lent your rights to nobody."),
+      ),
+      el(
+        "section",
+        { "aria-labelledby": "received-heading" },
+        el("h2", { id: "received-heading" }, "Lent to you"),
+        received.length ? el("ul", { class: "cards" }, received.map((delegation) => delegationCard(delegation, byId, false))) : el("p", { class: "empty" }, "Nobody has lent you their rights."),
+      ),
+      delegationForm(workflows),
+    );
+  }
+
+  function delegationCard(delegation, workflows, mine) {
+    const state = delegationState(delegation);
+    const workflow = delegation.workflow_id === null ? "Every workflow" : workflows.has(delegation.workflow_id) ? workflows.get(delegation.workflow_id).name : `Workflow ${delegation.workflow_id}`;
+    const who = mine ? `To ${principalWords(delegation.delegate)}` : `From ${delegation.delegator}${String(delegation.delegate).startsWith("group:") ? `, to ${principalWords(delegation.delegate)}` : ""}`;
+    const revoke = mine && (state === "active" || state === "upcoming")
+      ? el("div", { class: "actions" }, el("button", { type: "button", class: "danger", onclick: (event) => revokeDelegation(event.currentTarget, delegation) }, `Revoke the delegation to ${principalWords(delegation.delegate)}`))
+      : null;
+    return el(
+      "li",
+      { class: "card delegation" },
+      el("h3", { class: "card-title" }, who, " ", el("span", { class: `badge badge-${state}` }, DELEGATION_STATES[state])),
+      facts([
+        ["Workflow", workflow],
+        ["From", time(delegation.starts_at)],
+        ["Until", time(delegation.ends_at)],
+        ["Reason", delegation.reason || null],
+        ["Revoked", delegation.revoked_at ? el("span", {}, time(delegation.revoked_at), delegation.revoked_by ? ` by ${delegation.revoked_by}` : "") : null],
+      ]),
+      revoke,
+    );
+  }
+
+  async function revokeDelegation(button, delegation) {
+    button.disabled = true;
+    clearMessages();
+    const params = MODE === "none" ? { actor: me().actor } : {};
+    try {
+      await request("DELETE", `/delegations/${delegation.id}${query(params)}`);
+      go("#/delegations", { status: `You revoked the delegation to ${principalWords(delegation.delegate)}: it ends now.` });
+    } catch (error) {
+      if (error.handled) return;
+      button.disabled = false;
+      warn(`The delegation was not revoked: ${asSentence(error.message)}`);
+      focus(alertRegion);
+    }
+  }
+
+  function delegationForm(workflows) {
+    const field = (label, control, hint) => {
+      control.id = uid(control.name);
+      const hintId = hint ? uid("hint") : null;
+      if (hintId) control.setAttribute("aria-describedby", hintId);
+      return el("div", { class: "field" }, el("label", { for: control.id }, label), hint ? el("p", { class: "hint", id: hintId }, hint) : null, control);
+    };
+    const now = new Date();
+    const delegate = el("input", { type: "text", name: "delegate", required: true, maxlength: "200", autocomplete: "off" });
+    const workflow = el("select", { name: "workflow" }, el("option", { value: "" }, "Every workflow"), workflows.map((each) => el("option", { value: String(each.id) }, each.name)));
+    const starts = el("input", { type: "datetime-local", name: "starts", required: true, value: wallTimeText(now.toISOString()) });
+    const ends = el("input", { type: "datetime-local", name: "ends", required: true, value: wallTimeText(new Date(now.getTime() + WEEK_MS).toISOString()) });
+    const reason = el("input", { type: "text", name: "reason", maxlength: "500", autocomplete: "off" });
+    const problem = el("p", { class: "field-error form-error", tabindex: "-1", hidden: true });
+    const form = el(
+      "form",
+      { class: "panel", novalidate: true, "aria-labelledby": "lend-heading" },
+      el("h2", { id: "lend-heading" }, "Lend your rights"),
+      field("To whom", delegate, "A person's name, or group:name for every member of a group."),
+      field("For which workflow", workflow),
+      field("From", starts, "In your time zone. At most 90 days from the start to the end."),
+      field("Until", ends),
+      field("Reason (optional)", reason, "For example: on holiday."),
+      problem,
+      el("div", { class: "actions" }, el("button", { type: "submit", class: "primary" }, "Lend my rights")),
+    );
+    const explain = (message, control) => {
+      problem.textContent = message;
+      problem.hidden = false;
+      focus(control || problem);
+    };
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      problem.hidden = true;
+      if (!delegate.value.trim()) return explain("Say to whom you lend your rights.", delegate);
+      const startsAt = starts.value ? localTimeText(starts.value) : null;
+      const endsAt = ends.value ? localTimeText(ends.value) : null;
+      if (!startsAt) return explain("Say when the delegation starts.", starts);
+      if (!endsAt) return explain("Say when the delegation ends.", ends);
+      const body = { delegate: delegate.value.trim(), starts_at: startsAt, ends_at: endsAt };
+      if (MODE === "none") body.delegator = me().actor;
+      if (workflow.value) body.workflow_id = Number(workflow.value);
+      if (reason.value.trim()) body.reason = reason.value.trim();
+      await submit(
+        form,
+        () => request("POST", "/delegations", body, newKey()),
+        (created) => go("#/delegations", { status: `You lent your rights to ${principalWords(created.delegate)}, from ${DATE.format(new Date(created.starts_at))} until ${DATE.format(new Date(created.ends_at))}.` }),
+        (error) => {
+          explain(`The delegation was not made: ${asSentence(error.message)}`);
+          return true;
+        },
+      );
+    });
+    return form;
   }
 
   // -- workflows ---------------------------------------------------------------------
@@ -1620,7 +2001,7 @@
 
   // -- start -------------------------------------------------------------------------
 
-  const VIEWS = { inbox: showInbox, run: showRun, workflows: showWorkflows, me: showMe };
+  const VIEWS = { inbox: showInbox, run: showRun, workflows: showWorkflows, delegations: showDelegations, me: showMe };
 
   document.getElementById("skip-link").addEventListener("click", (event) => {
     event.preventDefault();

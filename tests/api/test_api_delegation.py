@@ -10,8 +10,9 @@ from typing import Any, Optional
 import pytest
 
 from tests.support import chain
-from tests.support.api import Api
+from tests.support.api import JSON_HEADERS, Api
 from tests.support.shapes import assert_error
+from tests.support.tokens import admin_token, as_, claims, hs256
 
 
 def at(days: float = 0.0) -> str:
@@ -241,3 +242,50 @@ def test_delegations_are_events_of_their_own(api: Api, storage: Any) -> None:
         "approval.delegation.created",
         "approval.delegation.revoked",
     ]
+
+
+def test_a_revocation_with_an_idempotency_key_runs_once_and_its_retry_is_replayed(
+    api: Api,
+) -> None:
+    delegation = delegated(api)
+    path = f"/delegations/{delegation['id']}?actor=bob"
+    keyed = {**JSON_HEADERS, "Idempotency-Key": "revoke-1"}
+
+    first = api.request("DELETE", path, headers=keyed)
+    retry = api.request("DELETE", path, headers=keyed)
+    other_actor = api.request("DELETE", f"/delegations/{delegation['id']}?actor=eve", headers=keyed)
+    malformed = api.request("DELETE", path, headers={**JSON_HEADERS, "Idempotency-Key": "\x01"})
+
+    assert first.status_code == 200 and "Idempotent-Replayed" not in first.headers
+    assert retry.status_code == 200 and retry.headers["Idempotent-Replayed"] == "true"
+    assert retry.json_body == first.json_body
+    assert_error(other_actor, 422)
+    assert_error(malformed, 400)
+
+
+def test_a_verified_caller_reads_only_the_delegations_they_are_party_to(
+    api: Api, secret_mode: None
+) -> None:
+    body = {"delegate": "group:deputies", "starts_at": at(-1), "ends_at": at(5)}
+    made = as_(api, hs256(claims("bob")), "POST", "/delegations", body)
+    assert made.status_code == 201, made.body
+    path = f"/delegations/{made.json_body['id']}"
+    deputy = hs256(claims("dave", groups=["deputies"]))
+    stranger = hs256(claims("eve", groups=["sales"]))
+
+    assert as_(api, hs256(claims("BOB")), "GET", path).status_code == 200
+    assert as_(api, deputy, "GET", path).status_code == 200
+    assert as_(api, admin_token(), "GET", path).status_code == 200
+    assert_error(as_(api, stranger, "GET", path), 403)
+
+    def listed(token: str, query: str) -> Any:
+        return as_(api, token, "GET", f"/delegations{query}")
+
+    assert [d["id"] for d in listed(deputy, "?delegate=group:Deputies").json_body["items"]] == [
+        made.json_body["id"]
+    ]
+    assert len(listed(hs256(claims("bob")), "?delegator=bob").json_body["items"]) == 1
+    assert len(listed(admin_token(), "").json_body["items"]) == 1
+    assert listed(stranger, "?delegate=eve").json_body["items"] == []
+    for query in ("", "?delegator=bob", "?delegate=group:deputies", "?delegate=dave"):
+        assert_error(listed(stranger, query), 403)

@@ -3,12 +3,16 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 from playwright.sync_api import Locator, expect
 
 from tests.support import tokens
 from tests.support.api import Api
 from tests.support.browser import WIDTHS, PageUnderTest
+
+STAMP = "%Y-%m-%dT%H:%M:%SZ"
 
 
 def check_view(tab: PageUnderTest, heading: str) -> None:
@@ -60,6 +64,67 @@ def test_every_view_is_accessible_and_fits_the_width(tab: PageUnderTest, api: Ap
     tab.page.get_by_text("Start a run").click()
     tab.page.get_by_role("button", name="Add another step").click()
     check_view(tab, "Workflows")
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_delegations_a_run_sent_back_and_its_second_round_are_accessible_and_fit(
+    tab: PageUnderTest, api: Api
+) -> None:
+    schema = {"type": "object", "properties": {"amount": {"type": "number"}}}
+    workflow = api.post(
+        "/workflows",
+        {
+            "name": "Purchase order",
+            "steps": [{"name": "Finance", "approvers": ["user:bob"]}, "CFO"],
+            "input_schema": schema,
+        },
+    ).json_body
+    run = api.post(
+        "/runs",
+        {"workflow_id": workflow["id"], "title": "PO-9: a desk", "requested_by": "rita"},
+    ).json_body
+    now = datetime.now(UTC)
+    window = {
+        "starts_at": (now - timedelta(minutes=1)).strftime(STAMP),
+        "ends_at": (now + timedelta(days=7)).strftime(STAMP),
+    }
+    later = {
+        "starts_at": (now + timedelta(days=1)).strftime(STAMP),
+        "ends_at": (now + timedelta(days=8)).strftime(STAMP),
+    }
+    lent = {"delegator": "bob", "reason": "Holiday, the whole week in the mountains", **window}
+    assert api.post("/delegations", {**lent, "delegate": "dave"}).status_code == 201
+    assert (
+        api.post("/delegations", {**lent, "delegate": "group:finance", **later}).status_code == 201
+    )
+    assert (
+        api.post("/delegations", {**lent, "delegator": "ann", "delegate": "bob"}).status_code == 201
+    )
+
+    tab.act_as("bob")
+    tab.visit("#/delegations")
+    expect(tab.page.locator("li.card")).to_have_count(3)
+    check_view(tab, "Delegations")
+
+    tab.act_as("dave")
+    expect(tab.page.locator(".on-behalf")).to_have_count(1)
+    check_view(tab, "Waiting for you")
+    tab.page.get_by_role("link", name="PO-9: a desk").click()
+    expect(tab.page.get_by_role("form", name="Send back for changes")).to_be_visible()
+    check_view(tab, "PO-9: a desk")
+    tab.page.get_by_label("What should change").fill("Say how much it costs")
+    tab.page.get_by_role("button", name="Send back for changes").click()
+    expect(tab.status).to_contain_text("You sent this run back to rita for changes")
+    check_view(tab, "PO-9: a desk")
+
+    tab.act_as("rita")
+    tab.open_run(run)
+    expect(tab.page.get_by_role("form", name="Change and resubmit")).to_be_visible()
+    check_view(tab, "PO-9: a desk")
+    tab.page.get_by_label("amount").fill("450")
+    tab.page.get_by_role("button", name="Resubmit").click()
+    expect(tab.status).to_contain_text("round 2 starts")
+    check_view(tab, "PO-9: a desk")
 
 
 @pytest.mark.parametrize("width", WIDTHS)

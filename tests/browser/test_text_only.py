@@ -4,6 +4,8 @@ written, and no script in them runs."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 from playwright.sync_api import expect
 
 from tests.support.api import Api
@@ -34,5 +36,38 @@ def test_markup_in_data_is_shown_literally_and_never_runs(tab: PageUnderTest, ap
     expect(tab.page.get_by_role("heading", name=WORKFLOW)).to_be_visible()
 
     # Nothing the data held became an element, and nothing in it ran.
+    assert tab.page.locator("#view img, #view script, #view svg, #view b, #view i").count() == 0
+    assert tab.page.evaluate("() => typeof window.pwned") == "undefined"
+
+
+def test_markup_in_a_delegation_and_in_a_return_is_shown_literally_and_never_runs(
+    tab: PageUnderTest, api: Api
+) -> None:
+    workflow = api.create_workflow(WORKFLOW, steps=["Manager"])
+    run = api.post(
+        "/runs", {"workflow_id": workflow["id"], "title": TITLE, "requested_by": ACTOR}
+    ).json_body
+    returned = api.post(f"/runs/{run['id']}/return", {"actor": "maria", "comment": COMMENT})
+    assert returned.status_code == 200, returned.body
+    now = datetime.now(UTC)
+    lent = {
+        "delegator": ACTOR,
+        "delegate": "dave",
+        "workflow_id": workflow["id"],
+        "reason": COMMENT,
+        "starts_at": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "ends_at": (now + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    assert api.post("/delegations", lent).status_code == 201
+    tab.act_as(ACTOR)
+
+    tab.visit("#/delegations")
+    delegation = tab.page.locator("li.card")
+    expect(delegation.locator("dl.facts")).to_contain_text(COMMENT)
+    expect(delegation.locator("dl.facts")).to_contain_text(WORKFLOW)
+    tab.open_run(run)
+    expect(tab.page.get_by_role("form", name="Change and resubmit")).to_contain_text(COMMENT)
+    assert tab.history()[0].endswith(f"maria sent it back for changes at Manager {COMMENT}")
+
     assert tab.page.locator("#view img, #view script, #view svg, #view b, #view i").count() == 0
     assert tab.page.evaluate("() => typeof window.pwned") == "undefined"

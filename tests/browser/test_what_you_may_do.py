@@ -17,8 +17,8 @@ from tests.support.api import Api
 from tests.support.browser import PageUnderTest
 
 REQUESTER_WHY = (
-    "Approve and Reject: You requested this run, and its workflow doesn't let requesters"
-    " approve or reject it."
+    "Approve, Reject and Send back for changes: You requested this run, and its workflow"
+    " doesn't let requesters approve or reject it, or send it back."
 )
 
 
@@ -64,7 +64,8 @@ def test_someone_who_is_no_approver_of_the_step_is_told_who_is(
     expect(tab.page.locator("ul.why-not > li")).to_have_count(2)
     assert tab.offered() == []
     assert tab.not_offered() == [
-        "Approve and Reject: Only the finance group or cfo can decide this step.",
+        "Approve, Reject and Send back for changes: Only the finance group or cfo can decide"
+        " this step.",
         "Cancel: Only sam, who requested this run, can cancel it.",
     ]
     assert tab.page.get_by_role("heading", name="Decide step 1 of 1: Finance").count() == 0
