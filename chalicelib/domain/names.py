@@ -15,7 +15,6 @@ given; only their comparison folds them.
 
 from __future__ import annotations
 
-import bisect
 import functools
 from typing import Optional
 
@@ -116,7 +115,12 @@ def same(first: str, second: object) -> bool:
 
 
 def _invisible(char: str) -> bool:
-    # The last range starting at or before `code` holds it, if any does.
     code = ord(char)
+    if code < _INVISIBLE_STARTS[0]:
+        return False  # ASCII and Latin-1 below the soft hyphen: most names, whole
+    # Imported here: a cold start whose request names no such character does not.
+    import bisect
+
+    # The last range starting at or before `code` holds it, if any does.
     at = bisect.bisect_right(_INVISIBLE_STARTS, code) - 1
     return at >= 0 and code <= INVISIBLE_RANGES[at][1]

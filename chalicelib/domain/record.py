@@ -84,6 +84,8 @@ class _Record(tuple, metaclass=_RecordType):  # type: ignore[type-arg]
                 raise TypeError(f"{cls.__name__} has no field {field!r}, or got it twice")
             values[index] = value
         required = cls._required
+        if given >= required:  # every field without a default was given by position
+            return values
         missing = [
             field
             for field, value in zip(

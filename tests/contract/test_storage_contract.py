@@ -138,6 +138,26 @@ def test_another_storage_on_the_same_data_shares_state_and_refuses_stale_decisio
     assert storage.get_run(initial.id) == done
 
 
+def test_a_completion_from_steps_known_before_an_append_elsewhere_is_refused(
+    storage: Storage, storage_factory: Callable[[], Storage]
+) -> None:
+    """Each storage may keep a workflow's steps in memory: the write that
+    completes a run still refuses when a step was appended meanwhile, and the
+    steps read next include it."""
+    workflow = workflow_with_steps(storage, "A")
+    run = stored_run(storage, workflow, "t", NOW)
+    assert storage.steps_after(workflow.id, 1) == ()  # this storage knows one step
+    appended = stored_step(storage_factory(), workflow.id, StepRule("B"), NOW)
+
+    with pytest.raises(errors.LostWrite):
+        decide(storage, run)
+
+    assert storage.steps_after(workflow.id, 1) == (appended,)
+    moved = decide(storage, storage.get_run(run.id))
+    assert moved.status == IN_PROGRESS
+    assert moved.current_step == appended
+
+
 # -- lists ----------------------------------------------------------------------------
 
 

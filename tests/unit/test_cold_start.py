@@ -30,6 +30,10 @@ KEPT_OUT = (
     "chalicelib.delivery.dispatch",
     # Needed where a workflow's input schema is checked or applied (20 ms).
     "jsonschema_rs",
+    # Needed by the delegation routes and by decisions for someone else.
+    "chalicelib.delegations",
+    "chalicelib.domain.delegations",
+    "bisect",
 )
 
 

@@ -147,3 +147,33 @@ def test_ids_are_unique_and_the_stage_defaults_to_dev(monkeypatch: pytest.Monkey
     recorded = [events.recorded(draft, 1) for _ in range(50)]
     assert len({event.id for event in recorded}) == 50
     assert json.loads(recorded[0].body)["source"] == "/approval-workflows/dev"
+
+
+def test_an_event_body_is_the_compact_unescaped_json_of_its_cloudevent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("WORKFLOW_STAGE", 'st"a\\ge\u00e9\u2028')
+    draft = events.Draft('t"ype\n', "runs/\u00e97", 'at "\t" \U0001f600', {"k": "\u00e9"})
+    event = events.recorded(draft, 12, new_id=lambda: 'i"d\\')
+    envelope = {
+        "specversion": "1.0",
+        "id": 'i"d\\',
+        "source": events.source(),
+        "type": draft.type,
+        "subject": draft.subject,
+        "time": draft.time,
+        "datacontenttype": "application/json",
+        "sequence": 12,
+        "data": draft.data,
+    }
+    assert event.body == json.dumps(envelope, separators=(",", ":"), ensure_ascii=False)
+
+
+def test_event_ids_are_random_uuids_as_uuid4_spells_them() -> None:
+    import uuid
+
+    ids = [events.recorded(events.run_started(RUN)[0], 1).id for _ in range(200)]
+    parsed = [uuid.UUID(event_id) for event_id in ids]
+    assert all(u.version == 4 and u.variant == uuid.RFC_4122 for u in parsed)
+    assert [str(u) for u in parsed] == ids
+    assert len(set(ids)) == len(ids)

@@ -34,12 +34,26 @@ from chalicelib.storage.sqlite.connections import next_id
 from chalicelib.storage.sqlite.delegations import Delegations
 from chalicelib.storage.sqlite.idempotency import IdempotencyKeys
 from chalicelib.storage.sqlite.outbox import OutboxState, record_events
+from chalicelib.storage.upgrades import Upgrades
+
+# Workflows whose steps a storage keeps in memory (steps are only appended, so
+# what it knows stays true); past this many it forgets the oldest.
+KNOWN_WORKFLOWS = 1024
 
 
 class SQLiteStorage(OutboxState, IdempotencyKeys, Delegations):
     """Storage in one SQLite file (connections.py): the service's state (here),
     its Idempotency-Keys (idempotency.py), its events' delivery (outbox.py) and
     the delegations (delegations.py)."""
+
+    def __init__(self, path: str, upgrades: Optional[Upgrades] = None) -> None:
+        super().__init__(path, upgrades)
+        # workflow id -> its steps, as last read or written, for steps_after: a
+        # decision then reads its run and nothing else, as on DynamoDB. Steps
+        # are only ever appended, so every step known is right, and a step
+        # after the last one known is checked for by the write that completes
+        # a run (it fails, the steps are forgotten and read again on the retry).
+        self._known_steps: dict[int, tuple[Step, ...]] = {}
 
     # -- workflows -------------------------------------------------------
 
@@ -69,7 +83,7 @@ class SQLiteStorage(OutboxState, IdempotencyKeys, Delegations):
             for step in workflow.steps:
                 _insert_step(conn, step)
             record_events(conn, defined.events)
-        return workflow
+        return self._remember(workflow)
 
     def get_workflow(self, workflow_id: int) -> Workflow:
         conn = self._connection()
@@ -83,7 +97,7 @@ class SQLiteStorage(OutboxState, IdempotencyKeys, Delegations):
             "ORDER BY step_order",
             (workflow_id,),
         ).fetchall()
-        return rows.workflow(row, tuple(rows.step(step) for step in steps))
+        return self._remember(rows.workflow(row, tuple(rows.step(step) for step in steps)))
 
     def list_workflows(self, after_id: Optional[int], limit: int) -> Slice[Workflow]:
         conn = self._connection()
@@ -123,19 +137,46 @@ class SQLiteStorage(OutboxState, IdempotencyKeys, Delegations):
             appended = append.made(next_id(conn, "workflow_steps"), max_order + 1)
             _insert_step(conn, appended.step)
             record_events(conn, appended.events)
-        return appended.step
+        step = appended.step
+        known = self._known_steps.get(workflow_id)
+        if known is not None:
+            if len(known) == step.step_order - 1:
+                self._known_steps[workflow_id] = (*known, step)
+            else:  # another process appended meanwhile: read them again when needed
+                self._known_steps.pop(workflow_id, None)
+        return step
 
     def steps_after(self, workflow_id: int, after_order: int) -> tuple[Step, ...]:
-        found = (
-            self._connection()
-            .execute(
-                f"SELECT {rows.STEP_COLUMNS} FROM workflow_steps "
-                "WHERE workflow_id = ? AND step_order > ? ORDER BY step_order ASC",
-                (workflow_id, after_order),
+        """From the steps this storage knows of the workflow (read once): those
+        known after `after_order`; a step appended after the last one known is
+        checked for by the write that completes a run (record_change)."""
+        steps = self._known_steps.get(workflow_id)
+        if steps is None:
+            found = (
+                self._connection()
+                .execute(
+                    f"SELECT {rows.STEP_COLUMNS} FROM workflow_steps "
+                    "WHERE workflow_id = ? ORDER BY step_order ASC",
+                    (workflow_id,),
+                )
+                .fetchall()
             )
-            .fetchall()
-        )
-        return tuple(rows.step(row) for row in found)
+            steps = tuple(rows.step(row) for row in found)
+            if steps:
+                self._remember_steps(workflow_id, steps)
+        return tuple(step for step in steps if step.step_order > after_order)
+
+    def _remember(self, workflow: Workflow) -> Workflow:
+        """Keep the steps of `workflow`, as just read or written, for steps_after."""
+        if workflow.steps:
+            self._remember_steps(workflow.id, workflow.steps)
+        return workflow
+
+    def _remember_steps(self, workflow_id: int, steps: tuple[Step, ...]) -> None:
+        known = self._known_steps
+        if workflow_id not in known and len(known) >= KNOWN_WORKFLOWS:
+            known.pop(next(iter(known)), None)
+        known[workflow_id] = steps
 
     # -- runs ------------------------------------------------------------
 
@@ -297,6 +338,10 @@ class SQLiteStorage(OutboxState, IdempotencyKeys, Delegations):
                 (*sets.values(), *guarded),
             ).rowcount
             if moved != 1:
+                if change.last_step_order is not None:
+                    # Perhaps a step was appended after the last one known: the
+                    # retry reads them again.
+                    self._known_steps.pop(before.workflow_id, None)
                 raise errors.LostWrite()
             action_ids = _insert_actions(conn, change.actions)
             _move_in_inboxes(conn, change)
