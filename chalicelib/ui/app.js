@@ -352,6 +352,19 @@
     if (node) node.focus({ preventScroll: false });
   }
 
+  /** Say what is wrong by the field it is about, or else on the form's `problem` line. */
+  function explainer(problem) {
+    return (field, message) => {
+      if (field) {
+        field.show(message);
+        return focus(field.control);
+      }
+      problem.textContent = message;
+      problem.hidden = false;
+      focus(problem);
+    };
+  }
+
   /** A form refused before sending: why, and the field to fix focused. */
   function refuse(field, why) {
     warn(why);
@@ -1282,15 +1295,7 @@
       problem,
       el("div", { class: "actions" }, el("button", { type: "submit", class: "primary" }, "Resubmit")),
     );
-    const explain = (field, message) => {
-      if (field) {
-        field.show(message);
-        return focus(field.control);
-      }
-      problem.textContent = message;
-      problem.hidden = false;
-      focus(problem);
-    };
+    const explain = explainer(problem);
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
       problem.hidden = true;
@@ -1850,16 +1855,7 @@
       problem.hidden = true;
       for (const field of input ? input.fields : []) field.clear();
     };
-    /** Say what is wrong by the field it is about, or by the form. */
-    const explain = (field, message) => {
-      if (field) {
-        field.show(message);
-        return focus(field.control);
-      }
-      problem.textContent = message;
-      problem.hidden = false;
-      focus(problem);
-    };
+    const explain = explainer(problem);
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
       clear();

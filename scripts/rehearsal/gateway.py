@@ -61,6 +61,26 @@ def _route(path: str, methods: Mapping[str, dict[str, Any]]) -> Route:
     return Route(path, re.compile("^" + (regex or "/") + "/?$"), methods, literal)
 
 
+def forwarded(host: str, now: float, headers: Mapping[str, str]) -> dict[str, str]:
+    """The headers API Gateway adds in front of the client's (which win)."""
+    return {
+        "Host": host,
+        "X-Forwarded-For": "127.0.0.1",
+        "X-Forwarded-Port": "443",
+        "X-Forwarded-Proto": "https",
+        "X-Amzn-Trace-Id": f"Root=1-{int(now):08x}-{secrets.token_hex(12)}",
+        **headers,
+    }
+
+
+def query_values(query: str) -> dict[str, list[str]]:
+    """Each name of a query string with its values, in order."""
+    multi_query: dict[str, list[str]] = {}
+    for name, value in urllib.parse.parse_qsl(query, keep_blank_values=True):
+        multi_query.setdefault(name, []).append(value)
+    return multi_query
+
+
 class Gateway:
     def __init__(
         self,
@@ -149,19 +169,9 @@ class Gateway:
     ) -> dict[str, Any]:
         now = time.time()
         request_id = str(uuid.uuid4())
-        sent = {
-            "Host": self.host,
-            "X-Forwarded-For": "127.0.0.1",
-            "X-Forwarded-Port": "443",
-            "X-Forwarded-Proto": "https",
-            "X-Amzn-Trace-Id": f"Root=1-{int(now):08x}-{secrets.token_hex(12)}",
-            **({"Via": "2.0 rehearsal.cloudfront.net (CloudFront)"} if self._edge else {}),
-            **headers,
-        }
-        pairs = urllib.parse.parse_qsl(query, keep_blank_values=True)
-        multi_query: dict[str, list[str]] = {}
-        for name, value in pairs:
-            multi_query.setdefault(name, []).append(value)
+        edge = {"Via": "2.0 rehearsal.cloudfront.net (CloudFront)"} if self._edge else {}
+        sent = forwarded(self.host, now, {**edge, **headers})
+        multi_query = query_values(query)
         content_type = next((v for k, v in sent.items() if k.lower() == "content-type"), "")
         binary = body is not None and self._is_binary(content_type)
         return {
@@ -377,18 +387,8 @@ class HttpGateway:
     ) -> dict[str, Any]:
         now = time.time()
         request_id = secrets.token_urlsafe(12)
-        sent = {
-            "Host": self.host,
-            "X-Forwarded-For": "127.0.0.1",
-            "X-Forwarded-Port": "443",
-            "X-Forwarded-Proto": "https",
-            "X-Amzn-Trace-Id": f"Root=1-{int(now):08x}-{secrets.token_hex(12)}",
-            **headers,
-        }
-        pairs = urllib.parse.parse_qsl(query, keep_blank_values=True)
-        multi_query: dict[str, list[str]] = {}
-        for name, value in pairs:
-            multi_query.setdefault(name, []).append(value)
+        sent = forwarded(self.host, now, headers)
+        multi_query = query_values(query)
         content_type = next((v for k, v in sent.items() if k.lower() == "content-type"), "")
         text = not content_type or content_type.lower().startswith(TEXT_TYPES)
         full_path = f"{self.base}{path}"
