@@ -81,6 +81,18 @@ def query_values(query: str) -> dict[str, list[str]]:
     return multi_query
 
 
+def invokes(permissions: Sequence[Mapping[str, Any]], function_arn: str, source: str) -> bool:
+    """Whether one of the template's Permissions lets API Gateway invoke the
+    function for a request from `source` (an execute-api ARN)."""
+    return any(
+        permission.get("Principal") == "apigateway.amazonaws.com"
+        and permission.get("Action") == "lambda:InvokeFunction"
+        and permission.get("FunctionName") in (function_arn, function_arn.split(":")[-1])
+        and fnmatch.fnmatchcase(source, permission.get("SourceArn", "*"))
+        for permission in permissions
+    )
+
+
 class Gateway:
     def __init__(
         self,
@@ -231,14 +243,7 @@ class Gateway:
             f"arn:aws:execute-api:{self.region}:{self.account}:{self.api_id}/{self.stage}/"
             f"{event['httpMethod']}{event['resource']}"
         )
-        return any(
-            permission.get("Principal") == "apigateway.amazonaws.com"
-            and permission.get("Action") == "lambda:InvokeFunction"
-            and permission.get("FunctionName")
-            in (self._function_arn, self._function_arn.split(":")[-1])
-            and fnmatch.fnmatchcase(method_arn, permission.get("SourceArn", "*"))
-            for permission in self._permissions
-        )
+        return invokes(self._permissions, self._function_arn, method_arn)
 
     def _proxy(self, event: dict[str, Any]) -> Answer:
         if not self._allowed(event):
@@ -446,14 +451,7 @@ class HttpGateway:
             f"arn:aws:execute-api:{self.region}:{self.account}:{self.api_id}/{self.stage}/"
             f"{method}{path}"
         )
-        return any(
-            permission.get("Principal") == "apigateway.amazonaws.com"
-            and permission.get("Action") == "lambda:InvokeFunction"
-            and permission.get("FunctionName")
-            in (self._function_arn, self._function_arn.split(":")[-1])
-            and fnmatch.fnmatchcase(source, permission.get("SourceArn", "*"))
-            for permission in self._permissions
-        )
+        return invokes(self._permissions, self._function_arn, source)
 
     def _message(self, status: int, message: str) -> Answer:
         """What an HTTP API answers itself: its words, none of the service's."""
