@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from playwright.sync_api import Locator, expect
+from playwright.sync_api import expect
 
 from tests.support import tokens
 from tests.support.api import Api
@@ -138,15 +138,6 @@ def test_the_token_view_is_accessible_and_fits_the_width(tab: PageUnderTest) -> 
     check_view(tab, "Who are you?")
 
 
-def press_tab_until(tab: PageUnderTest, target: Locator, most: int = 40) -> None:
-    """Tab through the page until `target` has the focus."""
-    for _ in range(most):
-        tab.page.keyboard.press("Tab")
-        if target.evaluate("node => node === document.activeElement"):
-            return
-    raise AssertionError(f"{most} presses of Tab never reached {target}")
-
-
 def test_the_keyboard_alone_can_say_who_you_are_open_a_run_and_decide(
     tab: PageUnderTest, api: Api
 ) -> None:
@@ -157,16 +148,16 @@ def test_the_keyboard_alone_can_say_who_you_are_open_a_run_and_decide(
     expect(tab.page.get_by_role("link", name="Skip to the content")).to_be_focused()
     tab.page.keyboard.press("Enter")
     expect(tab.page.get_by_role("main")).to_be_focused()
-    press_tab_until(tab, tab.page.get_by_label("Your name"))
+    tab.tab_until(tab.page.get_by_label("Your name"))
     tab.page.keyboard.type("maria")
     tab.page.keyboard.press("Enter")  # submits the form
     expect(tab.status).to_have_text("Acting as maria.")
 
-    press_tab_until(tab, tab.page.get_by_role("link", name="PO-5: a monitor"))
+    tab.tab_until(tab.page.get_by_role("link", name="PO-5: a monitor"))
     tab.page.keyboard.press("Enter")
     expect(tab.heading).to_have_text("PO-5: a monitor")
     expect(tab.heading).to_be_focused()
-    press_tab_until(tab, tab.page.get_by_label("Comment"))
+    tab.tab_until(tab.page.get_by_label("Comment"))
     tab.page.keyboard.type("Fine")
     tab.page.keyboard.press("Tab")
     expect(tab.page.get_by_role("button", name="Approve")).to_be_focused()
@@ -175,6 +166,6 @@ def test_the_keyboard_alone_can_say_who_you_are_open_a_run_and_decide(
         "You approved step 1, Manager. The run waits at step 2 of 2: Finance now."
     )
     expect(tab.status).to_be_focused()
-    press_tab_until(tab, tab.page.get_by_role("button", name="Reject"))
+    tab.tab_until(tab.page.get_by_role("button", name="Reject"))
     tab.page.keyboard.press("Space")
     expect(tab.status).to_have_text("You rejected step 2, Finance. The run is rejected.")

@@ -233,34 +233,25 @@ def test_send_back_is_offered_only_to_whom_the_api_allows_it(tab: PageUnderTest,
     expect(tab.page.get_by_role("button", name="Send back for changes")).to_be_visible()
 
 
-def press_tab_until(tab: PageUnderTest, target: Any, most: int = 60) -> None:
-    """Tab through the page until `target` has the focus."""
-    for _ in range(most):
-        tab.page.keyboard.press("Tab")
-        if target.evaluate("node => node === document.activeElement"):
-            return
-    raise AssertionError(f"{most} presses of Tab never reached {target}")
-
-
 def test_the_keyboard_alone_lends_rights_revokes_them_and_sends_a_run_back(
     tab: PageUnderTest, api: Api
 ) -> None:
     run = run_of(api, {"steps": ["Manager"]}, requested_by="rita")
     tab.act_as("bob")
-    press_tab_until(tab, tab.page.get_by_role("link", name="Delegations"))
+    tab.tab_until(tab.page.get_by_role("link", name="Delegations"), most=60)
     tab.page.keyboard.press("Enter")
     expect(tab.heading).to_have_text("Delegations")
-    press_tab_until(tab, tab.page.get_by_label("To whom"))
+    tab.tab_until(tab.page.get_by_label("To whom"), most=60)
     tab.page.keyboard.type("dave")
     tab.page.keyboard.press("Enter")  # submits the form
     expect(tab.status).to_contain_text("You lent your rights to dave")
     expect(tab.status).to_be_focused()
-    press_tab_until(tab, tab.page.get_by_role("button", name="Revoke the delegation to dave"))
+    tab.tab_until(tab.page.get_by_role("button", name="Revoke the delegation to dave"), most=60)
     tab.page.keyboard.press("Enter")
     expect(tab.status).to_have_text("You revoked the delegation to dave: it ends now.")
 
     tab.open_run(run)
-    press_tab_until(tab, tab.page.get_by_label("What should change"))
+    tab.tab_until(tab.page.get_by_label("What should change"), most=60)
     tab.page.keyboard.type("Name the supplier")
     tab.page.keyboard.press("Tab")
     expect(tab.page.get_by_role("button", name="Send back for changes")).to_be_focused()

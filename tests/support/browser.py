@@ -40,6 +40,14 @@ class PageUnderTest:
         self.page.on("pageerror", lambda error: self.console_errors.append(f"uncaught {error}"))
         self.page.on("request", self._on_request)
 
+    def tab_until(self, target: Locator, most: int = 40) -> None:
+        """Press Tab until `target` has the focus, at most `most` times."""
+        for _ in range(most):
+            self.page.keyboard.press("Tab")
+            if target.evaluate("node => node === document.activeElement"):
+                return
+        raise AssertionError(f"{most} presses of Tab never reached {target}")
+
     def close(self) -> None:
         self.context.close()
 
