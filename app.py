@@ -2,18 +2,20 @@
 
 Each route validates its request into plain values (chalicelib/api/validation.py),
 calls one engine function and returns its model; `api.answers` turns the model,
-or the domain error, into the HTTP response (chalicelib/api/http.py).
+or the domain error, into the HTTP response (chalicelib/api/http.py). The
+parsers of bodies and query strings are imported by the routes that use them:
+a cold start that serves a read by id loads neither.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from chalice.app import Chalice, CloudWatchEvent, DynamoDBEvent, Rate, Response, SQSEvent
 
 from chalicelib import engine
-from chalicelib.api import access_log, http, identity, queries, representations, validation
+from chalicelib.api import access_log, http, identity, paths, representations
 from chalicelib.domain.models import (
     Awaiting,
     Delegation,
@@ -25,7 +27,9 @@ from chalicelib.domain.models import (
     Step,
     Workflow,
 )
-from chalicelib.storage import Backend
+
+if TYPE_CHECKING:
+    from chalicelib.storage import Backend
 
 app = Chalice(app_name="approval-workflows")
 # Stand-ins that `chalice package` needs; scripts/package.py replaces both with
@@ -58,6 +62,8 @@ api = http.JsonApi(app, key_store=get_storage)
 @app.route("/workflows", methods=["POST"])
 @api.answers(201, location=lambda workflow: f"/workflows/{workflow.id}")
 def create_workflow() -> Workflow:
+    from chalicelib.api import validation
+
     identity.require_admin(api.caller())
     new = validation.new_workflow(api.body())
     return engine.create_workflow(
@@ -74,6 +80,8 @@ def create_workflow() -> Workflow:
 @app.route("/workflows", methods=["GET"])
 @api.answers(200)
 def list_workflows() -> Page[Workflow]:
+    from chalicelib.api import queries
+
     query = queries.workflow_query(api.query())
     return engine.list_workflows(get_storage(), query.limit, query.cursor)
 
@@ -81,21 +89,25 @@ def list_workflows() -> Page[Workflow]:
 @app.route("/workflows/{workflow_id}", methods=["GET"])
 @api.answers(200)
 def get_workflow(workflow_id: str) -> Workflow:
-    return engine.get_workflow(get_storage(), queries.path_id(workflow_id, "Workflow"))
+    return engine.get_workflow(get_storage(), paths.path_id(workflow_id, "Workflow"))
 
 
 @app.route("/workflows/{workflow_id}/steps", methods=["POST"])
 @api.answers(201, location=lambda step: f"/workflows/{step.workflow_id}")
 def append_step(workflow_id: str) -> Step:
+    from chalicelib.api import validation
+
     identity.require_admin(api.caller())
     body = api.body()
-    wid = queries.path_id(workflow_id, "Workflow")
+    wid = paths.path_id(workflow_id, "Workflow")
     return engine.append_step(get_storage(), wid, validation.new_step(body))
 
 
 @app.route("/runs", methods=["POST"])
 @api.answers(201, location=lambda run: f"/runs/{run.id}")
 def start_run() -> Run:
+    from chalicelib.api import validation
+
     new = validation.new_run(api.body())
     requester = identity.requester_of(api.caller(), new.requested_by)
     return engine.start_run(get_storage(), new.workflow_id, new.title, requester, data=new.input)
@@ -104,6 +116,8 @@ def start_run() -> Run:
 @app.route("/runs", methods=["GET"])
 @api.answers(200)
 def list_runs() -> Page[Run]:
+    from chalicelib.api import queries
+
     query = queries.run_query(api.query())
     return engine.list_runs(
         get_storage(), query.workflow_id, query.status, query.limit, query.cursor
@@ -113,19 +127,21 @@ def list_runs() -> Page[Run]:
 @app.route("/runs/{run_id}", methods=["GET"])
 @api.answers(200)
 def get_run(run_id: str) -> Run:
-    return engine.get_run(get_storage(), queries.path_id(run_id, "Run"))
+    return engine.get_run(get_storage(), paths.path_id(run_id, "Run"))
 
 
 @app.route("/runs/{run_id}/audit", methods=["GET"])
 @api.answers(200)
 def audit_run(run_id: str) -> RunAudit:
-    return engine.audit_run(get_storage(), queries.path_id(run_id, "Run"))
+    return engine.audit_run(get_storage(), paths.path_id(run_id, "Run"))
 
 
 @app.route("/runs/{run_id}/permissions", methods=["GET"])
 @api.answers(200)
 def run_permissions(run_id: str) -> Permissions:
-    rid = queries.path_id(run_id, "Run")
+    from chalicelib.api import queries
+
+    rid = paths.path_id(run_id, "Run")
     caller = api.caller()
     query = queries.caller_query(api.query(), caller is not None, ("on_behalf_of",))
     actor = identity.actor_of(caller, query.actor)
@@ -138,7 +154,9 @@ def run_permissions(run_id: str) -> Permissions:
 @app.route("/runs/{run_id}/events", methods=["GET"])
 @api.answers(200)
 def run_events(run_id: str) -> Page[Event]:
-    rid = queries.path_id(run_id, "Run")
+    from chalicelib.api import queries
+
+    rid = paths.path_id(run_id, "Run")
     query = queries.event_query(api.query())
     return engine.run_events(get_storage(), rid, query.limit, query.cursor)
 
@@ -163,8 +181,10 @@ def return_run(run_id: str) -> Run:
 
 def _decide(run_id: str, decide: Callable[..., Run], comment_required: bool = False) -> Run:
     """An approve, reject or return request: the body, the run, who decides."""
+    from chalicelib.api import validation
+
     body = api.body()
-    rid = queries.path_id(run_id, "Run")
+    rid = paths.path_id(run_id, "Run")
     caller = api.caller()
     decided = validation.decision(body, caller is None, comment_required)
     actor = identity.actor_of(caller, decided.actor)
@@ -184,8 +204,10 @@ def _decide(run_id: str, decide: Callable[..., Run], comment_required: bool = Fa
 @app.route("/runs/{run_id}/resubmit", methods=["POST"])
 @api.answers(200, minimal=representations.listed_run)
 def resubmit(run_id: str) -> Run:
+    from chalicelib.api import validation
+
     body = api.body()
-    rid = queries.path_id(run_id, "Run")
+    rid = paths.path_id(run_id, "Run")
     caller = api.caller()
     again = validation.resubmission(body, actor_required=caller is None)
     return engine.resubmit(
@@ -202,8 +224,10 @@ def resubmit(run_id: str) -> Run:
 @app.route("/runs/{run_id}/cancel", methods=["POST"])
 @api.answers(200, minimal=representations.listed_run)
 def cancel(run_id: str) -> Run:
+    from chalicelib.api import validation
+
     body = api.body()
-    rid = queries.path_id(run_id, "Run")
+    rid = paths.path_id(run_id, "Run")
     caller = api.caller()
     withdrawn = validation.cancellation(body, actor_required=caller is None)
     actor = identity.actor_of(caller, withdrawn.actor)
@@ -220,6 +244,8 @@ def cancel(run_id: str) -> Run:
 @app.route("/inbox", methods=["GET"])
 @api.answers(200)
 def inbox() -> Page[Awaiting]:
+    from chalicelib.api import queries
+
     caller = api.caller()
     query = queries.inbox_query(api.query(), verified=caller is not None)
     actor = identity.actor_of(caller, query.actor)
@@ -234,6 +260,7 @@ def inbox() -> Page[Awaiting]:
 @api.answers(201, location=lambda delegation: f"/delegations/{delegation.id}")
 def create_delegation() -> Delegation:
     from chalicelib import delegations
+    from chalicelib.api import validation
 
     caller = api.caller()
     new = validation.new_delegation(api.body(), delegator_required=caller is None)
@@ -253,6 +280,7 @@ def create_delegation() -> Delegation:
 @api.answers(200)
 def list_delegations() -> Page[Delegation]:
     from chalicelib import delegations
+    from chalicelib.api import queries
 
     query = queries.delegation_query(api.query())
     caller = api.caller()
@@ -272,7 +300,7 @@ def list_delegations() -> Page[Delegation]:
 def get_delegation(delegation_id: str) -> Delegation:
     from chalicelib import delegations
 
-    did = queries.path_id(delegation_id, "Delegation")
+    did = paths.path_id(delegation_id, "Delegation")
     return delegations.get(get_storage(), did, *identity.reader_of(api.caller()))
 
 
@@ -280,8 +308,9 @@ def get_delegation(delegation_id: str) -> Delegation:
 @api.answers(200)
 def revoke_delegation(delegation_id: str) -> Delegation:
     from chalicelib import delegations
+    from chalicelib.api import queries
 
-    did = queries.path_id(delegation_id, "Delegation")
+    did = paths.path_id(delegation_id, "Delegation")
     caller = api.caller()
     query = queries.caller_query(api.query(), verified=caller is not None)
     actor = identity.actor_of(caller, query.actor)

@@ -63,7 +63,8 @@ from chalice.app import Chalice, CORSConfig  # noqa: E402
 from chalice.config import Config  # noqa: E402
 
 from chalicelib import engine, log_lines  # noqa: E402
-from chalicelib.api import access_log, validation  # noqa: E402
+from chalicelib.api import access_log  # noqa: E402
+from chalicelib.api.http import MAX_BODY_BYTES  # noqa: E402
 from chalicelib.delivery import dispatch, webhooks  # noqa: E402
 from chalicelib.domain import errors, events  # noqa: E402
 from scripts import local_http  # noqa: E402
@@ -167,7 +168,7 @@ class RequestHandler(chalice.local.ChaliceRequestHandler):
             return False
         if self.request_version == "HTTP/0.9" or not _METHOD.fullmatch(self.command):
             raise local_http.Refused(400, _REFUSALS[400])
-        most = validation.MAX_BODY_BYTES
+        most = MAX_BODY_BYTES
         length, chunked = local_http.body_framing(self.headers, most)
         if self._expects_continue and (length or chunked):
             try:

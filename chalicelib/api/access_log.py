@@ -26,7 +26,7 @@ from typing import Any, Optional, TextIO
 from chalice.app import Chalice, Request, Response
 
 from chalicelib import log_lines
-from chalicelib.api import queries
+from chalicelib.api import paths
 
 # Where the lines go: None is the process's standard output at the time of
 # writing (so that whoever replaces sys.stdout, a test's capture included, gets
@@ -96,7 +96,7 @@ def _path_ids(request: Request) -> dict[str, int]:
     return {
         name: int(value)
         for name, value in (request.uri_params or {}).items()
-        if name in _PATH_IDS and queries.is_path_id(value)
+        if name in _PATH_IDS and paths.is_path_id(value)
     }
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from chalice.app import Chalice, CORSConfig, Request, Response
 
-from chalicelib.api import access_log, identity, representations, validation
+from chalicelib.api import access_log, identity, representations
 from chalicelib.api.representations import Answer
 from chalicelib.domain import errors
 
@@ -41,6 +41,8 @@ Headers = dict[str, Union[str, list[str]]]
 JSON_HEADERS: Mapping[str, str] = {"Content-Type": "application/json"}
 # Where a request's verified caller is kept for its view (see JsonApi.caller).
 _CALLER = "approval-workflows.caller"
+# Refused with 413 before any parsing: no request of this API comes near it.
+MAX_BODY_BYTES = 1024 * 1024
 _OPENAPI_PATH = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "openapi.json"
 )
@@ -152,6 +154,9 @@ class JsonApi:
 
     def body(self) -> Any:
         """The request body as JSON; InvalidInput if it is not JSON."""
+        # Here, not at the top: a read (a cold start's GET) has no body to parse.
+        from chalicelib.api import validation
+
         return validation.json_body(_raw_body(self.request))
 
     def query(self) -> Mapping[str, Any]:
@@ -189,7 +194,7 @@ class JsonApi:
                 try:
                     caller = identity.authenticate(request.headers.get("Authorization"))
                     # Before anything reads it, the Idempotency-Key's fingerprint included.
-                    validation.check_body_size(_raw_body(request))
+                    check_body_size(_raw_body(request))
                 except errors.WorkflowError as exc:
                     return domain_error_response(exc)
                 request.context[_CALLER] = caller
@@ -272,6 +277,14 @@ class JsonApi:
             with open(_OPENAPI_PATH, encoding="utf-8") as document:
                 self._openapi = json.load(document)
         return json_response({**self._openapi, "servers": [{"url": self.base_path() or "/"}]}, 200)
+
+
+def check_body_size(raw: bytes) -> None:
+    """PayloadTooLarge if the body is larger than the service reads."""
+    if len(raw) > MAX_BODY_BYTES:
+        raise errors.PayloadTooLarge(
+            f"The request body is larger than {MAX_BODY_BYTES:,} bytes; nothing was read"
+        )
 
 
 def _raw_body(request: Request) -> bytes:

@@ -1,8 +1,7 @@
-"""Path ids and query strings, turned into typed values for the engine.
+"""Query strings, turned into typed values for the engine (path ids: paths.py).
 
-Every function takes what the client sent (a path segment, the query
-parameters) and returns plain values, or raises InvalidInput (NotFound for a
-path id that can name nothing). The names a query carries (the inbox's and
+Every function takes what the client sent (the query parameters) and returns
+plain values, or raises InvalidInput. The names a query carries (the inbox's and
 the permissions' actor and groups, in `none` mode) follow the rules of names
 in bodies (chalicelib/api/validation.py).
 """
@@ -12,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from chalicelib.api.validation import MAX_GROUPS, delegate_name, principal_name, shown
+from chalicelib.api.validation import MAX_GROUPS, delegate_name, principal_name
 from chalicelib.domain import errors
 from chalicelib.domain.models import MAX_ID, RUN_STATUSES
 from chalicelib.domain.record import Record
@@ -55,25 +54,6 @@ class RunQuery(Record):
     status: Optional[str]
     limit: int
     cursor: Optional[str]
-
-
-def path_id(raw: str, kind: str) -> int:
-    """A positive integer id from a URL path; anything else names nothing."""
-    if not is_path_id(raw):
-        raise errors.NotFound(f"{kind} {shown(raw)} not found: ids are positive integers")
-    return int(raw)
-
-
-def is_path_id(raw: str) -> bool:
-    """Whether `raw` spells an id as the routes accept it: ASCII digits, no
-    leading zero, at most MAX_ID (checked without int() of a long string)."""
-    return (
-        raw.isascii()
-        and raw.isdigit()
-        and not raw.startswith("0")
-        and len(raw) <= 16
-        and int(raw) <= MAX_ID
-    )
 
 
 def workflow_query(query: Mapping[str, Any]) -> WorkflowQuery:

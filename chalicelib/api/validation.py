@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Optional
 
+from chalicelib.api.paths import shown
 from chalicelib.domain import errors
 from chalicelib.domain.models import (
     DEADLINE_ACTIONS,
@@ -47,10 +48,6 @@ MAX_ESCALATE_TO = 20
 # Returns for changes a workflow may allow a run.
 MAX_RETURNS = 100
 STEP_DEADLINE_FIELDS = ("deadline_seconds", "on_deadline", "escalate_to")
-# Refused with 413 before any parsing: no request of this API comes near it.
-MAX_BODY_BYTES = 1024 * 1024
-# A path id longer than this is not shown back in full in the 404.
-SHOWN_ID_CHARACTERS = 40
 
 
 class NewWorkflow(Record):
@@ -101,14 +98,6 @@ class CancelRequest(Record):
 
 
 # -- bodies ----------------------------------------------------------------------
-
-
-def check_body_size(raw: bytes) -> None:
-    """PayloadTooLarge if the body is larger than the service reads."""
-    if len(raw) > MAX_BODY_BYTES:
-        raise errors.PayloadTooLarge(
-            f"The request body is larger than {MAX_BODY_BYTES:,} bytes; nothing was read"
-        )
 
 
 def json_body(raw: bytes) -> Any:
@@ -523,13 +512,6 @@ def principal_name(fields: Mapping[str, Any], name: str) -> str:
     import unicodedata
 
     return unicodedata.normalize("NFC", trimmed)
-
-
-def shown(raw: str) -> str:
-    """`raw` quoted for a message, cut short if it is long."""
-    if len(raw) <= SHOWN_ID_CHARACTERS:
-        return repr(raw)
-    return f"{raw[:SHOWN_ID_CHARACTERS]!r}... ({len(raw)} characters)"
 
 
 def _id(fields: Mapping[str, Any], name: str) -> int:

@@ -24,7 +24,7 @@ from typing import Any
 import schemathesis
 
 from chalicelib import cursors, engine
-from chalicelib.api import queries, validation
+from chalicelib.api import paths, queries, validation
 from chalicelib.domain import conditions, content, delegations, errors
 
 LISTS = {
@@ -60,7 +60,7 @@ def map_case(context: Any, case: Any) -> Any:
         elif list_name == "events":
             queries.event_query(query)
             run_id = str((case.path_parameters or {}).get("run_id"))
-            if not queries.is_path_id(run_id):
+            if not paths.is_path_id(run_id):
                 return case  # names no run: 404 anyway
             filters = {"run_id": int(run_id)}
         elif list_name == "delegations":

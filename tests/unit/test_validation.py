@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from chalice.app import MultiDict
 
-from chalicelib.api import queries, validation
+from chalicelib.api import http, paths, queries, validation
 from chalicelib.domain import errors, names
 from chalicelib.domain.models import MAX_ID, Policy, StepRule
 
@@ -146,14 +146,14 @@ def test_optional_fields_given_as_null_are_absent() -> None:
 )
 @pytest.mark.parametrize("kind", ["Workflow", "Run"])
 def test_malformed_path_ids_raise_not_found(raw_id: str, kind: str) -> None:
-    assert not queries.is_path_id(raw_id)
+    assert not paths.is_path_id(raw_id)
     with pytest.raises(errors.NotFound):
-        queries.path_id(raw_id, kind)
+        paths.path_id(raw_id, kind)
 
 
 @pytest.mark.parametrize("raw_id, value", [("1", 1), ("42", 42), ("9007199254740991", 2**53 - 1)])
 def test_path_ids_are_positive_integers_up_to_2_53_minus_1(raw_id: str, value: int) -> None:
-    assert queries.path_id(raw_id, "Run") == value
+    assert paths.path_id(raw_id, "Run") == value
 
 
 # -- queries ---------------------------------------------------------------------------
@@ -260,14 +260,14 @@ def test_nan_and_infinity_are_not_json(raw: bytes) -> None:
 
 
 def test_a_body_over_one_megabyte_is_too_large_before_it_is_read() -> None:
-    validation.check_body_size(b" " * validation.MAX_BODY_BYTES)
+    http.check_body_size(b" " * http.MAX_BODY_BYTES)
     with pytest.raises(errors.PayloadTooLarge):
-        validation.check_body_size(b" " * (validation.MAX_BODY_BYTES + 1))
+        http.check_body_size(b" " * (http.MAX_BODY_BYTES + 1))
 
 
 def test_a_long_path_id_is_not_shown_back_in_full() -> None:
     with pytest.raises(errors.NotFound) as raised:
-        queries.path_id("9" * 5000, "Run")
+        paths.path_id("9" * 5000, "Run")
     assert len(raised.value.message) < 200
 
 
