@@ -7,18 +7,20 @@ reads the state, asks the rules (chalicelib/domain/decision.py) whether the
 caller may, has the change computed (chalicelib/domain/transitions.py) and
 hands it to the storage, which writes it or refuses it as a whole.
 
-transitions, and the events module behind it, are imported by the functions
-that write: a cold start that serves a read loads neither.
+transitions (and the events module behind it), the decision rule and the
+audit chain are imported by the functions that use them: a cold start that
+serves a read by id loads none of them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-from chalicelib.domain import audit, decision, errors, names
+from chalicelib.domain import errors
 from chalicelib.domain.models import (
+    ACTIONS,
     APPROVE,
     CANCEL,
     DEFAULT_MAX_RETURNS,
@@ -43,8 +45,11 @@ from chalicelib.domain.models import (
     Workflow,
 )
 from chalicelib.domain.record import Record
-from chalicelib.storage import Backend, Storage, create_storage
+from chalicelib.storage import create_storage
 from chalicelib.storage.upgrades import Upgrades
+
+if TYPE_CHECKING:
+    from chalicelib.storage import Backend, Storage
 
 WORKFLOWS = "workflows"
 # Attempts of one decision that keeps losing its conditional write (see _decide).
@@ -58,8 +63,22 @@ SWEEP_PAGE = 100
 # caller may decide (the storage reads by inbox keys; the rule leaves some out).
 INBOX_READS = 8
 NO_GROUPS: frozenset[str] = frozenset()
+
+
+def _chain(run: Run) -> list[str]:
+    from chalicelib.domain import audit
+
+    return audit.recomputed(run)
+
+
+def _awaited_by(run: Run) -> tuple[str, ...]:
+    from chalicelib.domain import decision
+
+    return decision.awaited_by(run)
+
+
 # What the storage's one-time upgrades of older data need from the rules.
-UPGRADES = Upgrades(chain=audit.recomputed, awaited_by=decision.awaited_by)
+UPGRADES = Upgrades(chain=_chain, awaited_by=_awaited_by)
 
 Clock = Callable[[], str]
 Filter = Mapping[str, Any]
@@ -152,6 +171,8 @@ def get_run(storage: Storage, run_id: int) -> Run:
 def audit_run(storage: Storage, run_id: int) -> RunAudit:
     """The run's history as its hash chain, recomputed from the stored values,
     and the state it implies under its workflow's steps against the stored one."""
+    from chalicelib.domain import audit
+
     run = storage.get_run(run_id)
     return audit.audit_of(run, storage.get_workflow(run.workflow_id).steps)
 
@@ -183,6 +204,7 @@ def approve(
     themselves, or for a delegator: see `decision.capacity`): once its quorum
     is met, move to the next step or complete the run. The run comes back with
     its history, or (not `history`) only counting it."""
+
     seen = seen._replace(step_id=expected_step_id) if expected_step_id is not None else seen
     return _decide(storage, run_id, APPROVE, actor, groups, comment, seen, clock, history=history)
 
@@ -232,7 +254,7 @@ def resubmit(
 ) -> Run:
     """Resubmit a returned run, as its requester (or an administrator), with a
     new input or its own: a new round from the first step that applies."""
-    from chalicelib.domain import transitions
+    from chalicelib.domain import decision, transitions
 
     for _ in range(DECISION_ATTEMPTS):
         run = storage.get_run(run_id, history)
@@ -286,7 +308,7 @@ def _decide(
     deciders by its remaining approvals; past it the answer is 503, and nothing
     is written.
     """
-    from chalicelib.domain import transitions
+    from chalicelib.domain import decision, transitions
 
     for _ in range(DECISION_ATTEMPTS):
         run = _as_proven(storage, storage.get_run(run_id, history))
@@ -328,12 +350,14 @@ def permissions(
     their delegations) may do with the run now, for whom, and why not where
     they may not: the rule the decision routes and the inbox apply
     (decision.capacity); for `on_behalf_of` only, where given."""
+    from chalicelib.domain import decision
+
     run = _as_proven(storage, storage.get_run(run_id, history=False))
     now = clock()
     lent = delegations_to(storage, actor, groups)
     held = tuple(
         decision.capacity(run, action, actor, groups, admin, lent, on_behalf_of, now)
-        for action in decision.ACTIONS
+        for action in ACTIONS
     )
     return Permissions(
         run.id,
@@ -346,6 +370,8 @@ def permissions(
 
 def delegations_to(storage: Storage, actor: str, groups: frozenset[str]) -> tuple[Delegation, ...]:
     """The delegations lent to `actor` or to one of `groups`, not ended nor revoked."""
+    from chalicelib.domain import decision
+
     keys = decision.inbox_keys(actor, groups)[:-1]  # the user's and the groups' own
     return storage.delegations_to(keys, utc_now())
 
@@ -360,6 +386,8 @@ def _lent_if_needed(
 ) -> tuple[Delegation, ...]:
     """The caller's delegations, read only where they may matter: a decision
     for someone named, or one the caller may not make for themselves."""
+    from chalicelib.domain import decision
+
     if on_behalf_of is None and decision.refusal(run, action, actor, groups) is None:
         return ()
     return delegations_to(storage, actor, groups)
@@ -368,6 +396,8 @@ def _lent_if_needed(
 def _as_proven(storage: Storage, run: Run) -> Run:
     """`run` with its current step's approvals as its chained history holds
     them (decision.proven), read from the history when it was not."""
+    from chalicelib.domain import decision
+
     count = decision.proving_actions(run)
     if not count:
         last: tuple[Action, ...] = ()
@@ -395,6 +425,8 @@ def inbox(
     set exactly when more follow, unless the rule left out so many that
     INBOX_READS reads did not reach them: then the page is shorter and
     next_cursor continues where the reading stopped."""
+    from chalicelib.domain import decision
+
     filters = inbox_filters(actor, groups)
     after = cursor_position(cursor, INBOX, filters)
     now = utc_now()
@@ -430,6 +462,7 @@ def _waiting_position(run: Run) -> tuple[str, int]:
 def sweep(storage: Storage, clock: Clock = utc_now, page: int = SWEEP_PAGE) -> int:
     """Apply every step deadline that has passed by `clock()` (chalicelib/domain/deadlines.py);
     how many it applied. A run decided meanwhile is left to that decision."""
+
     now = clock()
     applied = 0
     while True:
@@ -498,6 +531,8 @@ def run_events(
 def inbox_filters(actor: str, groups: frozenset[str]) -> dict[str, str]:
     """What an inbox cursor is bound to: its caller and groups, as a digest (up
     to 100 groups of 200 characters would not fit in a cursor)."""
+    from chalicelib.domain import audit, names
+
     caller = [names.canonical(actor), sorted({names.canonical(group) for group in groups})]
     return {"caller": audit.sha256_hex(audit.canonical(caller))[:32]}
 

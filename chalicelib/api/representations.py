@@ -11,8 +11,8 @@ import json
 from collections.abc import Callable
 from typing import Any, Union
 
-from chalicelib.domain.decision import ACTIONS, approvals_for
 from chalicelib.domain.models import (
+    ACTIONS,
     Action,
     Awaiting,
     Delegation,
@@ -43,7 +43,7 @@ def listed_run(run: Run) -> dict[str, Any]:
         "current_step_id": run.current_step_id,
         "current_step": step_shape(current) if current else None,
         "current_step_approved_by": list(run.current_step_approved_by),
-        "current_step_on_behalf_of": [name or None for name in approvals_for(run)],
+        "current_step_on_behalf_of": [name or None for name in run.current_step_approved_for],
         "current_step_since": run.current_step_since,
         "current_step_due_at": run.current_step_due_at,
         "current_step_escalated_to": list(run.current_step_escalated_to),

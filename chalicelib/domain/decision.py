@@ -141,8 +141,6 @@ REASONS = (
     RETURNS_EXHAUSTED,
     DELEGATION_NOT_ACTIVE,
 )
-# What GET /runs/{id}/permissions answers for, in its order.
-ACTIONS = (APPROVE, REJECT, CANCEL, RETURN, RESUBMIT)
 # The actions that decide the current step, by its approvers' rights.
 DECIDING = (APPROVE, REJECT, RETURN)
 
@@ -448,7 +446,7 @@ def decide(
         raise ValueError(f"unknown action {action!r}")
     if not needs_next_step(run, action):
         approved_by = (*run.current_step_approved_by, actor)
-        approved_for = (*approvals_for(run), on_behalf_of or "")
+        approved_for = (*run.current_step_approved_for, on_behalf_of or "")
         return Decision(
             APPROVE,
             actor,
@@ -462,10 +460,3 @@ def decide(
         )
     status = IN_PROGRESS if next_step is not None else COMPLETED
     return Decision(APPROVE, actor, comment, status, next_step, at, (), on_behalf_of)
-
-
-def approvals_for(run: Run) -> tuple[str, ...]:
-    """current_step_on_behalf_of, one entry per approval (runs stored before
-    delegations have none)."""
-    given, count = run.current_step_on_behalf_of, len(run.current_step_approved_by)
-    return (*given, *([""] * (count - len(given))))[:count]

@@ -23,14 +23,8 @@ from datetime import datetime, timedelta
 from typing import Optional
 
 from chalicelib.domain import errors
-from chalicelib.domain.models import (
-    GROUP_PREFIX,
-    USER_PREFIX,
-    Delegation,
-    DelegationGrant,
-    DelegationRevocation,
-    Granted,
-)
+from chalicelib.domain.changes import DelegationGrant, DelegationRevocation, Granted
+from chalicelib.domain.models import GROUP_PREFIX, USER_PREFIX, Delegation
 from chalicelib.domain.names import canonical_principal, same
 
 MAX_DAYS = 90

@@ -25,6 +25,15 @@ from collections.abc import Sequence
 from typing import Any, Optional
 
 from chalicelib.domain import audit, conditions, content, deadlines, decision, errors, events
+from chalicelib.domain.changes import (
+    Appended,
+    Defined,
+    RunChange,
+    RunStart,
+    Started,
+    StepAppend,
+    WorkflowDefinition,
+)
 from chalicelib.domain.models import (
     APPROVE,
     COMPLETED,
@@ -34,20 +43,13 @@ from chalicelib.domain.models import (
     RESUBMIT,
     SKIP,
     Action,
-    Appended,
     Decision,
-    Defined,
     EventDraft,
     Policy,
     Run,
-    RunChange,
-    RunStart,
-    Started,
     Step,
-    StepAppend,
     StepRule,
     Workflow,
-    WorkflowDefinition,
 )
 
 

@@ -1,195 +1,35 @@
-"""What every backend stores, as protocols, and the factory that picks one.
+"""The storage a process serves from, picked by the environment.
 
-A storage writes what the rules computed (chalicelib/domain/transitions.py)
-and reads it back: each change is one atomic write, conditional only on the
-state it was computed from (its optimistic guard) and on keys being free
-(uniqueness). It stamps what it allocates, ids and event sequence numbers, and
-decides nothing else: no rule of the domain is restated in SQL or in a
-condition expression, and no module here imports one.
+Each backend (sqlite/, dynamodb/) is one adapter of the protocols in
+protocols.py: it writes atomically what the rules computed, and reads it back.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Optional
 
-from chalicelib.domain.models import (
-    Action,
-    Delegation,
-    DelegationGrant,
-    DelegationRevocation,
-    Event,
-    Pending,
-    Run,
-    RunChange,
-    RunStart,
-    Slice,
-    Step,
-    StepAppend,
-    Workflow,
-    WorkflowDefinition,
-)
-from chalicelib.storage import failures
-from chalicelib.storage.upgrades import Upgrades
+if TYPE_CHECKING:
+    from chalicelib.storage.protocols import Backend as Backend
+    from chalicelib.storage.protocols import Outbox as Outbox
+    from chalicelib.storage.protocols import Storage as Storage
+    from chalicelib.storage.upgrades import Upgrades
 
 # os.path, not pathlib: pathlib is not imported by Chalice, and importing it
 # cost every cold start 1.2 ms.
 PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 DEFAULT_SQLITE_PATH = os.path.join(PROJECT_DIR, ".data", "workflows.sqlite3")
+PROTOCOLS = ("Backend", "Outbox", "Storage")
 
 
-class Storage(Protocol):
-    """Durable state of workflows and runs; every mutation is one atomic write
-    that records the events of its change with it, each numbered the next of
-    its subject's stream."""
+def __getattr__(name: str) -> Any:
+    """The protocols, for a module that names them at run time (a cold start's
+    code names them only in annotations, and never loads them)."""
+    if name in PROTOCOLS:
+        from chalicelib.storage import protocols
 
-    def create_workflow(self, definition: WorkflowDefinition) -> Workflow:
-        """Store the workflow `definition` makes with the ids given to it and its
-        steps; Conflict if its name is taken."""
-        ...
-
-    def get_workflow(self, workflow_id: int) -> Workflow:
-        """The workflow with its steps in step_order; NotFound if absent."""
-        ...
-
-    def append_step(self, append: StepAppend) -> Step:
-        """Store the step `append` makes at max(step_order) + 1, atomically;
-        NotFound if its workflow is absent."""
-        ...
-
-    def steps_after(self, workflow_id: int, after_order: int) -> tuple[Step, ...]:
-        """The steps that follow step_order `after_order`, in order (none after the last)."""
-        ...
-
-    def create_run(self, start: RunStart) -> Run:
-        """Store the run `start` makes with the id given to it, at its workflow's
-        first step, with its events and its inbox keys."""
-        ...
-
-    def get_run(self, run_id: int, history: bool = True) -> Run:
-        """The run with its current step (and that step's rules), its workflow's
-        policy and its actions, oldest first; NotFound if absent. Without
-        `history`, its actions are not read, only counted (action_count): what
-        a decision needs, whatever the length of the history."""
-        ...
-
-    def last_actions(self, run_id: int, count: int) -> tuple[Action, ...]:
-        """The run's last `count` actions (fewer if it has fewer), in history
-        order: what proves the approvals its current step holds."""
-        ...
-
-    def record_change(self, change: RunChange) -> Run:
-        """Write `change` (its run after, its action, its events, its inbox keys)
-        only if the run is still as change.before was read: the same history
-        and deadline state, and, for a completion, no step after the one it
-        found last. Otherwise raise LostWrite and write nothing."""
-        ...
-
-    def list_workflows(self, after_id: Optional[int], limit: int) -> Slice[Workflow]:
-        """At most `limit` workflows after id `after_id` (None: the first), by id, with steps."""
-        ...
-
-    def list_runs(
-        self,
-        workflow_id: Optional[int],
-        status: Optional[str],
-        before_id: Optional[int],
-        limit: int,
-    ) -> Slice[Run]:
-        """At most `limit` runs before id `before_id` (None: the newest), newest first, of
-        that workflow and status where given; without actions."""
-        ...
-
-    def inbox(
-        self, keys: Sequence[str], after: Optional[tuple[str, int]], limit: int
-    ) -> Slice[Run]:
-        """At most `limit` runs, without actions, whose current step holds them in
-        the inbox of one of `keys` (chalicelib/domain/decision.py), each once,
-        after (current_step_since, id) `after` in that order. Who among those
-        keys may decide them is the engine's to say, not the storage's."""
-        ...
-
-    def due_runs(self, now: str, limit: int) -> list[int]:
-        """At most `limit` runs whose current step's deadline passed by `now` and
-        is still to apply, soonest due first."""
-        ...
-
-    def list_events(self, subject: str, after_sequence: Optional[int], limit: int) -> Slice[Event]:
-        """At most `limit` events of `subject` after `after_sequence` (None: the
-        first), oldest first."""
-        ...
-
-    # -- delegations ----------------------------------------------------------
-
-    def create_delegation(self, grant: DelegationGrant) -> Delegation:
-        """Store the delegation `grant` makes with the id given to it, and its event."""
-        ...
-
-    def get_delegation(self, delegation_id: int) -> Delegation:
-        """The delegation, revoked or ended ones too; NotFound if absent."""
-        ...
-
-    def revoke_delegation(self, revocation: DelegationRevocation) -> Delegation:
-        """Store `revocation.after` and its event, only if the delegation is still
-        as `revocation.before` was read; Conflict if it was revoked meanwhile."""
-        ...
-
-    def delegations_to(self, delegates: Sequence[str], now: str) -> tuple[Delegation, ...]:
-        """The delegations to any of `delegates` (canonical principals, as
-        names.canonical_principal gives them) that are not revoked and end
-        after `now`, by id."""
-        ...
-
-    def list_delegations(
-        self,
-        delegator: Optional[str],
-        delegate: Optional[str],
-        active_at: Optional[str],
-        after_id: Optional[int],
-        limit: int,
-    ) -> Slice[Delegation]:
-        """At most `limit` delegations after id `after_id`, by id ascending: of
-        `delegator` (a canonical name), to `delegate` (a canonical principal),
-        active at `active_at` (neither revoked then nor outside their window),
-        where given."""
-        ...
-
-
-class Outbox(Protocol):
-    """The delivery state the storage keeps beside each recorded event
-    (chalicelib/delivery/dispatch.py sends them)."""
-
-    def pending_subjects(self, now: str, limit: int) -> list[str]:
-        """Subjects with an event not delivered yet that is due at `now` (or
-        waits behind one that is); at most `limit`, each once."""
-        ...
-
-    def first_pending(self, subject: str) -> Optional[Pending]:
-        """The subject's first event not delivered yet (lowest sequence)."""
-        ...
-
-    def mark_delivered(self, pending: Pending, now: str) -> None:
-        """Record that the event was delivered (again: harmless)."""
-        ...
-
-    def mark_failed(self, pending: Pending, next_attempt_at: str) -> None:
-        """Record one more failed attempt, and when to try again."""
-        ...
-
-
-if TYPE_CHECKING:
-    from chalicelib.domain.idempotency import KeyStore
-
-    class Backend(Storage, KeyStore, Outbox, Protocol):
-        """What each adapter is: the service's state, the Idempotency-Key store
-        beside it (chalicelib/domain/idempotency.py) and the events' delivery
-        state, so that all share one database."""
-
-else:
-    # At run time only a name in annotations: the protocols it joins are not
-    # imported until a request needs them (a cold start's GET does not).
-    Backend = Storage
+        return getattr(protocols, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def create_storage(upgrades: Optional[Upgrades] = None) -> Backend:
@@ -206,7 +46,9 @@ def create_storage(upgrades: Optional[Upgrades] = None) -> Backend:
         from chalicelib.storage.dynamodb.adapter import DynamoDBStorage
 
         return DynamoDBStorage(client.create_client(), client.table_name())
-    raise failures.unavailable(
+    from chalicelib.storage.failures import unavailable
+
+    raise unavailable(
         f"WORKFLOW_STORAGE is {kind!r}, which is no storage: set it to 'sqlite' (the default) "
         "or 'dynamodb'"
     )

@@ -26,19 +26,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 from chalicelib.domain import errors
-from chalicelib.domain.models import (
-    Action,
-    Event,
-    EventDraft,
-    Run,
-    RunChange,
-    RunStart,
-    Slice,
-    Step,
-    StepAppend,
-    Workflow,
-    WorkflowDefinition,
-)
+from chalicelib.domain.models import Action, Event, EventDraft, Run, Slice, Step, Workflow
 from chalicelib.storage.dynamodb import items, keys
 from chalicelib.storage.dynamodb.client import (
     MAX_TRANSACTION_ITEMS,
@@ -64,6 +52,8 @@ from chalicelib.storage.failures import unavailable
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+
+    from chalicelib.domain.changes import RunChange, RunStart, StepAppend, WorkflowDefinition
 
 # A workflow's step count once it has been appended to, kept in this many items
 # of their own, which every append sets: a change that completes a run checks

@@ -9,18 +9,15 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 from chalicelib.domain import errors
-from chalicelib.domain.models import (
-    Delegation,
-    DelegationGrant,
-    DelegationRevocation,
-    EventDraft,
-    Slice,
-)
+from chalicelib.domain.models import Delegation, EventDraft, Slice
 from chalicelib.domain.names import canonical, canonical_principal
 from chalicelib.storage.dynamodb import keys
 from chalicelib.storage.dynamodb.client import Requests, n, s
 from chalicelib.storage.dynamodb.ids import Counters
 from chalicelib.storage.dynamodb.keys import Item
+
+if TYPE_CHECKING:
+    from chalicelib.domain.changes import DelegationGrant, DelegationRevocation
 
 # Items one Query of the DELEGATIONS partition reads at most, while a filter
 # leaves some out.

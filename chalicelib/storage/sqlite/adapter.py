@@ -14,27 +14,19 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from chalicelib.domain import errors
-from chalicelib.domain.models import (
-    Action,
-    Event,
-    Run,
-    RunChange,
-    RunStart,
-    Slice,
-    Step,
-    StepAppend,
-    Workflow,
-    WorkflowDefinition,
-)
+from chalicelib.domain.models import Action, Event, Run, Slice, Step, Workflow
 from chalicelib.storage.sqlite import rows
 from chalicelib.storage.sqlite.connections import next_id
 from chalicelib.storage.sqlite.delegations import Delegations
 from chalicelib.storage.sqlite.idempotency import IdempotencyKeys
 from chalicelib.storage.sqlite.outbox import OutboxState, record_events
 from chalicelib.storage.upgrades import Upgrades
+
+if TYPE_CHECKING:
+    from chalicelib.domain.changes import RunChange, RunStart, StepAppend, WorkflowDefinition
 
 # Workflows whose steps a storage keeps in memory (steps are only appended, so
 # what it knows stays true); past this many it forgets the oldest.

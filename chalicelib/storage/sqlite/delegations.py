@@ -4,13 +4,16 @@ delegations lent to a caller) and by its delegator's key."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from chalicelib.domain import errors
-from chalicelib.domain.models import Delegation, DelegationGrant, DelegationRevocation, Slice
+from chalicelib.domain.models import Delegation, Slice
 from chalicelib.domain.names import canonical, canonical_principal
 from chalicelib.storage.sqlite.connections import Connections, next_id
 from chalicelib.storage.sqlite.outbox import record_events
+
+if TYPE_CHECKING:
+    from chalicelib.domain.changes import DelegationGrant, DelegationRevocation
 
 COLUMNS = (
     "id, delegator, delegate, workflow_id, starts_at, ends_at, reason, created_at, "
