@@ -44,11 +44,11 @@ NOW = "2026-01-01T00:00:00.000Z"
 
 def build(path: str, runs: int) -> dict[str, Any]:
     """A database with `runs` runs of a 3-step workflow, plus two long-history runs."""
-    from chalicelib.storage.sqlite import schema as sqlite_schema
+    from chalicelib.storage.sqlite import migrations as sqlite_migrations
 
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
-    conn.executescript(sqlite_schema.SCHEMA)
+    conn.executescript(sqlite_migrations.SCHEMA)
     conn.execute("BEGIN")
     conn.execute("INSERT INTO workflows (id, name, created_at) VALUES (1, 'po', ?)", (NOW,))
     conn.executemany(

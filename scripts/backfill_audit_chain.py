@@ -8,7 +8,7 @@ from the stored values in history order (chalicelib/domain/audit.py) and stores
 them, each write conditional, so it is safe beside live traffic and safe to
 run again (a second run finds nothing). Decisions recorded meanwhile chain
 themselves onto the hashes this stores. SQLite files need none of this: they
-migrate on open (MIGRATIONS in chalicelib/storage/sqlite/schema.py).
+migrate on open (MIGRATIONS in chalicelib/storage/sqlite/migrations.py).
 
 Why a script and not hashes computed when a run is read: a service that fills
 in a missing hash would also fill in one that someone removed, after editing

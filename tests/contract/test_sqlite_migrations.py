@@ -13,7 +13,8 @@ from chalicelib import engine
 from chalicelib.api.representations import shape
 from chalicelib.domain import errors
 from chalicelib.domain.models import APPROVE, Deadline, StepRule
-from chalicelib.storage.sqlite import schema as sqlite_schema
+from chalicelib.storage.sqlite import connections as sqlite_connections
+from chalicelib.storage.sqlite import migrations as sqlite_migrations
 from chalicelib.storage.sqlite.adapter import SQLiteStorage
 from tests.support import chain
 from tests.support.stored import decide, stored_run
@@ -21,7 +22,7 @@ from tests.support.stored import decide, stored_run
 NOW = "2030-01-02T03:04:05.000Z"
 # The spec's schema as files before the approver rules have it: CHECKs that
 # know no cancelled status and no cancel action.
-SPEC_SCHEMA = sqlite_schema.SCHEMA.replace(",'cancelled')", ")").replace(",'cancel')", ")")
+SPEC_SCHEMA = sqlite_migrations.SCHEMA.replace(",'cancelled')", ")").replace(",'cancel')", ")")
 
 
 def file_of_the_first_schema(path: Path) -> None:
@@ -70,7 +71,7 @@ def test_an_old_file_is_migrated_on_open_and_its_runs_read_as_before(tmp_path: P
     ]
     with sqlite3.connect(path) as conn:
         (version,) = conn.execute("PRAGMA user_version").fetchone()
-    assert version == len(sqlite_schema.MIGRATIONS)
+    assert version == len(sqlite_migrations.MIGRATIONS)
     storage.close()
 
 
@@ -179,7 +180,9 @@ def test_the_approver_rules_reach_an_old_file_and_its_runs_can_be_cancelled(
     chain.assert_chained(shape(cancelled))
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-        assert conn.execute("PRAGMA user_version").fetchone() == (len(sqlite_schema.MIGRATIONS),)
+        assert conn.execute("PRAGMA user_version").fetchone() == (
+            len(sqlite_migrations.MIGRATIONS),
+        )
         with pytest.raises(sqlite3.IntegrityError):
             conn.execute("UPDATE workflow_runs SET status = 'pondering' WHERE id = 1")
     conn.close()
@@ -282,3 +285,9 @@ def test_a_file_with_data_to_upgrade_is_refused_without_the_rules_and_left_as_it
     upgraded = SQLiteStorage(str(path), engine.UPGRADES)
     assert upgraded.get_run(1).title == "waits"
     upgraded.close()
+
+
+def test_the_version_a_file_is_checked_against_counts_every_migration() -> None:
+    """Opening a file reads only its version (schema.py); the migrations module
+    it is checked against is loaded only for a file that needs them."""
+    assert len(sqlite_migrations.MIGRATIONS) == sqlite_connections.SCHEMA_VERSION

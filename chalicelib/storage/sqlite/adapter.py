@@ -1,4 +1,4 @@
-"""SQLite storage: the spec's schema (schema.py), one connection per thread, WAL.
+"""SQLite storage: the spec's schema (migrations.py), one connection per thread, WAL.
 
 Every change is one write transaction, taken with BEGIN IMMEDIATE: its write
 lock makes the store's allocations (ids, event sequence numbers, a step's

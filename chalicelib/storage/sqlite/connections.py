@@ -1,24 +1,32 @@
 """SQLite connections: one per thread, WAL, the schema in place before the first use,
-and write transactions taken with BEGIN IMMEDIATE."""
+and write transactions taken with BEGIN IMMEDIATE.
+
+A file already at the latest schema (PRAGMA user_version is SCHEMA_VERSION)
+is used as it is, after one PRAGMA read; one that is not is brought there by
+migrations.py, which only then is loaded.
+"""
 
 from __future__ import annotations
 
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Optional
 
 from chalicelib.domain import errors
-from chalicelib.storage.failures import unavailable
-from chalicelib.storage.sqlite import schema
 from chalicelib.storage.upgrades import Upgrades
+
+BUSY_TIMEOUT_MS = 10_000
+# How many changes the spec's schema has had: len(migrations.MIGRATIONS).
+SCHEMA_VERSION = 8
 
 
 class Connections:
     """The connections to one SQLite file, shared safely by threads and
-    processes; data from before a feature is upgraded with `upgrades` (schema.py)."""
+    processes; data from before a feature is upgraded with `upgrades` (migrations.py)."""
 
     def __init__(self, path: str, upgrades: Optional[Upgrades] = None) -> None:
         self.path = path
@@ -40,10 +48,12 @@ class Connections:
         try:
             return self._open()
         except (OSError, sqlite3.Error) as exc:
-            if schema.is_busy(exc):
+            if is_busy(exc):
                 raise errors.Unavailable("The database is busy; retry shortly") from exc
             # A directory, a path under a file, a place that cannot be written,
             # a file that is not a database: each is the operator's to fix.
+            from chalicelib.storage.failures import unavailable
+
             raise unavailable(
                 f"The SQLite database {self.path!r} (WORKFLOW_SQLITE_PATH) cannot be used: "
                 f"{exc}. Set WORKFLOW_SQLITE_PATH to a file in a writable directory, "
@@ -56,15 +66,15 @@ class Connections:
             os.makedirs(directory, exist_ok=True)
         # isolation_level=None: we open every transaction ourselves, writers
         # with BEGIN IMMEDIATE so they queue on the busy timeout instead of
-        # failing when a read lock would have to be upgraded.
+        # failing when a read lock would have to be upgraded. `timeout` is
+        # SQLite's busy timeout (sqlite3_busy_timeout).
         conn = sqlite3.connect(
             self.path,
-            timeout=schema.BUSY_TIMEOUT_MS / 1000,
+            timeout=BUSY_TIMEOUT_MS / 1000,
             isolation_level=None,
             check_same_thread=False,
         )
         try:
-            conn.execute(f"PRAGMA busy_timeout = {schema.BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = NORMAL")
             self._ensure_schema(conn)
@@ -78,8 +88,8 @@ class Connections:
         with self._schema_lock:
             if self._schema_ready:
                 return
-            schema.use_wal(conn)
-            schema.migrate(conn, self.upgrades)
+            use_wal(conn)
+            migrate(conn, self.upgrades)
             self._schema_ready = True
 
     @contextmanager
@@ -108,3 +118,34 @@ def next_id(conn: sqlite3.Connection, table: str) -> int:
     lock so that the rules can compute with it before the row is written."""
     row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = ?", (table,)).fetchone()
     return (row[0] if row else 0) + 1
+
+
+def migrate(conn: sqlite3.Connection, upgrades: Optional[Upgrades]) -> None:
+    """Bring the file to the latest schema in one write transaction (nothing
+    to write, and one PRAGMA read, for a file already there)."""
+    if conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+        return
+    from chalicelib.storage.sqlite import migrations
+
+    migrations.upgrade(conn, upgrades)
+
+
+def is_busy(exc: BaseException) -> bool:
+    """Whether SQLite refused because another connection holds the file, which passes."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and (code & 0xFF) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def use_wal(conn: sqlite3.Connection) -> None:
+    """Switch the file to WAL once. SQLite answers 'locked' at once, without the
+    busy timeout, while another connection sets up the same fresh file: wait here."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if time.monotonic() > deadline:
+                raise errors.Unavailable("The database is busy; retry shortly") from exc
+            time.sleep(0.005)
