@@ -1,44 +1,65 @@
-"""A Chalice app with the service's routes, each doing nothing: the framework's own cost."""
+"""A Chalice app with the service's routes and handlers, each doing nothing: the
+framework's own cost.
+
+Every route and event handler app.py registers is registered here too, with
+the same path, methods and settings (tests/unit/test_bench_bare_app.py keeps
+the two tables equal): what Chalice spends registering a route at import, and
+matching a request against the route table, is the framework's, not the
+service's.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from chalice.app import Chalice
+from chalice.app import Chalice, Rate
 
 app = Chalice(app_name="bare")
 
 
-@app.route("/workflows", methods=["POST"])
-def create_workflow() -> Any:
+def nothing(*args: Any, **kwargs: Any) -> Any:
     return {}
 
 
-@app.route("/workflows/{workflow_id}", methods=["GET"])
-def get_workflow(workflow_id: str) -> Any:
-    return {}
+ROUTES = (
+    ("/workflows", "POST", "create_workflow"),
+    ("/workflows", "GET", "list_workflows"),
+    ("/workflows/{workflow_id}", "GET", "get_workflow"),
+    ("/workflows/{workflow_id}/steps", "POST", "append_step"),
+    ("/runs", "POST", "start_run"),
+    ("/runs", "GET", "list_runs"),
+    ("/runs/{run_id}", "GET", "get_run"),
+    ("/runs/{run_id}/audit", "GET", "audit_run"),
+    ("/runs/{run_id}/permissions", "GET", "run_permissions"),
+    ("/runs/{run_id}/events", "GET", "run_events"),
+    ("/runs/{run_id}/approve", "POST", "approve"),
+    ("/runs/{run_id}/reject", "POST", "reject"),
+    ("/runs/{run_id}/return", "POST", "return_run"),
+    ("/runs/{run_id}/resubmit", "POST", "resubmit"),
+    ("/runs/{run_id}/cancel", "POST", "cancel"),
+    ("/inbox", "GET", "inbox"),
+    ("/delegations", "POST", "create_delegation"),
+    ("/delegations", "GET", "list_delegations"),
+    ("/delegations/{delegation_id}", "GET", "get_delegation"),
+    ("/delegations/{delegation_id}", "DELETE", "revoke_delegation"),
+    ("/openapi.json", "GET", "openapi_document"),
+    ("/", "GET", "page_document"),
+    ("/ui/app.js", "GET", "page_script"),
+    ("/ui/app.css", "GET", "page_style"),
+)
 
+for path, method, name in ROUTES:
+    app.route(path, methods=[method], name=name)(nothing)
 
-@app.route("/workflows/{workflow_id}/steps", methods=["POST"])
-def append_step(workflow_id: str) -> Any:
-    return {}
-
-
-@app.route("/runs", methods=["POST"])
-def start_run() -> Any:
-    return {}
-
-
-@app.route("/runs/{run_id}", methods=["GET"])
-def get_run(run_id: str) -> Any:
-    return {}
-
-
-@app.route("/runs/{run_id}/approve", methods=["POST"])
-def approve(run_id: str) -> Any:
-    return {}
-
-
-@app.route("/runs/{run_id}/reject", methods=["POST"])
-def reject(run_id: str) -> Any:
-    return {}
+app.on_dynamodb_record(
+    stream_arn="arn:aws:dynamodb:us-east-1:000000000000:table/bare/stream/packaged",
+    batch_size=100,
+    starting_position="TRIM_HORIZON",
+    name="on_dynamodb_record",
+)(nothing)
+app.on_sqs_message(
+    queue_arn="arn:aws:sqs:us-east-1:000000000000:bare-webhooks",
+    batch_size=10,
+    name="deliver_webhooks",
+)(nothing)
+app.schedule(Rate(1, unit=Rate.MINUTES), name="sweep_deadlines")(nothing)
