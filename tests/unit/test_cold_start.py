@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 # Modules the code keeps out of `import app` (each measured at 1 to 7 ms, or for
@@ -76,17 +77,7 @@ def test_a_request_that_applies_no_schema_never_loads_the_validator(tmp_path: Pa
         "    assert json.loads(c.http.get('/runs/1').body)['current_step']['name'] == 'B'\n"
         "print(json.dumps('jsonschema_rs' in sys.modules))\n"
     )
-    env = {**os.environ, "WORKFLOW_SQLITE_PATH": str(tmp_path / "w.sqlite3")}
-    env.pop("WORKFLOW_AUTH", None)
-    loaded = subprocess.run(
-        [sys.executable, "-c", probe],
-        cwd=PROJECT_DIR,
-        check=True,
-        capture_output=True,
-        text=True,
-        env=env,
-    ).stdout
-    assert json.loads(loaded.splitlines()[-1]) is False
+    assert printed_by(probe, sqlite_env(tmp_path)) is False
 
 
 # What a cold start's usual first request, GET /runs/{id} on a file already at
@@ -106,9 +97,7 @@ NOT_READ_BY_ID = (
 
 
 def test_reading_a_run_by_id_loads_no_parser_rule_or_migration(tmp_path: Path) -> None:
-    path = tmp_path / "w.sqlite3"
-    env = {**os.environ, "WORKFLOW_SQLITE_PATH": str(path), "WORKFLOW_STORAGE": "sqlite"}
-    env.pop("WORKFLOW_AUTH", None)
+    env = sqlite_env(tmp_path)
     setup = (
         "from chalicelib import engine\n"
         "storage = engine.open_storage()\n"
@@ -124,12 +113,25 @@ def test_reading_a_run_by_id_loads_no_parser_rule_or_migration(tmp_path: Path) -
         "    assert c.http.get('/runs/1').status_code == 200\n"
         f"print(json.dumps([name for name in {NOT_READ_BY_ID!r} if name in sys.modules]))\n"
     )
-    loaded = subprocess.run(
+    assert printed_by(probe, env) == []
+
+
+def sqlite_env(tmp_path: Path) -> dict[str, str]:
+    """The environment of a service on a SQLite file of its own, in `none` mode."""
+    env = {**os.environ, "WORKFLOW_SQLITE_PATH": str(tmp_path / "w.sqlite3")}
+    env["WORKFLOW_STORAGE"] = "sqlite"
+    env.pop("WORKFLOW_AUTH", None)
+    return env
+
+
+def printed_by(probe: str, env: dict[str, str]) -> Any:
+    """What the program `probe` prints last, as JSON, run in a fresh process."""
+    done = subprocess.run(
         [sys.executable, "-c", probe],
         cwd=PROJECT_DIR,
         check=True,
         capture_output=True,
         text=True,
         env=env,
-    ).stdout
-    assert json.loads(loaded.splitlines()[-1]) == []
+    )
+    return json.loads(done.stdout.splitlines()[-1])
