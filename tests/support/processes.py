@@ -103,11 +103,19 @@ def started(
             stdout=stdout,
             stderr=stderr,
             start_new_session=True,
+            preexec_fn=_ctrl_c_stops,
         )
         try:
             yield process
         finally:
             stop(process)
+
+
+def _ctrl_c_stops() -> None:
+    """In the command's process, before it starts: SIGINT does what Ctrl-C does
+    in a terminal, even where the tests themselves run with it ignored (a job
+    started with `&` or nohup inherits SIGINT ignored, and so would the command)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def stop(process: subprocess.Popen[bytes], timeout: float = 15) -> None:
