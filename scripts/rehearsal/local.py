@@ -223,6 +223,13 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def _ctrl_c_stops() -> None:
+    """In make's process, before it starts: SIGINT stops it as Ctrl-C does, even
+    where the rehearsal runs with SIGINT ignored (a job started with `&` or
+    nohup inherits that, and make would too)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class MakeRun:
     """`make run`, as a user runs it, configured as the stack is (jwt, the same
     issuer and origin, webhooks to its own receiver), on a free port."""
@@ -243,6 +250,7 @@ class MakeRun:
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=_ctrl_c_stops,
         )
         self.url = f"http://{HOST}:{self.port}"
         deadline = time.monotonic() + 60
