@@ -223,10 +223,11 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _ctrl_c_stops() -> None:
-    """In make's process, before it starts: SIGINT stops it as Ctrl-C does, even
-    where the rehearsal runs with SIGINT ignored (a job started with `&` or
-    nohup inherits that, and make would too)."""
+def ctrl_c_stops() -> None:
+    """In a command's process, before it starts (Popen's preexec_fn): SIGINT
+    stops it as Ctrl-C does in a terminal, even where whoever starts it runs
+    with SIGINT ignored (a job started with `&` or nohup inherits that, and the
+    command would too)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
@@ -250,7 +251,7 @@ class MakeRun:
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=_ctrl_c_stops,
+            preexec_fn=ctrl_c_stops,
         )
         self.url = f"http://{HOST}:{self.port}"
         deadline = time.monotonic() + 60

@@ -17,6 +17,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Optional
 
+from scripts.rehearsal.local import ctrl_c_stops
+
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
 
@@ -103,19 +105,12 @@ def started(
             stdout=stdout,
             stderr=stderr,
             start_new_session=True,
-            preexec_fn=_ctrl_c_stops,
+            preexec_fn=ctrl_c_stops,
         )
         try:
             yield process
         finally:
             stop(process)
-
-
-def _ctrl_c_stops() -> None:
-    """In the command's process, before it starts: SIGINT does what Ctrl-C does
-    in a terminal, even where the tests themselves run with it ignored (a job
-    started with `&` or nohup inherits SIGINT ignored, and so would the command)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def stop(process: subprocess.Popen[bytes], timeout: float = 15) -> None:
