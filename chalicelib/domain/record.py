@@ -23,6 +23,14 @@ __all__ = ["Record"]
 
 # A field's value before its argument or default fills it.
 _MISSING: Any = object()
+# The docstring of each field's accessor, by position, as namedtuple words it.
+_ALIAS_DOCS: list[str] = []
+
+
+def _alias_doc(position: int) -> str:
+    while len(_ALIAS_DOCS) <= position:
+        _ALIAS_DOCS.append(f"Alias for field number {len(_ALIAS_DOCS)}")
+    return _ALIAS_DOCS[position]
 
 
 class _RecordType(type):
@@ -31,25 +39,36 @@ class _RecordType(type):
     def __new__(mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any]) -> Any:
         if namespace.get("_root", False):
             return super().__new__(mcls, name, bases, namespace)
-        fields = tuple(namespace.get("__annotations__", {}))
-        defaults = {field: namespace.pop(field) for field in fields if field in namespace}
-        first_default = len(fields) - len(defaults)
-        if tuple(defaults) != fields[first_default:]:
-            raise TypeError(f"{name}: fields with defaults must come after those without")
+        # One loop over the fields rather than a comprehension for each thing
+        # made of them (each is a call of its own in 3.11): two dozen classes
+        # are made on every cold start.
+        fields = tuple(namespace.get("__annotations__", ()))
+        count = len(fields)
+        defaults: dict[str, Any] = {}
+        values = []
+        index = {}
+        for position, field in enumerate(fields):
+            if field in namespace:
+                defaults[field] = value = namespace.pop(field)
+            elif defaults:
+                raise TypeError(f"{name}: fields with defaults must come after those without")
+            else:
+                value = _MISSING
+            values.append(value)
+            index[field] = position
+            namespace[field] = _tuplegetter(position, _alias_doc(position))
         # For each count of positional arguments, the values of the fields after
         # them: their defaults, or _MISSING where a field has none.
-        values = tuple(defaults.get(field, _MISSING) for field in fields)
+        given_values = tuple(values)
         namespace.update(
             __slots__=(),
             _fields=fields,
             _field_defaults=defaults,
-            _index={field: index for index, field in enumerate(fields)},
-            _required=len(fields) - len(defaults),
-            _tails=tuple(values[given:] for given in range(len(fields) + 1)),
+            _index=index,
+            _required=count - len(defaults),
+            _tails=tuple([given_values[given:] for given in range(count + 1)]),
             __match_args__=fields,
         )
-        for index, field in enumerate(fields):
-            namespace[field] = _tuplegetter(index, f"Alias for field number {index}")
         return super().__new__(mcls, name, bases, namespace)
 
 
