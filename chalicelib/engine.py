@@ -42,11 +42,11 @@ from chalicelib.domain.models import (
     Slice,
     Step,
     StepRule,
+    Upgrades,
     Workflow,
 )
 from chalicelib.domain.record import Record
 from chalicelib.storage import create_storage
-from chalicelib.storage.upgrades import Upgrades
 
 if TYPE_CHECKING:
     from chalicelib.storage import Backend, Storage

@@ -10,10 +10,10 @@ import os
 from typing import TYPE_CHECKING, Any, Optional
 
 if TYPE_CHECKING:
+    from chalicelib.domain.models import Upgrades
     from chalicelib.storage.protocols import Backend as Backend
     from chalicelib.storage.protocols import Outbox as Outbox
     from chalicelib.storage.protocols import Storage as Storage
-    from chalicelib.storage.upgrades import Upgrades
 
 # os.path, not pathlib: pathlib is not imported by Chalice, and importing it
 # cost every cold start 1.2 ms.

@@ -17,13 +17,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Optional
 
 from chalicelib.domain import errors
-from chalicelib.domain.models import Action, Event, Run, Slice, Step, Workflow
+from chalicelib.domain.models import Action, Event, Run, Slice, Step, Upgrades, Workflow
 from chalicelib.storage.sqlite import rows
 from chalicelib.storage.sqlite.connections import next_id
 from chalicelib.storage.sqlite.delegations import Delegations
 from chalicelib.storage.sqlite.idempotency import IdempotencyKeys
 from chalicelib.storage.sqlite.outbox import OutboxState, record_events
-from chalicelib.storage.upgrades import Upgrades
 
 if TYPE_CHECKING:
     from chalicelib.domain.changes import RunChange, RunStart, StepAppend, WorkflowDefinition

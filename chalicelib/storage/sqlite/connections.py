@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import Optional
 
 from chalicelib.domain import errors
-from chalicelib.storage.upgrades import Upgrades
+from chalicelib.domain.models import Upgrades
 
 BUSY_TIMEOUT_MS = 10_000
 # How many changes the spec's schema has had: len(migrations.MIGRATIONS).

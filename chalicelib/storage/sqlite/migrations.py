@@ -15,10 +15,9 @@ import sqlite3
 from collections.abc import Callable
 from typing import Optional, Union
 
-from chalicelib.domain.models import IN_PROGRESS, Action, Run
+from chalicelib.domain.models import IN_PROGRESS, Action, Run, Upgrades
 from chalicelib.storage.failures import unavailable
 from chalicelib.storage.sqlite import rows
-from chalicelib.storage.upgrades import Upgrades
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS workflows (
