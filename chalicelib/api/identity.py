@@ -27,7 +27,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Optional
 
 from chalicelib.domain import errors
-from chalicelib.domain.names import canonical, principal_problem, same
 from chalicelib.domain.record import Record
 
 if TYPE_CHECKING:
@@ -193,6 +192,8 @@ def _jwks_client(url: str) -> PyJWKClient:
 def _caller(claims: Mapping[str, Any], config: Settings) -> Caller:
     """The caller a verified token names: its actor and groups, each held to the
     rules of a name in a body (names.principal_problem), or Unauthorized."""
+    from chalicelib.domain.names import canonical, principal_problem
+
     actor = claims.get(config.actor_claim)
     if not isinstance(actor, str) or not actor.strip():
         raise errors.Unauthorized(
@@ -210,6 +211,8 @@ def _caller(claims: Mapping[str, Any], config: Settings) -> Caller:
 
 
 def _groups(value: Any, claim: str) -> frozenset[str]:
+    from chalicelib.domain.names import principal_problem
+
     if isinstance(value, str):
         value = value.replace(",", " ").split()
     if not isinstance(value, list):
@@ -279,6 +282,8 @@ def _verified_or_asserted(
 ) -> Optional[str]:
     if caller is None:
         return asserted
+    from chalicelib.domain.names import same
+
     if asserted is not None and not same(asserted, caller.actor):
         raise errors.Forbidden(
             f"{field!r} must be you ({caller.actor!r}) or left out: the token says who calls"

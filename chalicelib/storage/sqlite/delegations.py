@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Optional
 
 from chalicelib.domain import errors
 from chalicelib.domain.models import Delegation, Slice
-from chalicelib.domain.names import canonical, canonical_principal
 from chalicelib.storage.sqlite.connections import Connections, next_id
 from chalicelib.storage.sqlite.outbox import record_events
 
@@ -25,6 +24,9 @@ class Delegations(Connections):
     """The delegations part of the SQLite adapter."""
 
     def create_delegation(self, grant: DelegationGrant) -> Delegation:
+        # Imported here: a cold start's read never needs it.
+        from chalicelib.domain.names import canonical, canonical_principal
+
         with self._write() as conn:
             granted = grant.made(next_id(conn, "delegations"))
             d = granted.delegation
