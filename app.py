@@ -9,10 +9,17 @@ a cold start that serves a read by id loads neither.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Optional
 
 from chalice.app import Chalice, CloudWatchEvent, DynamoDBEvent, Rate, Response, SQSEvent
+
+# The service's modules and their records live as long as the process:
+# collecting among them while they load is wasted work on a cold start (about
+# 0.65 million instructions, by callgrind). The collector waits until they are
+# loaded, and leaves them out of every later collection (gc.freeze).
+gc.disable()
 
 from chalicelib import engine
 from chalicelib.api import access_log, http, identity, paths, representations
@@ -30,6 +37,9 @@ from chalicelib.domain.models import (
 
 if TYPE_CHECKING:
     from chalicelib.storage import Backend
+
+gc.freeze()
+gc.enable()
 
 app = Chalice(app_name="approval-workflows")
 # Stand-ins that `chalice package` needs; scripts/package.py replaces both with

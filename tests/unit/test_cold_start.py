@@ -49,6 +49,15 @@ def test_importing_the_app_loads_none_of_the_heavy_modules() -> None:
     assert json.loads(loaded) == []
 
 
+def test_importing_the_app_leaves_the_collector_on_and_the_start_frozen() -> None:
+    """app.py pauses the garbage collector while it loads: it must be on again
+    after, with what the start built out of later collections."""
+    probe = "import gc, json, app; print(json.dumps([gc.isenabled(), gc.get_freeze_count()]))"
+    enabled, frozen = printed_by(probe, dict(os.environ))
+    assert enabled is True
+    assert frozen > 10_000
+
+
 def test_a_request_that_applies_no_schema_never_loads_the_validator(tmp_path: Path) -> None:
     """Defining a workflow, starting and deciding its runs, with conditions but
     without an input schema: the schema validator stays unloaded."""
