@@ -80,8 +80,9 @@ def _awaited_by(run: Run) -> tuple[str, ...]:
 # What the storage's one-time upgrades of older data need from the rules.
 UPGRADES = Upgrades(chain=_chain, awaited_by=_awaited_by)
 
-Clock = Callable[[], str]
-Filter = Mapping[str, Any]
+if TYPE_CHECKING:
+    Clock = Callable[[], str]
+    Filter = Mapping[str, Any]
 
 
 def open_storage() -> Backend:

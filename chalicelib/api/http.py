@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 from chalice.app import Chalice, CORSConfig, Request, Response
 
 from chalicelib.api import access_log, identity, representations
-from chalicelib.api.representations import Answer
 from chalicelib.domain import errors
 
 if TYPE_CHECKING:
+    from chalicelib.api.representations import Answer
     from chalicelib.domain.idempotency import KeyStore, StoredResponse
 
 # A kind before the kind it refines: status_of answers the first that matches.
@@ -37,7 +37,8 @@ STATUS: dict[type[errors.WorkflowError], int] = {
     errors.Unavailable: 503,
 }
 
-Headers = dict[str, Union[str, list[str]]]
+if TYPE_CHECKING:
+    Headers = dict[str, Union[str, list[str]]]
 JSON_HEADERS: Mapping[str, str] = {"Content-Type": "application/json"}
 # Where a request's verified caller is kept for its view (see JsonApi.caller).
 _CALLER = "approval-workflows.caller"
