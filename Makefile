@@ -28,7 +28,7 @@ WORKFLOW_TABLE ?= approval-workflows
 PYTEST_WORKERS ?= auto
 XDIST := -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
-.PHONY: run test test-fast lint format bench profile venv clean clean-data token \
+.PHONY: run test test-fast lint format bench bench-instructions profile venv clean clean-data token \
 	dynamodb-table run-dynamodb package scan rehearse audit-chain inbox-backfill list-indexes \
 	browser screenshots
 
@@ -180,6 +180,17 @@ rehearse: package $(VENV)/.dev $(LAMBDA_RUNTIME)/.created
 
 bench: $(VENV)/.dev
 	$(BIN)/python -m bench.run
+
+# The SQLite cold start counted in instructions (valgrind's callgrind), which do
+# not move from run to run; TREES="../old ../other" counts other checkouts too.
+TREES ?=
+bench-instructions: $(VENV)/.dev
+	@command -v valgrind >/dev/null || { \
+		echo "Installing Debian's valgrind for the instruction counts (apt-get) ..."; \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends valgrind; } || { \
+			echo "Could not install it: as root, apt-get install valgrind" >&2; exit 1; }; }
+	$(BIN)/python -m bench.cold_start_instructions $(foreach tree,$(TREES),--tree $(tree))
 
 # The call tree of the hot path (BACKEND=sqlite or dynamodb).
 BACKEND ?= sqlite
