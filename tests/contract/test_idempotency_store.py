@@ -11,8 +11,7 @@ import pytest
 from chalicelib.domain import errors, idempotency
 from chalicelib.domain.idempotency import IdempotencyClaim, IdempotencyRecord, StoredResponse
 from chalicelib.storage import Backend
-from chalicelib.storage.sqlite.adapter import SQLiteStorage
-from chalicelib.storage.sqlite.idempotency import EXPIRED_KEYS_PER_CLAIM
+from chalicelib.storage.sqlite.adapter import EXPIRED_KEYS_PER_CLAIM, SQLiteStorage
 from tests.support.idempotency import (
     DONE,
     HELD_KEY_CASES,

@@ -17,25 +17,44 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Optional
 
 from chalicelib.domain import errors
-from chalicelib.domain.models import Action, Event, Run, Slice, Step, Upgrades, Workflow
+from chalicelib.domain.models import (
+    Action,
+    Delegation,
+    Event,
+    Pending,
+    Run,
+    Slice,
+    Step,
+    Upgrades,
+    Workflow,
+)
 from chalicelib.storage.sqlite import rows
-from chalicelib.storage.sqlite.connections import next_id
-from chalicelib.storage.sqlite.delegations import Delegations
-from chalicelib.storage.sqlite.idempotency import IdempotencyKeys
-from chalicelib.storage.sqlite.outbox import OutboxState, record_events
+from chalicelib.storage.sqlite.connections import Connections, next_id
 
 if TYPE_CHECKING:
-    from chalicelib.domain.changes import RunChange, RunStart, StepAppend, WorkflowDefinition
+    from chalicelib.domain.changes import (
+        DelegationGrant,
+        DelegationRevocation,
+        RunChange,
+        RunStart,
+        StepAppend,
+        WorkflowDefinition,
+    )
+    from chalicelib.domain.idempotency import IdempotencyClaim, StoredResponse
 
 # Workflows whose steps a storage keeps in memory (steps are only appended, so
 # what it knows stays true); past this many it forgets the oldest.
 KNOWN_WORKFLOWS = 1024
 
+# Expired idempotency keys deleted per claim: more than the one row a claim can
+# add, so the table shrinks back, and a bounded cost for every request.
+EXPIRED_KEYS_PER_CLAIM = 10
 
-class SQLiteStorage(OutboxState, IdempotencyKeys, Delegations):
-    """Storage in one SQLite file (connections.py): the service's state (here),
-    its Idempotency-Keys (idempotency.py), its events' delivery (outbox.py) and
-    the delegations (delegations.py)."""
+
+class SQLiteStorage(Connections):
+    """Storage in one SQLite file (connections.py): the service's workflows and
+    runs, its events and their delivery (the Outbox), its Idempotency-Keys (the
+    KeyStore) and the delegations; the rows each writes are rows.py's."""
 
     def __init__(self, path: str, upgrades: Optional[Upgrades] = None) -> None:
         super().__init__(path, upgrades)
@@ -72,8 +91,8 @@ class SQLiteStorage(OutboxState, IdempotencyKeys, Delegations):
             except sqlite3.IntegrityError as exc:
                 raise errors.Conflict(f"A workflow named {workflow.name!r} already exists") from exc
             for step in workflow.steps:
-                _insert_step(conn, step)
-            record_events(conn, defined.events)
+                rows.insert_step(conn, step)
+            rows.record_events(conn, defined.events)
         return self._remember(workflow)
 
     def get_workflow(self, workflow_id: int) -> Workflow:
@@ -126,8 +145,8 @@ class SQLiteStorage(OutboxState, IdempotencyKeys, Delegations):
                 (workflow_id,),
             ).fetchone()
             appended = append.made(next_id(conn, "workflow_steps"), max_order + 1)
-            _insert_step(conn, appended.step)
-            record_events(conn, appended.events)
+            rows.insert_step(conn, appended.step)
+            rows.record_events(conn, appended.events)
         step = appended.step
         known = self._known_steps.get(workflow_id)
         if known is not None:
@@ -195,9 +214,9 @@ class SQLiteStorage(OutboxState, IdempotencyKeys, Delegations):
                     rows.document(run.input),
                 ),
             )
-            action_ids = _insert_actions(conn, started.actions)
-            _enter_inboxes(conn, run, started.enters)
-            record_events(conn, started.events, new_subject=True)
+            action_ids = rows.insert_actions(conn, started.actions)
+            rows.enter_inboxes(conn, run, started.enters)
+            rows.record_events(conn, started.events, new_subject=True)
         return started.recorded(action_ids)
 
     def get_run(self, run_id: int, history: bool = True) -> Run:
@@ -334,16 +353,15 @@ class SQLiteStorage(OutboxState, IdempotencyKeys, Delegations):
                     # retry reads them again.
                     self._known_steps.pop(before.workflow_id, None)
                 raise errors.LostWrite()
-            action_ids = _insert_actions(conn, change.actions)
-            _move_in_inboxes(conn, change)
-            record_events(conn, change.events)
+            action_ids = rows.insert_actions(conn, change.actions)
+            rows.move_in_inboxes(conn, change)
+            rows.record_events(conn, change.events)
         return change.recorded(action_ids)
 
     # -- deadlines ---------------------------------------------------------
 
     def due_runs(self, now: str, limit: int) -> list[int]:
-
-        rows = (
+        found = (
             self._connection()
             .execute(
                 "SELECT id FROM workflow_runs WHERE current_step_due_at IS NOT NULL "
@@ -353,13 +371,12 @@ class SQLiteStorage(OutboxState, IdempotencyKeys, Delegations):
             )
             .fetchall()
         )
-        return [run_id for (run_id,) in rows]
+        return [run_id for (run_id,) in found]
 
     # -- events ------------------------------------------------------------
 
     def list_events(self, subject: str, after_sequence: Optional[int], limit: int) -> Slice[Event]:
-
-        rows = (
+        found = (
             self._connection()
             .execute(
                 "SELECT id, subject, sequence, type, body FROM events "
@@ -368,76 +385,186 @@ class SQLiteStorage(OutboxState, IdempotencyKeys, Delegations):
             )
             .fetchall()
         )
-        return Slice(tuple(Event(*row) for row in rows[:limit]), len(rows) > limit)
+        return Slice(tuple(Event(*row) for row in found[:limit]), len(found) > limit)
 
+    # -- the outbox: the events' delivery state ----------------------------
 
-def _insert_actions(conn: sqlite3.Connection, actions: Sequence[Action]) -> list[int]:
-    """The actions appended to their run's history, in order; their new ids."""
-    return [
-        rows.last_id(
-            conn.execute(
-                "INSERT INTO workflow_actions (run_id, step_id, action, actor, comment, "
-                "created_at, hash, on_behalf_of, round, input_digest) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    action.run_id,
-                    action.step_id,
-                    action.action,
-                    action.actor,
-                    action.comment,
-                    action.created_at,
-                    action.hash,
-                    action.on_behalf_of,
-                    action.round,
-                    action.input_digest,
-                ),
+    def pending_subjects(self, now: str, limit: int) -> list[str]:
+        found = (
+            self._connection()
+            .execute(
+                "SELECT DISTINCT subject FROM events WHERE delivered_at IS NULL "
+                "AND (next_attempt_at IS NULL OR next_attempt_at <= ?) LIMIT ?",
+                (now, limit),
             )
+            .fetchall()
         )
-        for action in actions
-    ]
+        return [subject for (subject,) in found]
 
-
-def _insert_step(conn: sqlite3.Connection, step: Step) -> None:
-    conn.execute(
-        f"INSERT INTO workflow_steps ({rows.STEP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (step.id, *rows.step_values(step)),
-    )
-
-
-def _enter_inboxes(conn: sqlite3.Connection, run: Run, keys: Sequence[str]) -> None:
-    """The run's rows in the inboxes of `keys`, at when it reached its step."""
-    _each(
-        conn,
-        "INSERT INTO run_inbox (principal, since, run_id) VALUES (?, ?, ?)",
-        [(key, run.current_step_since, run.id) for key in keys],
-    )
-
-
-def _move_in_inboxes(conn: sqlite3.Connection, change: RunChange) -> None:
-    """The run's rows out of the inboxes the change leaves and into those it
-    enters; an inbox it stays in (the next step's approvers are the last's)
-    has its row moved to when the run reached its new step, in one statement."""
-    before, after = change.before, change.after
-    stays = [key for key in change.leaves if key in change.enters]
-    was, now = before.current_step_since, after.current_step_since
-    if was != now:
-        _each(
-            conn,
-            "UPDATE run_inbox SET since = ? WHERE principal = ? AND since = ? AND run_id = ?",
-            [(now, key, was, before.id) for key in stays],
+    def first_pending(self, subject: str) -> Optional[Pending]:
+        row = (
+            self._connection()
+            .execute(
+                "SELECT id, subject, sequence, type, body, attempts, next_attempt_at FROM events "
+                "WHERE subject = ? AND delivered_at IS NULL ORDER BY sequence LIMIT 1",
+                (subject,),
+            )
+            .fetchone()
         )
-    _each(
-        conn,
-        "DELETE FROM run_inbox WHERE principal = ? AND since = ? AND run_id = ?",
-        [(key, was, before.id) for key in change.leaves if key not in stays],
-    )
-    _enter_inboxes(conn, after, [key for key in change.enters if key not in stays])
+        return Pending(Event(*row[:5]), row[5], row[6]) if row else None
 
+    def mark_delivered(self, pending: Pending, now: str) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE events SET delivered_at = ? WHERE id = ? AND delivered_at IS NULL",
+                (now, pending.event.id),
+            )
 
-def _each(conn: sqlite3.Connection, sql: str, rows: Sequence[tuple[object, ...]]) -> None:
-    """`sql` for each of `rows`: most steps name one principal, for which a
-    plain execute costs less than executemany's setup."""
-    if len(rows) == 1:
-        conn.execute(sql, rows[0])
-    elif rows:
-        conn.executemany(sql, rows)
+    def mark_failed(self, pending: Pending, next_attempt_at: str) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE events SET attempts = attempts + 1, next_attempt_at = ? "
+                "WHERE id = ? AND delivered_at IS NULL",
+                (next_attempt_at, pending.event.id),
+            )
+
+    # -- Idempotency-Keys ------------------------------------------------
+
+    def claim_idempotency_key(self, claim: IdempotencyClaim) -> Optional[StoredResponse]:
+        from chalicelib.domain import idempotency
+
+        # Read, decide and write under BEGIN IMMEDIATE's write lock: one step.
+        with self._write() as conn:
+            conn.execute(
+                "DELETE FROM idempotency_keys WHERE key IN (SELECT key FROM idempotency_keys "
+                "WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)",
+                (claim.now, EXPIRED_KEYS_PER_CLAIM),
+            )
+            row = conn.execute(
+                "SELECT fingerprint, token, lease_until, expires_at, response_status, "
+                "response_body, response_location FROM idempotency_keys WHERE key = ?",
+                (claim.key,),
+            ).fetchone()
+            record = rows.idempotency_record(row) if row else None
+            claimed = idempotency.may_claim(record, claim)
+            if claimed:
+                conn.execute(
+                    "INSERT OR REPLACE INTO idempotency_keys (key, fingerprint, token, "
+                    "lease_until, expires_at) VALUES (?, ?, ?, ?, ?)",
+                    (
+                        claim.key,
+                        claim.fingerprint,
+                        claim.token,
+                        claim.lease_until,
+                        claim.expires_at,
+                    ),
+                )
+        if claimed:
+            return None
+        assert record is not None
+        return idempotency.replay(record, claim)
+
+    def save_idempotent_response(self, claim: IdempotencyClaim, response: StoredResponse) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE idempotency_keys SET response_status = ?, response_body = ?, "
+                "response_location = ? WHERE key = ? AND token = ?",
+                (response.status, response.body, response.location, claim.key, claim.token),
+            )
+
+    def release_idempotency_key(self, claim: IdempotencyClaim) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "DELETE FROM idempotency_keys WHERE key = ? AND token = ?", (claim.key, claim.token)
+            )
+
+    # -- delegations -----------------------------------------------------
+
+    def create_delegation(self, grant: DelegationGrant) -> Delegation:
+        # Imported here: a cold start's read never needs it.
+        from chalicelib.domain.names import canonical, canonical_principal
+
+        with self._write() as conn:
+            granted = grant.made(next_id(conn, "delegations"))
+            d = granted.delegation
+            conn.execute(
+                f"INSERT INTO delegations ({rows.DELEGATION_COLUMNS}, delegator_key, delegate_key) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (*d, canonical(d.delegator), canonical_principal(d.delegate)),
+            )
+            rows.record_events(conn, granted.events, new_subject=True)
+        return d
+
+    def get_delegation(self, delegation_id: int) -> Delegation:
+        row = (
+            self._connection()
+            .execute(
+                f"SELECT {rows.DELEGATION_COLUMNS} FROM delegations WHERE id = ?", (delegation_id,)
+            )
+            .fetchone()
+        )
+        if row is None:
+            raise errors.NotFound(f"Delegation {delegation_id} not found")
+        return Delegation(*row)
+
+    def revoke_delegation(self, revocation: DelegationRevocation) -> Delegation:
+        after = revocation.after
+        with self._write() as conn:
+            # The guard: not revoked since it was read.
+            changed = conn.execute(
+                "UPDATE delegations SET revoked_at = ?, revoked_by = ? "
+                "WHERE id = ? AND revoked_at IS NULL",
+                (after.revoked_at, after.revoked_by, after.id),
+            ).rowcount
+            if changed != 1:
+                raise errors.Conflict("The delegation was revoked already")
+            rows.record_events(conn, revocation.events)
+        return after
+
+    def delegations_to(self, delegates: Sequence[str], now: str) -> tuple[Delegation, ...]:
+        if not delegates:
+            return ()
+        marks = ", ".join("?" for _ in delegates)
+        found = (
+            self._connection()
+            .execute(
+                f"SELECT {rows.DELEGATION_COLUMNS} FROM delegations "
+                f"WHERE delegate_key IN ({marks}) AND ends_at > ? AND revoked_at IS NULL "
+                "ORDER BY id",
+                (*delegates, now),
+            )
+            .fetchall()
+        )
+        return tuple(Delegation(*row) for row in found)
+
+    def list_delegations(
+        self,
+        delegator: Optional[str],
+        delegate: Optional[str],
+        active_at: Optional[str],
+        after_id: Optional[int],
+        limit: int,
+    ) -> Slice[Delegation]:
+        where = ["id > ?"]
+        values: list[object] = [after_id or 0]
+        if delegator is not None:
+            where.append("delegator_key = ?")
+            values.append(delegator)
+        if delegate is not None:
+            where.append("delegate_key = ?")
+            values.append(delegate)
+        if active_at is not None:
+            where.append(
+                "starts_at <= ? AND ends_at > ? AND (revoked_at IS NULL OR revoked_at > ?)"
+            )
+            values += [active_at, active_at, active_at]
+        found = (
+            self._connection()
+            .execute(
+                f"SELECT {rows.DELEGATION_COLUMNS} FROM delegations WHERE {' AND '.join(where)} "
+                "ORDER BY id LIMIT ?",
+                (*values, limit + 1),
+            )
+            .fetchall()
+        )
+        return Slice(tuple(Delegation(*row) for row in found[:limit]), len(found) > limit)

@@ -1,4 +1,6 @@
-"""SQLite rows <-> records: the columns each read names, and what they make.
+"""SQLite rows <-> records: the columns each read names, what they make, and
+the statements that write a change's rows (its actions, steps, inbox rows and
+events) inside the change's transaction.
 
 A run's row is the run, its current step (with that step's rules) and its
 workflow's policy, joined: RUN_COLUMNS from RUN_FROM. A run's state as the
@@ -11,9 +13,13 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-from chalicelib.domain.models import Deadline, Policy, Run, Step, Workflow
+from chalicelib.domain.models import Action, Deadline, EventDraft, Policy, Run, Step, Workflow
+
+if TYPE_CHECKING:
+    from chalicelib.domain.changes import RunChange
+    from chalicelib.domain.idempotency import IdempotencyRecord
 
 STEP_COLUMNS = (
     "id, workflow_id, name, step_order, approvers, required_approvals, "
@@ -180,3 +186,119 @@ def strings(stored: str) -> tuple[str, ...]:
 def last_id(cursor: sqlite3.Cursor) -> int:
     assert cursor.lastrowid is not None
     return cursor.lastrowid
+
+
+# -- the rows a change writes, in the change's transaction -------------
+
+DELEGATION_COLUMNS = (
+    "id, delegator, delegate, workflow_id, starts_at, ends_at, reason, created_at, "
+    "created_by, revoked_at, revoked_by"
+)
+
+
+def insert_actions(conn: sqlite3.Connection, actions: Sequence[Action]) -> list[int]:
+    """The actions appended to their run's history, in order; their new ids."""
+    return [
+        last_id(
+            conn.execute(
+                "INSERT INTO workflow_actions (run_id, step_id, action, actor, comment, "
+                "created_at, hash, on_behalf_of, round, input_digest) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    action.run_id,
+                    action.step_id,
+                    action.action,
+                    action.actor,
+                    action.comment,
+                    action.created_at,
+                    action.hash,
+                    action.on_behalf_of,
+                    action.round,
+                    action.input_digest,
+                ),
+            )
+        )
+        for action in actions
+    ]
+
+
+def insert_step(conn: sqlite3.Connection, step: Step) -> None:
+    conn.execute(
+        f"INSERT INTO workflow_steps ({STEP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (step.id, *step_values(step)),
+    )
+
+
+def enter_inboxes(conn: sqlite3.Connection, run: Run, keys: Sequence[str]) -> None:
+    """The run's rows in the inboxes of `keys`, at when it reached its step."""
+    _each(
+        conn,
+        "INSERT INTO run_inbox (principal, since, run_id) VALUES (?, ?, ?)",
+        [(key, run.current_step_since, run.id) for key in keys],
+    )
+
+
+def move_in_inboxes(conn: sqlite3.Connection, change: RunChange) -> None:
+    """The run's rows out of the inboxes the change leaves and into those it
+    enters; an inbox it stays in (the next step's approvers are the last's)
+    has its row moved to when the run reached its new step, in one statement."""
+    before, after = change.before, change.after
+    stays = [key for key in change.leaves if key in change.enters]
+    was, now = before.current_step_since, after.current_step_since
+    if was != now:
+        _each(
+            conn,
+            "UPDATE run_inbox SET since = ? WHERE principal = ? AND since = ? AND run_id = ?",
+            [(now, key, was, before.id) for key in stays],
+        )
+    _each(
+        conn,
+        "DELETE FROM run_inbox WHERE principal = ? AND since = ? AND run_id = ?",
+        [(key, was, before.id) for key in change.leaves if key not in stays],
+    )
+    enter_inboxes(conn, after, [key for key in change.enters if key not in stays])
+
+
+def _each(conn: sqlite3.Connection, sql: str, rows: Sequence[tuple[object, ...]]) -> None:
+    """`sql` for each of `rows`: most steps name one principal, for which a
+    plain execute costs less than executemany's setup."""
+    if len(rows) == 1:
+        conn.execute(sql, rows[0])
+    elif rows:
+        conn.executemany(sql, rows)
+
+
+def record_events(
+    conn: sqlite3.Connection, drafts: Sequence[EventDraft], new_subject: bool = False
+) -> None:
+    """Add `drafts` to the outbox in the caller's transaction, each the next of
+    its subject: the write lock the transaction holds keeps sequences gap-free.
+    Each subject's last sequence is read once per transaction, and not at all
+    for a `new_subject` (a run being created: AUTOINCREMENT never gives an id
+    twice, so no event names it yet)."""
+    last: dict[str, int] = {}
+    for draft in drafts:
+        sequence = last.get(draft.subject)
+        if sequence is None:
+            (sequence,) = (
+                (0,)
+                if new_subject
+                else conn.execute(
+                    "SELECT COALESCE(MAX(sequence), 0) FROM events WHERE subject = ?",
+                    (draft.subject,),
+                ).fetchone()
+            )
+        event = draft.numbered(sequence + 1)
+        last[draft.subject] = event.sequence
+        conn.execute(
+            "INSERT INTO events (id, subject, sequence, type, body) VALUES (?, ?, ?, ?, ?)",
+            (event.id, event.subject, event.sequence, event.type, event.body),
+        )
+
+
+def idempotency_record(row: tuple[Any, ...]) -> IdempotencyRecord:
+    from chalicelib.domain.idempotency import IdempotencyRecord, StoredResponse
+
+    fingerprint, token, lease_until, expires_at, status, body, location = row
+    response = StoredResponse(status, body, location) if status is not None else None
+    return IdempotencyRecord(fingerprint, token, lease_until, expires_at, response)
