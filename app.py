@@ -20,26 +20,27 @@ from chalice.app import Chalice, CloudWatchEvent, DynamoDBEvent, Rate, Response,
 # 0.65 million instructions, by callgrind). The collector waits until they are
 # loaded, and leaves them out of every later collection (gc.freeze).
 gc.disable()
-
-from chalicelib import engine
-from chalicelib.api import access_log, http, identity, paths, representations
-from chalicelib.domain.models import (
-    Awaiting,
-    Delegation,
-    Event,
-    Page,
-    Permissions,
-    Run,
-    RunAudit,
-    Step,
-    Workflow,
-)
+try:
+    from chalicelib import engine
+    from chalicelib.api import access_log, http, identity, paths, representations
+    from chalicelib.domain.models import (
+        Awaiting,
+        Delegation,
+        Event,
+        Page,
+        Permissions,
+        Run,
+        RunAudit,
+        Step,
+        Workflow,
+    )
+finally:
+    # On again even if an import failed.
+    gc.freeze()
+    gc.enable()
 
 if TYPE_CHECKING:
     from chalicelib.storage import Backend
-
-gc.freeze()
-gc.enable()
 
 app = Chalice(app_name="approval-workflows")
 # Stand-ins that `chalice package` needs; scripts/package.py replaces both with
