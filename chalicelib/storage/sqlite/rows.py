@@ -30,6 +30,10 @@ WORKFLOW_COLUMNS = (
     "w.allow_self_approval, w.distinct_approvers, w.reject_requires_comment, w.input_schema, "
     "w.max_returns"
 )
+DELEGATION_COLUMNS = (
+    "id, delegator, delegate, workflow_id, starts_at, ends_at, reason, created_at, "
+    "created_by, revoked_at, revoked_by"
+)
 RUN_COLUMNS = (
     "r.id, r.workflow_id, r.title, r.status, r.created_at, r.updated_at, "
     "s.id, s.workflow_id, s.name, s.step_order, s.approvers, s.required_approvals, "
@@ -188,12 +192,17 @@ def last_id(cursor: sqlite3.Cursor) -> int:
     return cursor.lastrowid
 
 
-# -- the rows a change writes, in the change's transaction -------------
+def idempotency_record(row: tuple[Any, ...]) -> IdempotencyRecord:
+    """A key's row of idempotency_keys as the domain reads it; its module is
+    loaded by a keyed request, never by a cold start's read."""
+    from chalicelib.domain.idempotency import IdempotencyRecord, StoredResponse
 
-DELEGATION_COLUMNS = (
-    "id, delegator, delegate, workflow_id, starts_at, ends_at, reason, created_at, "
-    "created_by, revoked_at, revoked_by"
-)
+    fingerprint, token, lease_until, expires_at, status, body, location = row
+    response = StoredResponse(status, body, location) if status is not None else None
+    return IdempotencyRecord(fingerprint, token, lease_until, expires_at, response)
+
+
+# -- the rows a change writes, in the change's transaction -------------
 
 
 def insert_actions(conn: sqlite3.Connection, actions: Sequence[Action]) -> list[int]:
@@ -294,11 +303,3 @@ def record_events(
             "INSERT INTO events (id, subject, sequence, type, body) VALUES (?, ?, ?, ?, ?)",
             (event.id, event.subject, event.sequence, event.type, event.body),
         )
-
-
-def idempotency_record(row: tuple[Any, ...]) -> IdempotencyRecord:
-    from chalicelib.domain.idempotency import IdempotencyRecord, StoredResponse
-
-    fingerprint, token, lease_until, expires_at, status, body, location = row
-    response = StoredResponse(status, body, location) if status is not None else None
-    return IdempotencyRecord(fingerprint, token, lease_until, expires_at, response)
