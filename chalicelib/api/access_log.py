@@ -17,7 +17,6 @@ through `logging`.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -27,6 +26,7 @@ from chalice.app import Chalice, Request, Response
 
 from chalicelib import log_lines
 from chalicelib.api import paths
+from chalicelib.domain.shapes import json_encoder
 
 # Where the lines go: None is the process's standard output at the time of
 # writing (so that whoever replaces sys.stdout, a test's capture included, gets
@@ -37,6 +37,8 @@ _stream: Optional[TextIO] = None
 _IDS = "approval-workflows.ids"
 _REPLAYED = "approval-workflows.replayed"
 _PATH_IDS = {"workflow_id", "run_id"}
+# A line as json.dumps writes it.
+_encode = json_encoder(separators=(", ", ": "))
 
 
 def install(app: Chalice) -> None:
@@ -82,7 +84,7 @@ def observe(request: Request, get_response: Callable[[Request], Response]) -> Re
 
 def write(line: Mapping[str, Any]) -> None:
     """Write one access line: its JSON and a newline, flushed at once."""
-    log_lines.write(json.dumps(line), _stream)
+    log_lines.write(_encode(line), _stream)
 
 
 def set_stream(stream: Optional[TextIO]) -> None:

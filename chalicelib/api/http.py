@@ -19,6 +19,7 @@ from chalice.app import Chalice, CORSConfig, Request, Response
 
 from chalicelib.api import access_log, identity, representations
 from chalicelib.domain import errors
+from chalicelib.domain.shapes import json_encoder
 
 if TYPE_CHECKING:
     from chalicelib.api.representations import Answer
@@ -92,9 +93,8 @@ def status_of(exc: errors.WorkflowError) -> int:
     return next(code for kind, code in STATUS.items() if isinstance(exc, kind))
 
 
-# What Chalice would write for a body it serialises (compact, ASCII-escaped),
-# with one encoder for the process instead of one per response.
-_encode = json.JSONEncoder(separators=(",", ":")).encode
+# What Chalice would write for a body it serialises: compact, ASCII-escaped.
+_encode = json_encoder()
 
 
 def json_response(body: Any, status: int, headers: Optional[Mapping[str, str]] = None) -> Response:

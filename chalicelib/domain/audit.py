@@ -47,6 +47,7 @@ from chalicelib.domain.models import (
     RunAudit,
     Step,
 )
+from chalicelib.domain.shapes import json_encoder
 
 GENESIS_FIELDS = ("run_id", "workflow_id", "title", "requested_by", "created_at")
 # In the genesis of a run whose input is not empty: what binds the chain to it.
@@ -70,7 +71,7 @@ AUDIT_FIELDS = ("run_id", "genesis", "head_hash", "valid", "first_invalid_seq", 
 STATE_ANSWER = ("state_valid", "state_mismatches")
 
 
-_canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+_canonical = json_encoder(ensure_ascii=False, sort_keys=True)
 
 
 def canonical(value: Any) -> str:

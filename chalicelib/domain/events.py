@@ -28,7 +28,6 @@ extension attribute `sequence`, which the storage assigns inside the write.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Sequence
 from json.encoder import encode_basestring
@@ -54,7 +53,7 @@ from chalicelib.domain.models import (
     Workflow,
 )
 from chalicelib.domain.record import Record
-from chalicelib.domain.shapes import delegation_shape, step_shape, workflow_shape
+from chalicelib.domain.shapes import delegation_shape, json_encoder, step_shape, workflow_shape
 
 PREFIX = "approval."
 WORKFLOW_CREATED = "approval.workflow.created"
@@ -100,9 +99,8 @@ CONDITIONS_ACTOR = "system:conditions"
 # The run's status after a transition -> the event that says the run ended so.
 _RUN_ENDED = {COMPLETED: RUN_COMPLETED, REJECTED: RUN_REJECTED, "cancelled": RUN_CANCELLED}
 STAGE_VARIABLE = "WORKFLOW_STAGE"
-# Bodies are compact and not ASCII-escaped; one encoder for the process, not
-# one per event as json.dumps with options builds.
-_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+# Bodies are compact and not ASCII-escaped.
+_encode = json_encoder(ensure_ascii=False)
 # What _encode writes for a string.
 _string = encode_basestring
 DEFAULT_STAGE = "dev"

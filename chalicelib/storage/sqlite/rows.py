@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 from chalicelib.domain.models import Action, Deadline, EventDraft, Policy, Run, Step, Workflow
+from chalicelib.domain.shapes import json_encoder
 
 if TYPE_CHECKING:
     from chalicelib.domain.changes import RunChange
@@ -161,9 +162,8 @@ def changed_state(before: Run, after: Run) -> dict[str, object]:
     return changed
 
 
-# Arrays of names as stored: compact, not ASCII-escaped. One encoder for the
-# process, not one per call as json.dumps with options builds.
-_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+# Arrays of names as stored: compact, not ASCII-escaped.
+_encode = json_encoder(ensure_ascii=False)
 
 
 def as_json(values: Sequence[str]) -> str:
