@@ -173,19 +173,19 @@ def run_events(run_id: str) -> Page[Event]:
 
 
 @app.route("/runs/{run_id}/approve", methods=["POST"])
-@api.answers(200, minimal=representations.listed_run)
+@api.answers(200, minimal=representations.listed_text)
 def approve(run_id: str) -> Run:
     return _decide(run_id, engine.approve)
 
 
 @app.route("/runs/{run_id}/reject", methods=["POST"])
-@api.answers(200, minimal=representations.listed_run)
+@api.answers(200, minimal=representations.listed_text)
 def reject(run_id: str) -> Run:
     return _decide(run_id, engine.reject)
 
 
 @app.route("/runs/{run_id}/return", methods=["POST"])
-@api.answers(200, minimal=representations.listed_run)
+@api.answers(200, minimal=representations.listed_text)
 def return_run(run_id: str) -> Run:
     return _decide(run_id, engine.return_run, comment_required=True)
 
@@ -213,7 +213,7 @@ def _decide(run_id: str, decide: Callable[..., Run], comment_required: bool = Fa
 
 
 @app.route("/runs/{run_id}/resubmit", methods=["POST"])
-@api.answers(200, minimal=representations.listed_run)
+@api.answers(200, minimal=representations.listed_text)
 def resubmit(run_id: str) -> Run:
     from chalicelib.api import validation
 
@@ -233,7 +233,7 @@ def resubmit(run_id: str) -> Run:
 
 
 @app.route("/runs/{run_id}/cancel", methods=["POST"])
-@api.answers(200, minimal=representations.listed_run)
+@api.answers(200, minimal=representations.listed_text)
 def cancel(run_id: str) -> Run:
     from chalicelib.api import validation
 

@@ -99,8 +99,15 @@ _encode = json_encoder()
 
 def json_response(body: Any, status: int, headers: Optional[Mapping[str, str]] = None) -> Response:
     """A JSON answer; its body is encoded here, as Chalice would encode it."""
+    return json_text_response(_encode(body), status, headers)
+
+
+def json_text_response(
+    text: str, status: int, headers: Optional[Mapping[str, str]] = None
+) -> Response:
+    """A JSON answer whose body is already encoded (`text`)."""
     all_headers: Headers = {**JSON_HEADERS, **(headers or {})}
-    return Response(body=_encode(body), status_code=status, headers=all_headers)
+    return Response(body=text, status_code=status, headers=all_headers)
 
 
 def prefers_minimal(prefer: Optional[str]) -> bool:
@@ -167,7 +174,7 @@ class JsonApi:
         self,
         status: int,
         location: Optional[Callable[[Any], str]] = None,
-        minimal: Optional[Callable[[Any], dict[str, Any]]] = None,
+        minimal: Optional[Callable[[Any], str]] = None,
     ) -> Callable[[Callable[..., Answer]], Callable[..., Response]]:
         """Serialise what the view returns with `status` (and a Location header
         from `location`); domain errors become 4xx/5xx. A POST or DELETE with an
@@ -188,8 +195,8 @@ class JsonApi:
                         {"Location": self.base_path() + location(result)} if location else None
                     )
                     if minimal is not None and self.prefers_minimal():
-                        return json_response(minimal(result), status, MINIMAL_APPLIED)
-                    return json_response(representations.shape(result), status, headers)
+                        return json_text_response(minimal(result), status, MINIMAL_APPLIED)
+                    return json_text_response(representations.text(result), status, headers)
 
                 request = self.request
                 try:
