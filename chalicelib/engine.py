@@ -49,6 +49,7 @@ from chalicelib.domain.record import Record
 from chalicelib.storage import create_storage
 
 if TYPE_CHECKING:
+    from chalicelib.domain.decision import Capacity
     from chalicelib.storage import Backend, Storage
 
 WORKFLOWS = "workflows"
@@ -314,10 +315,11 @@ def _decide(
     for _ in range(DECISION_ATTEMPTS):
         run = _as_proven(storage, storage.get_run(run_id, history))
         on_behalf_of, current = None, run.current_step
+        own: Optional[Capacity] = None
         lent: tuple[Delegation, ...] = ()
         if action != CANCEL:
             current = decision.step_to_decide(run, seen.step_id, seen.round)
-            lent = _lent_if_needed(storage, run, action, actor, groups, seen.on_behalf_of)
+            own, lent = _own_or_lent(storage, run, action, actor, groups, seen.on_behalf_of)
         following = (
             storage.steps_after(run.workflow_id, current.step_order)
             if current is not None and action == APPROVE and decision.needs_next_step(run, action)
@@ -328,7 +330,7 @@ def _decide(
             decision.check_requesters_action(run, CANCEL, actor, admin)
         else:
             on_behalf_of = decision.check_decider(
-                run, action, actor, groups, comment, lent, seen.on_behalf_of, now
+                run, action, actor, groups, comment, lent, seen.on_behalf_of, now, own
             )
         change = transitions.decide(run, action, actor, comment, following, now, on_behalf_of)
         try:
@@ -377,21 +379,24 @@ def delegations_to(storage: Storage, actor: str, groups: frozenset[str]) -> tupl
     return storage.delegations_to(keys, utc_now())
 
 
-def _lent_if_needed(
+def _own_or_lent(
     storage: Storage,
     run: Run,
     action: str,
     actor: str,
     groups: frozenset[str],
     on_behalf_of: Optional[str],
-) -> tuple[Delegation, ...]:
-    """The caller's delegations, read only where they may matter: a decision
-    for someone named, or one the caller may not make for themselves."""
+) -> tuple[Optional[Capacity], tuple[Delegation, ...]]:
+    """The caller's own capacity where it allows the decision for themselves;
+    else their delegations, read only then: a decision for someone named, or
+    one the caller may not make for themselves."""
     from chalicelib.domain import decision
 
-    if on_behalf_of is None and decision.refusal(run, action, actor, groups) is None:
-        return ()
-    return delegations_to(storage, actor, groups)
+    if on_behalf_of is None:
+        own = decision.capacity(run, action, actor, groups)
+        if own.refused is None:
+            return own, ()
+    return None, delegations_to(storage, actor, groups)
 
 
 def _as_proven(storage: Storage, run: Run) -> Run:

@@ -317,13 +317,17 @@ def check_decider(
     delegations: Sequence[Delegation] = (),
     on_behalf_of: Optional[str] = None,
     at: str = "",
+    held: Optional[Capacity] = None,
 ) -> Optional[str]:
     """For whom `actor` (a member of `groups`, holding `delegations`) may
     `action` the run's current step under its rules (None: themselves), or
     Forbidden; Unprocessable for a rejection without the reason its workflow
-    requires and a return without one; Conflict for an approval given twice."""
+    requires and a return without one; Conflict for an approval given twice.
+    `held` is their capacity where the caller already found it (`capacity`
+    of the same run, action and caller)."""
     assert run.current_step is not None, "step_to_decide comes first"
-    held = capacity(run, action, actor, groups, False, delegations, on_behalf_of, at)
+    if held is None:
+        held = capacity(run, action, actor, groups, False, delegations, on_behalf_of, at)
     if held.refused is not None:
         raise held.refused.error()
     if action == REJECT and run.policy.reject_requires_comment and is_blank(comment):
@@ -399,9 +403,14 @@ def proven(run: Run, last: Sequence[Action]) -> Run:
                 break
             approved.append(action)
     approved.reverse()
+    approved_by = tuple(action.actor for action in approved)
+    approved_for = tuple(action.on_behalf_of or "" for action in approved)
+    if approved_by == run.current_step_approved_by and approved_for == (
+        run.current_step_on_behalf_of
+    ):
+        return run  # as stored: most runs, every step of a quorum of one
     return run._replace(
-        current_step_approved_by=tuple(action.actor for action in approved),
-        current_step_on_behalf_of=tuple(action.on_behalf_of or "" for action in approved),
+        current_step_approved_by=approved_by, current_step_on_behalf_of=approved_for
     )
 
 

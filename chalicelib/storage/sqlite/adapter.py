@@ -234,7 +234,7 @@ class SQLiteStorage(Connections):
             )
             if row is None:
                 raise errors.run_not_found(run_id)
-            return rows.listed_run(row)._replace(action_count=row[rows.ACTIONS_FROM])
+            return rows.listed_run(row, (), row[rows.ACTIONS_FROM])
         # One statement, so the run and its history are one snapshot without a
         # read transaction around two queries: a row per action (one if none),
         # each repeating the run's columns. Foreign keys guarantee every
@@ -257,7 +257,7 @@ class SQLiteStorage(Connections):
             if read[0][rows.ACTIONS_FROM] is not None
             else ()
         )
-        return rows.listed_run(read[0])._replace(actions=actions)
+        return rows.listed_run(read[0], actions)
 
     def last_actions(self, run_id: int, count: int) -> tuple[Action, ...]:
         found = (

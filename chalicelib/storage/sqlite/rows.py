@@ -58,9 +58,13 @@ RUN_FROM = (
 ACTIONS_FROM = 31
 
 
-def listed_run(row: tuple[Any, ...]) -> Run:
-    """A run from a row that starts with RUN_COLUMNS, without its actions."""
+def listed_run(
+    row: tuple[Any, ...], actions: tuple[Action, ...] = (), action_count: Optional[int] = None
+) -> Run:
+    """A run from a row that starts with RUN_COLUMNS, with `actions` (or only
+    their count)."""
     current = step(row[6:16]) if row[6] is not None else None
+    # Positional, every field: keywords take the records' slower constructor.
     return Run(
         row[0],
         row[1],
@@ -69,20 +73,22 @@ def listed_run(row: tuple[Any, ...]) -> Run:
         current,
         row[4],
         row[5],
-        (),
+        actions,
         row[16],
         row[17],
         strings(row[18]),
         row[19],
         Policy(*map(bool, row[20:23])),
         strings(row[23]),
-        current_step_due_at=row[24],
-        deadline_passed=bool(row[25]),
-        input=json_of(row[26]) or {},
-        round=row[27],
-        current_step_on_behalf_of=strings(row[28]),
-        genesis_input_digest=row[29],
-        max_returns=row[30],
+        0,  # event_seq: the events table numbers them
+        row[24],
+        bool(row[25]),
+        action_count,
+        json_of(row[26]) or {},
+        row[27],
+        strings(row[28]),
+        row[29],
+        row[30],
     )
 
 
