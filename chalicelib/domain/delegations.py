@@ -77,7 +77,7 @@ def grant(
             created_by,
         )
         drafts = events.delegation_changed(delegation, revoked=False)
-        return Granted(delegation, tuple(events.prepared(draft) for draft in drafts))
+        return Granted(delegation, events.prepared_all(drafts))
 
     return DelegationGrant(made)
 
@@ -98,9 +98,7 @@ def revoke(delegation: Delegation, actor: str, admin: bool, at: str) -> Delegati
     from chalicelib.domain import events
 
     drafts = events.delegation_changed(after, revoked=True)
-    return DelegationRevocation(
-        delegation, after, tuple(events.prepared(draft) for draft in drafts)
-    )
+    return DelegationRevocation(delegation, after, events.prepared_all(drafts))
 
 
 def is_party(delegation: Delegation, actor: str, groups: frozenset[str]) -> bool:

@@ -133,12 +133,21 @@ def source() -> str:
 def prepared(draft: Draft, new_id: Optional[Callable[[], str]] = None) -> EventDraft:
     """`draft` as a CloudEvent with a new unique id, serialised once but for its
     sequence, which the storage gives it in the write that records it."""
-    event_id = new_id() if new_id else _uuid()
+    return _enveloped(draft, new_id() if new_id else _uuid(), _string(source()))
+
+
+def prepared_all(drafts: Sequence[Draft]) -> tuple[EventDraft, ...]:
+    """Each of one change's `drafts` prepared, their source read once."""
+    origin = _string(source())
+    return tuple([_enveloped(draft, _uuid(), origin) for draft in drafts])
+
+
+def _enveloped(draft: Draft, event_id: str, origin: str) -> EventDraft:
     # The text _encode gives the envelope, its strings each encoded as _encode
     # encodes them (the C function it calls), cut where the sequence goes:
     # without building the envelope's dict and walking it.
     head = (
-        f'{{"specversion":"1.0","id":{_string(event_id)},"source":{_string(source())},'
+        f'{{"specversion":"1.0","id":{_string(event_id)},"source":{origin},'
         f'"type":{_string(draft.type)},"subject":{_string(draft.subject)},'
         f'"time":{_string(draft.time)},"datacontenttype":"application/json","sequence":'
     )

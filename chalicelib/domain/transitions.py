@@ -44,7 +44,6 @@ from chalicelib.domain.models import (
     SKIP,
     Action,
     Decision,
-    EventDraft,
     Policy,
     Run,
     Step,
@@ -76,7 +75,7 @@ def define_workflow(
         workflow = Workflow(
             workflow_id, name, description, at, steps, policy, input_schema, max_returns
         )
-        return Defined(workflow, _prepared(events.workflow_created(workflow)))
+        return Defined(workflow, events.prepared_all(events.workflow_created(workflow)))
 
     return WorkflowDefinition(name, len(rules), made)
 
@@ -90,7 +89,7 @@ def append_step(
 
     def made(step_id: int, order: int) -> Appended:
         step = rule.stored(step_id, workflow_id, order)
-        return Appended(step, _prepared(events.step_added(step, at)))
+        return Appended(step, events.prepared_all(events.step_added(step, at)))
 
     return StepAppend(workflow_id, made)
 
@@ -133,7 +132,7 @@ def start_run(
         skips = _skips(run_id, 0, genesis, skipped, at)
         head = skips[-1].hash if skips else genesis
         run = run._replace(actions=skips, head_hash=head)
-        told = _prepared(events.run_started(run, skipped))
+        told = events.prepared_all(events.run_started(run, skipped))
         return Started(run, told, decision.awaited_by(run), skips)
 
     return RunStart(workflow, made)
@@ -218,7 +217,7 @@ def resubmit(
         round=round_,
         genesis_input_digest=_genesis_digest(run) if data is not None else run.genesis_input_digest,
     )
-    told = _prepared(events.resubmitted(run, after, actor, comment, skipped, at))
+    told = events.prepared_all(events.resubmitted(run, after, actor, comment, skipped, at))
     last = workflow.steps[-1].step_order if after.status == COMPLETED else None
     return RunChange(run, after, recorded, told, (), decision.awaited_by(after), last)
 
@@ -242,7 +241,7 @@ def deadline_passed(run: Run, at: str) -> Optional[RunChange]:
     after = run._replace(deadline_passed=True)
     awaited = decision.awaited_by(run)
     enters = tuple(key for key in decision.awaited_by(after) if key not in awaited)
-    told = _prepared(events.deadline_passed(run, after, at))
+    told = events.prepared_all(events.deadline_passed(run, after, at))
     return RunChange(run, after, (), told, (), enters)
 
 
@@ -323,7 +322,7 @@ def _decided(
     passed = skipped if moves else ()
     recorded = (first, *_skips(run.id, seq, first.hash, passed, chosen.at, run.round))
     after = _after(run, chosen, recorded)
-    told = _prepared(events.decided(run, chosen, after, passed))
+    told = events.prepared_all(events.decided(run, chosen, after, passed))
     if chosen.stays:
         return RunChange(run, after, recorded, told)
     # Positional, as every record on this path: keywords take a slower constructor.
@@ -371,7 +370,3 @@ def _approvers_after(run: Run, chosen: Decision) -> tuple[str, ...]:
     people = [chosen.actor, *([chosen.on_behalf_of] if chosen.on_behalf_of else [])]
     added = [p for p in people if not decision.approved(run.approvers, p)]
     return (*run.approvers, *added) if added else run.approvers
-
-
-def _prepared(drafts: Sequence[events.Draft]) -> tuple[EventDraft, ...]:
-    return tuple(events.prepared(draft) for draft in drafts)
