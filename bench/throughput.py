@@ -15,10 +15,12 @@ more: each run's audit chain (the genesis hash, each action's hash and the
 run's head, every decision conditional on the head it read), the approvals
 the approver rules are checked against, and each transition's events in the
 outbox in the transition's own transaction (chalicelib/domain/events.py: a run's
-start and each approval record two). The event bodies are the service's
-CloudEvents, filled into a ready template rather than serialised, and the
-hashes are SHA-256 of the canonical texts, written out by hand: the least work
-that stores the same bytes.
+start and each approval record two), and the run's row in the inbox of each
+principal its step awaits (run_inbox: in at the start, out when it completes;
+the steps of the unit name no approvers, so anyone's). The event bodies are the
+service's CloudEvents, filled into a ready template rather than serialised,
+and the hashes are SHA-256 of the canonical texts, written out by hand: the
+least work that stores the same bytes.
 
 The fastest any service on Chalice and SQLite could go is limited by (a) and
 (b) together: limit = 1 / (1/a + 1/b). Goal: service >= 0.7 x limit.
@@ -75,6 +77,8 @@ NEXT_SQL = (
     "WHERE workflow_id = ? AND step_order > ? ORDER BY step_order ASC LIMIT 1"
 )
 EVENT_SQL = "INSERT INTO events (id, subject, sequence, type, body) VALUES (?, ?, ?, ?, ?)"
+INBOX_IN_SQL = "INSERT INTO run_inbox (principal, since, run_id) VALUES (?, ?, ?)"
+INBOX_OUT_SQL = "DELETE FROM run_inbox WHERE principal = ? AND since = ? AND run_id = ?"
 NOW = "2026-01-01T00:00:00.000Z"
 STEPS = ("Manager", "Finance", "CFO")
 # A run's CloudEvent as the service stores it (chalicelib/domain/events.py), to fill in.
@@ -82,12 +86,15 @@ EVENT = (
     '{"specversion":"1.0","id":"%s","source":"/approval-workflows/dev","type":"%s",'
     '"subject":"runs/%d","time":"' + NOW + '","datacontenttype":"application/json",'
     '"sequence":%d,"data":{"run_id":%d,"workflow_id":%d,"title":"PO-1","requested_by":null,'
-    '"status":"%s","step":%s,"actor":%s,"head_hash":"%s"%s}}'
+    '"status":"%s","step":%s,"actor":%s,"head_hash":"%s","input_digest":null,"round":1%s}}'
 )
 STEP_JSON = (
     '{"id":%d,"workflow_id":%d,"name":"%s","step_order":%d,"approvers":[],'
-    '"required_approvals":1,"deadline_seconds":null,"on_deadline":null,"escalate_to":[]}'
+    '"required_approvals":1,"deadline_seconds":null,"on_deadline":null,"escalate_to":[],'
+    '"when":null}'
 )
+# The inbox key of a step that names no approvers (chalicelib/domain/decision.py).
+ANYONE = "*"
 
 
 def sha256(text: str) -> str:
@@ -120,7 +127,7 @@ class Floor:
         step: Any,
         actor: str,
         head: str,
-        due: str = "",
+        extra: str = "",
     ) -> tuple[str, str, int, str, str]:
         event_id = str(uuid.uuid4())
         body = EVENT % (
@@ -134,7 +141,7 @@ class Floor:
             self.steps[step] if step else "null",
             f'"{actor}"' if actor else "null",
             head,
-            due,
+            extra,
         )
         return (event_id, f"runs/{run_id}", seq, kind, body)
 
@@ -163,9 +170,19 @@ class Floor:
             f'"workflow_id":{wid}}}'
         )
         c.execute("UPDATE workflow_runs SET head_hash = ? WHERE id = ?", (head, run_id))
+        c.execute(INBOX_IN_SQL, (ANYONE, NOW, run_id))
         c.execute(
             EVENT_SQL,
-            self.event("approval.run.started", run_id, 1, "in_progress", first[0], "", head),
+            self.event(
+                "approval.run.started",
+                run_id,
+                1,
+                "in_progress",
+                first[0],
+                "",
+                head,
+                ',"input":{}',
+            ),
         )
         c.execute(
             EVENT_SQL,
@@ -230,7 +247,14 @@ class Floor:
             c.execute(
                 EVENT_SQL,
                 self.event(
-                    "approval.step.approved", run_id, last + 1, status, step_id, actor, head
+                    "approval.step.approved",
+                    run_id,
+                    last + 1,
+                    status,
+                    step_id,
+                    actor,
+                    head,
+                    ',"on_behalf_of":null',
                 ),
             )
             if nxt:
@@ -248,6 +272,7 @@ class Floor:
                     ),
                 )
             else:
+                c.execute(INBOX_OUT_SQL, (ANYONE, NOW, run_id))
                 c.execute(
                     EVENT_SQL,
                     self.event(
