@@ -26,7 +26,13 @@ from chalicelib.domain.models import (
     Step,
     Workflow,
 )
-from chalicelib.domain.shapes import delegation_shape, json_encoder, step_shape, workflow_shape
+from chalicelib.domain.shapes import (
+    delegation_shape,
+    json_encoder,
+    step_shape,
+    step_text,
+    workflow_shape,
+)
 
 if TYPE_CHECKING:
     # What a route returns to be shown; a name for the checker alone (typing's
@@ -65,7 +71,7 @@ def listed_text(run: Run) -> str:
         f'"input":{"{}" if not run.input else _encode(run.input)},"round":{run.round},'
         f'"requested_by":{_optional(run.requested_by)},"status":{_string(run.status)},'
         f'"current_step_id":{"null" if current is None else current.id},'
-        f'"current_step":{"null" if current is None else _encode(step_shape(current))},'
+        f'"current_step":{"null" if current is None else step_text(current)},'
         f'"current_step_approved_by":{_strings(run.current_step_approved_by)},'
         f'"current_step_on_behalf_of":[{",".join(map(_delegator, run.current_step_approved_for))}],'
         f'"current_step_since":{_optional(run.current_step_since)},'
