@@ -28,8 +28,9 @@ extension attribute `sequence`, which the storage assigns inside the write.
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from json.encoder import encode_basestring
 from typing import Any, Optional
 
@@ -53,7 +54,13 @@ from chalicelib.domain.models import (
     Workflow,
 )
 from chalicelib.domain.record import Record
-from chalicelib.domain.shapes import delegation_shape, json_encoder, step_shape, workflow_shape
+from chalicelib.domain.shapes import (
+    delegation_shape,
+    json_encoder,
+    step_shape,
+    step_text,
+    workflow_shape,
+)
 
 PREFIX = "approval."
 WORKFLOW_CREATED = "approval.workflow.created"
@@ -112,7 +119,40 @@ class Draft(Record):
     type: str
     subject: str
     time: str
-    data: dict[str, Any]
+    # A run's events carry their data as its text already (RunData).
+    data: Mapping[str, Any]
+
+
+class RunData(Mapping[str, Any]):
+    """The data of a run's event as the JSON text its body holds, written by
+    _run_data; read as a mapping (by tests, by tools), it is that text parsed.
+
+    A run's start and each decision make two events or more, each with the
+    run's fields and its step: writing the text once costs a third of building
+    a dict for it and encoding that."""
+
+    __slots__ = ("_parsed", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._parsed: Optional[dict[str, Any]] = None
+
+    def _mapping(self) -> dict[str, Any]:
+        if self._parsed is None:
+            self._parsed = json.loads(self.text)
+        return self._parsed
+
+    def __getitem__(self, key: str) -> Any:
+        return self._mapping()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._mapping())
+
+    def __len__(self) -> int:
+        return len(self._mapping())
+
+    def __repr__(self) -> str:
+        return f"RunData({self.text})"
 
 
 def run_subject(run_id: int) -> str:
@@ -151,7 +191,8 @@ def _enveloped(draft: Draft, event_id: str, origin: str) -> EventDraft:
         f'"type":{_string(draft.type)},"subject":{_string(draft.subject)},'
         f'"time":{_string(draft.time)},"datacontenttype":"application/json","sequence":'
     )
-    tail = ',"data":' + _encode(draft.data) + "}"
+    data = draft.data
+    tail = f',"data":{data.text if type(data) is RunData else _encode(data)}}}'
     return EventDraft(event_id, draft.subject, draft.type, draft.time, head, tail)
 
 
@@ -207,7 +248,7 @@ def run_started(run: Run, skipped: Sequence[Step] = ()) -> list[Draft]:
     (or run.completed, when none was left)."""
     subject = run_subject(run.id)
     first = skipped[0] if skipped else run.current_step
-    started = {**_run_data(run, first, run.requested_by, ""), "input": run.input}
+    started = _run_data(run, first, run.requested_by, "", input=run.input)
     return [
         Draft(RUN_STARTED, subject, run.created_at, started),
         *_skipped(run, skipped, run.created_at),
@@ -227,7 +268,7 @@ def decided(
         return cancelled(before, after, decision.actor, decision.comment, decision.at)
     at, behalf = decision.at, {"on_behalf_of": decision.on_behalf_of}
     if decision.action == RETURN:
-        data = {**_run_data(after, before.current_step, decision.actor, decision.comment), **behalf}
+        data = _run_data(after, before.current_step, decision.actor, decision.comment, **behalf)
         return [Draft(RUN_RETURNED, run_subject(after.id), at, data)]
     if decision.action == APPROVE:
         step_type = STEP_APPROVED
@@ -246,7 +287,7 @@ def resubmitted(
     now): run.resubmitted, a step.skipped for each first step whose condition
     does not hold, then the step it waits at activated (or run.completed)."""
     subject = run_subject(after.id)
-    data = {**_run_data(after, before.current_step, actor, comment), "input": after.input}
+    data = _run_data(after, before.current_step, actor, comment, input=after.input)
     return [
         Draft(RUN_RESUBMITTED, subject, at, data),
         *_skipped(after, skipped, at),
@@ -324,8 +365,8 @@ def transition(
     subject = run_subject(after.id)
     drafts = []
     if step_type is not None:
-        data = _run_data(after, before.current_step, actor, comment)
-        drafts.append(Draft(step_type, subject, at, {**data, **extra}))
+        data = _run_data(after, before.current_step, actor, comment, **extra)
+        drafts.append(Draft(step_type, subject, at, data))
     drafts += _skipped(after, skipped, at)
     if after.status == IN_PROGRESS:
         if after.current_step_id != before.current_step_id:
@@ -353,24 +394,37 @@ def _skipped(run: Run, steps: Sequence[Step], at: str) -> list[Draft]:
 def _activated(run: Run, at: str) -> Draft:
     """The run reached its current step: who may decide it should hear of it,
     and by when (due_at: null without a deadline)."""
-    data = {**_run_data(run, run.current_step, None, ""), "due_at": run.current_step_due_at}
+    data = _run_data(run, run.current_step, None, "", due_at=run.current_step_due_at)
     return Draft(STEP_ACTIVATED, run_subject(run.id), at, data)
 
 
-def _run_data(run: Run, step: Optional[Step], actor: Optional[str], comment: str) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "run_id": run.id,
-        "workflow_id": run.workflow_id,
-        "title": run.title,
-        "requested_by": run.requested_by,
-        "status": run.status,
-        "step": step_shape(step) if step else None,
-        "actor": actor,
-        "head_hash": run.head_hash,
-        # What is being approved, bound: run.started carries the input itself.
-        "input_digest": input_digest(run.input),
-        "round": run.round,
-    }
+def _run_data(
+    run: Run, step: Optional[Step], actor: Optional[str], comment: str, **extra: Any
+) -> RunData:
+    """The data of a run's event: the run, the step it is about, who acted (and
+    why, where they said), then `extra`, in that order."""
+    # What is being approved, bound: run.started carries the input itself.
+    digest = input_digest(run.input)
+    text = (
+        f'{{"run_id":{run.id},"workflow_id":{run.workflow_id},"title":{_string(run.title)},'
+        f'"requested_by":{_optional(run.requested_by)},"status":{_string(run.status)},'
+        f'"step":{"null" if step is None else step_text(step, ascii=False)},'
+        f'"actor":{_optional(actor)},"head_hash":{_optional(run.head_hash)},'
+        f'"input_digest":{_optional(digest)},"round":{run.round}'
+    )
     if comment:
-        data["comment"] = comment
-    return data
+        text += f',"comment":{_string(comment)}'
+    for name, value in extra.items():
+        text += f",{_string(name)}:{_member(value)}"
+    return RunData(text + "}")
+
+
+def _member(value: Any) -> str:
+    """A value of `extra` as _encode writes it: most are a name, a time or null."""
+    if value is None:
+        return "null"
+    return _string(value) if type(value) is str else _encode(value)
+
+
+def _optional(text: Optional[str]) -> str:
+    return "null" if text is None else _string(text)

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+from typing import Any, Optional
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chalicelib.api.representations import listed_event, shape
 from chalicelib.domain import events
+from chalicelib.domain.audit import input_digest
 from chalicelib.domain.models import (
     APPROVE,
     COMPLETED,
@@ -19,7 +23,22 @@ from chalicelib.domain.models import (
     Step,
     Workflow,
 )
+from tests.unit.test_representations import ANY_TEXT, JSON_VALUES, MAYBE_TEXT, runs, step_fields
 
+# The fields every run event's data starts with (an extra never repeats one).
+RUN_DATA_FIELDS = (
+    "run_id",
+    "workflow_id",
+    "title",
+    "requested_by",
+    "status",
+    "step",
+    "actor",
+    "head_hash",
+    "input_digest",
+    "round",
+    "comment",
+)
 T0 = "2030-01-02T03:04:05.000Z"
 T1 = "2030-01-02T03:04:06.000Z"
 FIRST = Step(11, 3, "Manager", 1)
@@ -177,3 +196,41 @@ def test_event_ids_are_random_uuids_as_uuid4_spells_them() -> None:
     assert all(u.version == 4 and u.variant == uuid.RFC_4122 for u in parsed)
     assert [str(u) for u in parsed] == ids
     assert len(set(ids)) == len(ids)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    runs(),
+    # What a transition leaves: a run waiting, or ended (a return has an event of its own).
+    runs().filter(lambda run: run.status != "returned"),
+    MAYBE_TEXT,
+    ANY_TEXT,
+    st.dictionaries(ANY_TEXT, JSON_VALUES, max_size=3),
+)
+def test_a_run_events_data_is_the_json_its_fields_encode_to(
+    before: Run, after: Run, actor: Optional[str], comment: str, extra: dict[str, Any]
+) -> None:
+    """The data a run's event carries is written out as text (events.RunData):
+    whatever the values, the text is what the events' encoder writes for the
+    dict of its fields, in order, and reading it gives that dict."""
+    extra = {name: value for name, value in extra.items() if name not in RUN_DATA_FIELDS}
+    drafts = events.transition(before, after, events.STEP_APPROVED, actor, comment, T1, **extra)
+    step = before.current_step
+    expected = {
+        "run_id": after.id,
+        "workflow_id": after.workflow_id,
+        "title": after.title,
+        "requested_by": after.requested_by,
+        "status": after.status,
+        "step": step_fields(step) if step else None,
+        "actor": actor,
+        "head_hash": after.head_hash,
+        "input_digest": input_digest(after.input),
+        "round": after.round,
+        **({"comment": comment} if comment else {}),
+        **extra,
+    }
+    data = drafts[0].data
+    assert isinstance(data, events.RunData)
+    assert data.text == json.dumps(expected, separators=(",", ":"), ensure_ascii=False)
+    assert data == expected and dict(data) == expected
