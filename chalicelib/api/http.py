@@ -19,7 +19,7 @@ from chalice.app import Chalice, CORSConfig, Request, Response
 
 from chalicelib.api import access_log, identity, representations
 from chalicelib.domain import errors
-from chalicelib.domain.shapes import json_encoder
+from chalicelib.domain.shapes import compact_ascii
 
 if TYPE_CHECKING:
     from chalicelib.api.representations import Answer
@@ -94,7 +94,7 @@ def status_of(exc: errors.WorkflowError) -> int:
 
 
 # What Chalice would write for a body it serialises: compact, ASCII-escaped.
-_encode = json_encoder()
+_encode = compact_ascii
 
 
 def json_response(body: Any, status: int, headers: Optional[Mapping[str, str]] = None) -> Response:

@@ -27,8 +27,8 @@ from chalicelib.domain.models import (
     Workflow,
 )
 from chalicelib.domain.shapes import (
+    compact_ascii,
     delegation_shape,
-    json_encoder,
     step_shape,
     step_text,
     workflow_shape,
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 
 # Answers are compact and ASCII-escaped, as Chalice writes a body it serialises.
-_encode = json_encoder()
+_encode = compact_ascii
 _string = encode_basestring_ascii
 
 

@@ -55,8 +55,8 @@ from chalicelib.domain.models import (
 )
 from chalicelib.domain.record import Record
 from chalicelib.domain.shapes import (
+    compact,
     delegation_shape,
-    json_encoder,
     step_shape,
     step_text,
     workflow_shape,
@@ -107,7 +107,7 @@ CONDITIONS_ACTOR = "system:conditions"
 _RUN_ENDED = {COMPLETED: RUN_COMPLETED, REJECTED: RUN_REJECTED, "cancelled": RUN_CANCELLED}
 STAGE_VARIABLE = "WORKFLOW_STAGE"
 # Bodies are compact and not ASCII-escaped.
-_encode = json_encoder(ensure_ascii=False)
+_encode = compact
 # What _encode writes for a string.
 _string = encode_basestring
 DEFAULT_STAGE = "dev"

@@ -41,6 +41,15 @@ def json_encoder(
     return encode
 
 
+# The service's two compact JSON texts, one encoder each for the process:
+# ASCII-escaped in answers, as Chalice writes a body it serialises; as typed
+# in what is stored (event bodies, SQLite's JSON columns).
+compact_ascii = json_encoder()
+compact = json_encoder(ensure_ascii=False)
+_string_ascii = _json.encode_basestring_ascii
+_string = _json.encode_basestring
+
+
 def step_text(step: Step, ascii: bool = True) -> str:
     """The step's JSON text, compact, ASCII-escaped (as answers are) or not (as
     event bodies are): the one place its fields are listed.
@@ -48,7 +57,7 @@ def step_text(step: Step, ascii: bool = True) -> str:
     Written out field by field, as json_encoder would write the dict of them
     (every field's type is fixed): a run's answer and most of its events hold
     its step, and building and encoding a dict for each cost twice as much."""
-    string, encode = (_string_ascii, _encode_ascii) if ascii else (_string, _encode)
+    string, encode = (_string_ascii, compact_ascii) if ascii else (_string, compact)
     deadline = step.deadline
     approvers = ",".join(map(string, step.approvers))
     if deadline is None:
@@ -103,9 +112,3 @@ def delegation_shape(delegation: Delegation) -> dict[str, Any]:
         "revoked_at": delegation.revoked_at,
         "revoked_by": delegation.revoked_by,
     }
-
-
-_encode_ascii = json_encoder()
-_encode = json_encoder(ensure_ascii=False)
-_string_ascii = _json.encode_basestring_ascii
-_string = _json.encode_basestring

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 from chalicelib.domain.models import Action, Deadline, EventDraft, Policy, Run, Step, Workflow
-from chalicelib.domain.shapes import json_encoder
+from chalicelib.domain.shapes import compact
 
 if TYPE_CHECKING:
     from chalicelib.domain.changes import RunChange
@@ -169,7 +169,7 @@ def changed_state(before: Run, after: Run) -> dict[str, object]:
 
 
 # Arrays of names as stored: compact, not ASCII-escaped.
-_encode = json_encoder(ensure_ascii=False)
+_encode = compact
 
 
 def as_json(values: Sequence[str]) -> str:
