@@ -356,9 +356,11 @@ class EventDraft(Record):
 
     def numbered(self, sequence: int) -> Event:
         """The event as the `sequence`th of its subject: what is stored is what is delivered."""
-        return Event(
-            self.id, self.subject, sequence, self.type, f"{self.head}{sequence}{self.tail}"
-        )
+        return Event(self.id, self.subject, sequence, self.type, self.body(sequence))
+
+    def body(self, sequence: int) -> str:
+        """The event's CloudEvent as the `sequence`th of its subject."""
+        return f"{self.head}{sequence}{self.tail}"
 
 
 class Pending(Record):

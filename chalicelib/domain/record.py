@@ -121,6 +121,13 @@ class _Record(tuple, metaclass=_RecordType):  # type: ignore[type-arg]
         return tuple.__new__(cls, iterable)
 
     def _replace(self, **changes: Any) -> Any:
+        if len(changes) == 1:
+            # One field (an action's id or hash, a run's history): the tuple
+            # around it as it is, rather than a lookup for every field.
+            ((field, value),) = changes.items()
+            index = self._index.get(field)
+            if index is not None:
+                return tuple.__new__(type(self), (*self[:index], value, *self[index + 1 :]))
         made = tuple.__new__(type(self), map(changes.pop, self._fields, self))
         if changes:
             raise ValueError(f"{type(self).__name__} has no field {', '.join(changes)}")

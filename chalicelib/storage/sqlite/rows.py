@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
+from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Any, Optional
 
 from chalicelib.domain.models import Action, Deadline, EventDraft, Policy, Run, Step, Workflow
@@ -173,7 +174,8 @@ _encode = compact
 
 
 def as_json(values: Sequence[str]) -> str:
-    return "[]" if not values else _encode(list(values))
+    """Names as a JSON array, as _encode writes one."""
+    return f"[{','.join(map(encode_basestring, values))}]"
 
 
 def document(value: Optional[dict[str, Any]]) -> Optional[str]:
@@ -303,9 +305,9 @@ def record_events(
                     (draft.subject,),
                 ).fetchone()
             )
-        event = draft.numbered(sequence + 1)
-        last[draft.subject] = event.sequence
+        sequence += 1
+        last[draft.subject] = sequence
         conn.execute(
             "INSERT INTO events (id, subject, sequence, type, body) VALUES (?, ?, ?, ?, ?)",
-            (event.id, event.subject, event.sequence, event.type, event.body),
+            (draft.id, draft.subject, sequence, draft.type, draft.body(sequence)),
         )
