@@ -7,6 +7,7 @@ state was forged shows it in its audit and never advances on it."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
 from typing import Any, Optional
 
@@ -64,10 +65,13 @@ class As:
         return 401 if self.jwt else 400
 
 
+# Workflow names, unique in the process: an id() is reused once its object is freed.
+_WORKFLOW_NAMES = itertools.count(1)
+
+
 def workflow(caller: As, steps: list[Any], **policy: bool) -> int:
-    answer = caller.call(
-        None, "POST", "/workflows", {"name": f"W{id(steps)}", "steps": steps, **policy}
-    )
+    name = f"W{next(_WORKFLOW_NAMES)}"
+    answer = caller.call(None, "POST", "/workflows", {"name": name, "steps": steps, **policy})
     assert answer.status == 201, answer.body
     return int(answer.json()["id"])
 
