@@ -82,12 +82,6 @@ def listed_text(run: Run) -> str:
     )
 
 
-def listed_run(run: Run) -> dict[str, Any]:
-    """listed_text's shape."""
-    shaped: dict[str, Any] = json.loads(listed_text(run))
-    return shaped
-
-
 def _optional(text: Optional[str]) -> str:
     return "null" if text is None else _string(text)
 
@@ -101,18 +95,14 @@ def _strings(names: tuple[str, ...]) -> str:
     return f"[{','.join(map(_string, names))}]"
 
 
-def action_shape(action: Action) -> dict[str, Any]:
-    shaped: dict[str, Any] = json.loads(action_text(action))
-    return shaped
-
-
-def run_shape(run: Run) -> dict[str, Any]:
-    return {**listed_run(run), "actions": [action_shape(action) for action in run.actions]}
-
-
 def run_text(run: Run) -> str:
-    """run_shape's JSON text: listed_text, and its history."""
+    """A run's JSON text: listed_text, and its history."""
     return f'{listed_text(run)[:-1]},"actions":[{",".join(map(action_text, run.actions))}]}}'
+
+
+def _parsed(text: Callable[[Any], str]) -> Callable[[Any], dict[str, Any]]:
+    """The shape a written-out text stands for: the text, parsed."""
+    return lambda record: json.loads(text(record))
 
 
 def audit_shape(audit: RunAudit) -> dict[str, Any]:
@@ -162,11 +152,6 @@ def page_text(page: Page[Any]) -> str:
     return f'{{"items":[{items}],"next_cursor":{_optional(page.next_cursor)}}}'
 
 
-def page_shape(page: Page[Any]) -> dict[str, Any]:
-    shaped: dict[str, Any] = json.loads(page_text(page))
-    return shaped
-
-
 # Lists show workflows whole, runs without their actions, events as delivered.
 _LISTED: dict[type, Callable[[Any], str]] = {
     Workflow: lambda workflow: _encode(workflow_shape(workflow)),
@@ -177,13 +162,13 @@ _LISTED: dict[type, Callable[[Any], str]] = {
 }
 _SHAPES: dict[type, Callable[[Any], dict[str, Any]]] = {
     Workflow: workflow_shape,
-    Action: action_shape,
+    Action: _parsed(action_text),
     Step: step_shape,
-    Run: run_shape,
+    Run: _parsed(run_text),
     RunAudit: audit_shape,
     Permissions: permissions_shape,
     Delegation: delegation_shape,
-    Page: page_shape,
+    Page: _parsed(page_text),
 }
 
 
