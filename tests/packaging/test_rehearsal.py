@@ -5,6 +5,7 @@ refuse what the cloud would refuse."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -39,12 +40,40 @@ def clean_env() -> dict[str, str]:
     }
 
 
-# For the session, not the module: the worker that runs the rehearsal group
-# runs other modules' tests between this one's, and a module's fixture is
-# made again after each such gap (two package builds, 78 s each, in one run).
 @pytest.fixture(scope="session")
-def rehearsed() -> subprocess.CompletedProcess[str]:
-    """`make rehearse`, once: it packages into dist/ and installs the runtime's SDK."""
+def rehearsed(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
+    """`make rehearse`, once for the whole run: it packages into dist/ and
+    installs the runtime's SDK.
+
+    Once across pytest-xdist's workers too, under a lock in the directory
+    that run's workers share: the xdist_group mark does not keep this module's
+    tests on one worker with pytest 9 (xdist groups by a suffix of the node id,
+    which pytest 9 no longer lets it set), and two workers rehearsing at once
+    would each rebuild dist/ while the other reads it."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return rehearse()
+    shared = tmp_path_factory.getbasetemp().parent
+    kept = shared / "rehearsed.json"
+    with open(shared / "rehearsed.lock", "w", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if kept.exists():
+            return subprocess.CompletedProcess(**json.loads(kept.read_text(encoding="utf-8")))
+        done = rehearse()
+        kept.write_text(
+            json.dumps(
+                {
+                    "args": done.args,
+                    "returncode": done.returncode,
+                    "stdout": done.stdout,
+                    "stderr": done.stderr,
+                }
+            ),
+            encoding="utf-8",
+        )
+        return done
+
+
+def rehearse() -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["make", "--no-print-directory", "rehearse"],
         cwd=PROJECT_DIR,
