@@ -1,8 +1,9 @@
 """The JSON shapes of a workflow and its steps, and of a delegation: what the
 API answers and what events carry (chalicelib/domain/events.py), written once
 so that the two never drift apart. Every other shape is the API's
-(chalicelib/api/representations.py). And the one way the service writes a
-shape as JSON text: `json_encoder`."""
+(chalicelib/api/representations.py). And how the service writes JSON text:
+`json_encoder` and its two shared encoders, and `step_text`, of which
+`step_shape` is the parse."""
 
 from __future__ import annotations
 

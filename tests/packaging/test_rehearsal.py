@@ -22,7 +22,8 @@ from botocore.exceptions import ClientError
 from scripts.rehearsal.cloud import Cloud, client
 from scripts.rehearsal.runtime import check_imports
 
-# Its own group: the rehearsal takes a core for a minute or more.
+# Its own group: the rehearsal takes a core for a minute or more. pytest 9
+# ignores the mark (see `rehearsed`), which is why the fixture locks as well.
 pytestmark = pytest.mark.xdist_group("rehearsal")
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
