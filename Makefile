@@ -24,7 +24,8 @@ MOTO_PORT ?= 5000
 # write would do. `--autoreload` turns it on; restart by hand otherwise.
 CHALICE_LOCAL_FLAGS ?=
 WORKFLOW_TABLE ?= approval-workflows
-# Tests run on every core (pytest-xdist); the longest (fuzzing) start first.
+# Tests run on every core (pytest-xdist); the longest (fuzzing) start first, and
+# each xdist_group (the packaged bundle's tests, the rehearsal) runs on one worker.
 PYTEST_WORKERS ?= auto
 XDIST := -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 

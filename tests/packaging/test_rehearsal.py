@@ -22,8 +22,8 @@ from botocore.exceptions import ClientError
 from scripts.rehearsal.cloud import Cloud, client
 from scripts.rehearsal.runtime import check_imports
 
-# Its own group: the rehearsal takes a core for a minute or more. pytest 9
-# ignores the mark (see `rehearsed`), which is why the fixture locks as well.
+# Its own group: the rehearsal takes a core for a minute or more, once, on one
+# worker (tests/conftest.py fails these tests if xdist could not group them).
 pytestmark = pytest.mark.xdist_group("rehearsal")
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
@@ -47,10 +47,9 @@ def rehearsed(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedP
     installs the runtime's SDK.
 
     Once across pytest-xdist's workers too, under a lock in the directory
-    that run's workers share: the xdist_group mark does not keep this module's
-    tests on one worker with pytest 9 (xdist groups by a suffix of the node id,
-    which pytest 9 no longer lets it set), and two workers rehearsing at once
-    would each rebuild dist/ while the other reads it."""
+    that run's workers share, for a run that spreads this module's tests
+    (`--dist load`): two workers rehearsing at once would each rebuild dist/
+    while the other reads it."""
     if "PYTEST_XDIST_WORKER" not in os.environ:
         return rehearse()
     shared = tmp_path_factory.getbasetemp().parent
