@@ -1,7 +1,10 @@
 """Opaque page cursors: a list position, bound to its list and filter, signed.
 
 A cursor is `<payload>.<mac>`, both unpadded URL-safe base64. The payload is
-the compact JSON `[version, list, filter, position]`; the mac is HMAC-SHA256 of
+the compact JSON `[version, list, filter, position]`, the filter as given or,
+where that would make the cursor longer than MAX_LENGTH (the names a list is
+filtered by may be 200 letters, up to 12 characters each in JSON),
+`{"filters_sha256": <digest of the filter>}`; the mac is HMAC-SHA256 of
 the payload under the key WORKFLOW_CURSOR_SECRET configures: the value of that
 variable (read on every call, so a new key takes effect at once and cursors
 signed with the old one answer 400), or, on Lambda, the SSM parameter that
@@ -28,8 +31,10 @@ SECRET_VARIABLE = "WORKFLOW_CURSOR_SECRET"
 # Only for development and tests: anyone can read it here and forge cursors.
 DEVELOPMENT_SECRET = "approval-workflows development cursor key; set WORKFLOW_CURSOR_SECRET"
 VERSION = 1
-# Ours are about 120 characters; longer ones are refused before any work.
+# Ours are about 120 characters, at most this; longer ones are refused before any work.
 MAX_LENGTH = 1_000
+# The key of a filter bound by its digest: no list is filtered by a name like it.
+DIGEST = "filters_sha256"
 
 Filter = Mapping[str, Any]
 # Where a list continues: after an id, or (the inbox) after a [time, id] pair.
@@ -40,11 +45,13 @@ START_OVER = "pass next_cursor from the previous page unchanged, or omit cursor 
 
 
 def issue(list_name: str, filters: Filter, position: Position, secret: Optional[str] = None) -> str:
-    """The cursor of the page that follows `position` in `list_name` under `filters`."""
-    payload = json.dumps(
-        [VERSION, list_name, _present(filters), position], separators=(",", ":"), sort_keys=True
-    ).encode()
-    return _sign(payload, secret)
+    """The cursor of the page that follows `position` in `list_name` under `filters`:
+    always one that `position` takes back."""
+    present = _present(filters)
+    cursor = _sign(_payload(list_name, present, position), secret)
+    if len(cursor) <= MAX_LENGTH:
+        return cursor
+    return _sign(_payload(list_name, {DIGEST: _digest(present)}, position), secret)
 
 
 def position(
@@ -63,11 +70,17 @@ def position(
         raise errors.InvalidInput(
             f"'cursor' belongs to the list of {issued_for}, not of {list_name}; {START_OVER}"
         )
-    if issued_filters != _present(filters):
+    present = _present(filters)
+    if isinstance(issued_filters, dict) and list(issued_filters) == [DIGEST]:
+        if issued_filters[DIGEST] != _digest(present):
+            raise errors.InvalidInput(
+                f"'cursor' was issued for other filters than {_describe(present)}: "
+                f"repeat the filters the first page had; {START_OVER}"
+            )
+    elif issued_filters != present:
         raise errors.InvalidInput(
             f"'cursor' was issued for {_describe(issued_filters)}, not for "
-            f"{_describe(_present(filters))}: repeat the filters the first page had; "
-            f"{START_OVER}"
+            f"{_describe(present)}: repeat the filters the first page had; {START_OVER}"
         )
     return cast(Position, at)
 
@@ -80,6 +93,19 @@ def _is_position(at: Any) -> bool:
 
 def _present(filters: Filter) -> dict[str, Any]:
     return {name: value for name, value in filters.items() if value is not None}
+
+
+def _payload(list_name: str, filters: Filter, position: Position) -> bytes:
+    return json.dumps(
+        [VERSION, list_name, filters, position], separators=(",", ":"), sort_keys=True
+    ).encode()
+
+
+def _digest(filters: Filter) -> str:
+    import hashlib
+
+    canonical = json.dumps(filters, separators=(",", ":"), sort_keys=True).encode()
+    return hashlib.sha256(canonical).hexdigest()
 
 
 def _describe(filters: Mapping[str, Any]) -> str:

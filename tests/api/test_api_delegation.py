@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from typing import Any, Optional
+from urllib.parse import quote
 
 import pytest
 
@@ -289,3 +290,18 @@ def test_a_verified_caller_reads_only_the_delegations_they_are_party_to(
     assert listed(stranger, "?delegate=eve").json_body["items"] == []
     for query in ("", "?delegator=bob", "?delegate=group:deputies", "?delegate=dave"):
         assert_error(listed(stranger, query), 403)
+
+
+@pytest.mark.parametrize("letter", ["é", "\U0001f600"])
+def test_a_list_filtered_by_the_longest_names_turns_its_pages(api: Api, letter: str) -> None:
+    """Its cursor binds the filters, which JSON escapes to up to 12 characters a
+    letter: the cursor the service issues for any filter it accepts is one it
+    takes back."""
+    delegator, delegate = letter * 200, "group:" + letter * 194
+    made = [delegated(api, delegator=delegator, delegate=delegate)["id"] for _ in range(3)]
+    query = f"/delegations?limit=2&delegator={quote(delegator)}&delegate={quote(delegate)}"
+    page = api.get(query).json_body
+    rest = api.get(f"{query}&cursor={page['next_cursor']}")
+    assert rest.status_code == 200, rest.body
+    assert [item["id"] for item in page["items"] + rest.json_body["items"]] == made
+    assert rest.json_body["next_cursor"] is None

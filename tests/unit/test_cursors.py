@@ -8,6 +8,8 @@ import re
 import string
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chalicelib import cursors
 from chalicelib.domain import errors
@@ -140,3 +142,37 @@ def test_the_key_is_read_from_the_environment_on_every_call(
     assert production != development
     assert cursors.position(production, "runs", {}) == 3
     assert "not one this service issued" in refused(development, "runs", {})
+
+
+# The names a list may be filtered by: up to 200 letters, any of them (JSON
+# writes one outside the BMP as 12 characters).
+NAMES = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=200)
+
+
+@settings(max_examples=150, deadline=None)
+@given(delegator=NAMES, delegate=NAMES, position=st.integers(1, 2**53 - 1))
+def test_every_cursor_issued_is_taken_back_and_fits(
+    delegator: str, delegate: str, position: int
+) -> None:
+    filters = {
+        "delegator": delegator,
+        "delegate": delegate,
+        "active_at": "2026-12-24T10:00:00.000Z",
+    }
+    cursor = cursors.issue("delegations", filters, position)
+
+    assert len(cursor) <= cursors.MAX_LENGTH and URL_SAFE.fullmatch(cursor)
+    assert cursors.position(cursor, "delegations", filters) == position
+
+
+def test_a_cursor_bound_by_the_digest_of_its_filters_refuses_others() -> None:
+    filters = {"delegator": "\U0001f600" * 200}
+    cursor = cursors.issue("delegations", filters, 3)
+    encoded = cursor.partition(".")[0]
+    payload = json.loads(base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)))
+    assert list(payload[2]) == [cursors.DIGEST]
+
+    for other in ({}, {"delegator": "\U0001f600" * 199}, {**filters, "delegate": "dave"}):
+        assert "issued for other filters" in refused(cursor, "delegations", other)
+    altered = cursor[:-1] + ("B" if cursor.endswith("A") else "A")
+    assert "not one this service issued" in refused(altered, "delegations", filters)
