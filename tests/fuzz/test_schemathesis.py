@@ -4,10 +4,11 @@ The app runs on `make run`'s local server in a thread (real HTTP on 127.0.0.1, a
 free port), once per storage backend: a fresh SQLite file, and a fresh table on
 the one-request-at-a-time moto server. Its CLI reads GET /openapi.json and
 sends generated valid and invalid requests, single and chained through the
-document's links, for about FUZZ_SECONDS, with every check: any 5xx,
-undocumented status, response that breaks its schema, content type or headers,
-valid request refused (but with 422, which the document gives to the rules no
-schema can state) or invalid one accepted fails the test.
+document's links, for about FUZZ_SECONDS, with every check but one that does
+not apply (EXCLUDED_CHECKS): any 5xx, undocumented status, response that
+breaks its schema, content type or headers, valid request refused (but with
+422, which the document gives to the rules no schema can state) or invalid one
+accepted fails the test.
 
 One worker: schemathesis's workers are threads, and hypothesis builds `ast`
 nodes on each; CPython before 3.11.8 races there (gh-106905: "SystemError: AST
@@ -42,21 +43,20 @@ CHECKS = ["all"]
 # schema can state (a quorum its approvers could never meet, a rejection
 # without the comment its workflow requires, an Idempotency-Key the fuzzer
 # reuses for another request). Not 400: what a schema can state, the
-# document's schemas state (tests/unit/test_document_rules.py). DELETE on a
-# delegation revokes it, and a revoked delegation stays readable (its GET
-# answers it with revoked_at), so the check that a deleted resource is gone
-# does not apply to it.
+# document's schemas state (tests/unit/test_document_rules.py).
 CONFIG = """
 [phases.coverage]
 unexpected-methods = ["get", "put", "post", "delete", "patch"]
 
 [checks.positive_data_acceptance]
 expected-statuses = ["2XX", "3XX", "401", "403", "404", "409", "422", "429", "5XX"]
-
-[[operations]]
-include-path = "/delegations/{delegation_id}"
-checks.use_after_free.enabled = false
 """
+# The one check left out: that a deleted resource is gone. The document's only
+# DELETE revokes a delegation, which stays readable (its GET answers it with
+# revoked_at). Left out on the command line: `--checks all` names every check,
+# and a check named there is on whatever the configuration file says of it,
+# for one operation or all.
+EXCLUDED_CHECKS = ["use_after_free"]
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 
 
@@ -82,6 +82,8 @@ def test_schemathesis_finds_no_server_error_undocumented_status_or_schema_violat
         f"{served_app}/openapi.json",
         "--checks",
         ",".join(CHECKS),
+        "--exclude-checks",
+        ",".join(EXCLUDED_CHECKS),
         "--max-examples",
         str(MAX_EXAMPLES),
         "--max-time",
@@ -105,3 +107,34 @@ def test_schemathesis_finds_no_server_error_undocumented_status_or_schema_violat
     )
     # The summary names each failure with a curl line to reproduce it, and the seed.
     assert result.returncode == 0, result.stdout[-30_000:] + result.stderr[-5_000:]
+
+
+def test_the_run_has_every_check_on_but_the_one_left_out(tmp_path: Path) -> None:
+    """What the command line and CONFIG make of the checks, for each operation in
+    each phase, as the run's CLI combines them."""
+    import schemathesis
+    from schemathesis.checks import CHECKS as REGISTERED
+    from schemathesis.config import SchemathesisConfig
+    from schemathesis.core.result import Ok
+
+    config_file = tmp_path / "schemathesis.toml"
+    config_file.write_text(CONFIG)
+    config = SchemathesisConfig.from_path(str(config_file))
+    config.projects.override.checks.update(
+        included_check_names=CHECKS, excluded_check_names=EXCLUDED_CHECKS, max_response_time=None
+    )
+    schema = schemathesis.openapi.from_path(
+        str(PROJECT_DIR / "chalicelib" / "openapi.json"), config=config
+    )
+    names = {check.__name__ for check in REGISTERED.get_all()} - {"max_response_time"}
+    assert "use_after_free" in names and "positive_data_acceptance" in names
+    operations = []
+    for result in schema.get_all_operations():
+        assert isinstance(result, Ok), result
+        operations.append(result.ok())
+    assert any(op.method.upper() == "DELETE" for op in operations)
+    for operation in operations:
+        for phase in ("examples", "coverage", "fuzzing", "stateful"):
+            checks = schema.config.checks_config_for(operation=operation, phase=phase)
+            off = {name for name in names if not checks.get_by_name(name=name).enabled}
+            assert off == {"use_after_free"}, (operation.label, phase)
