@@ -178,6 +178,14 @@ FIELDS: dict[str, tuple[tuple[str, ...], int, Body, Callable[[Any], Any]]] = {
         lambda v: {"actor": v},
         validation.cancellation,
     ),
+    # Not a name, but free text that must not be blank: whitespace and invisible
+    # characters alone are refused, anything else is kept as sent.
+    "Return.comment": (
+        ("components", "schemas", "Return"),
+        validation.MAX_TEXT,
+        lambda v: {"actor": "a", "comment": v},
+        functools.partial(validation.decision, comment_required=True),
+    ),
     "GET /inbox actor": (
         ("components", "parameters", "InboxActor", "schema"),
         validation.MAX_ACTOR,
