@@ -102,10 +102,10 @@ def _payload(list_name: str, filters: Filter, position: Position) -> bytes:
 
 
 def _digest(filters: Filter) -> str:
-    import hashlib
+    # Imported here: only a cursor too long for its filters needs it.
+    from chalicelib.domain import audit
 
-    canonical = json.dumps(filters, separators=(",", ":"), sort_keys=True).encode()
-    return hashlib.sha256(canonical).hexdigest()
+    return audit.sha256_hex(audit.canonical(filters))
 
 
 def _describe(filters: Mapping[str, Any]) -> str:
