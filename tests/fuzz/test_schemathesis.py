@@ -138,3 +138,23 @@ def test_the_run_has_every_check_on_but_the_one_left_out(tmp_path: Path) -> None
             checks = schema.config.checks_config_for(operation=operation, phase=phase)
             off = {name for name in names if not checks.get_by_name(name=name).enabled}
             assert off == {"use_after_free"}, (operation.label, phase)
+
+
+def test_a_cursor_is_replaced_with_one_issued_for_the_query_as_sent() -> None:
+    """The hook runs before every request of every phase (before_call: the
+    stateful phase's steps never reach map_case). A field the stateful phase
+    fills from a link whose response lacks it is None, and requests leaves it
+    out: the cursor is issued for the query without it."""
+    import schemathesis
+
+    from chalicelib import cursors
+    from tests.fuzz import schemathesis_hooks
+
+    schema = schemathesis.openapi.from_path(str(PROJECT_DIR / "chalicelib" / "openapi.json"))
+    case = schema["/runs"]["GET"].Case(
+        query={"workflow_id": None, "cursor": "FALSE", "status": "returned", "limit": 63}
+    )
+    schemathesis_hooks.before_call(None, case, {})
+    issued = case.query["cursor"]
+    assert issued != "FALSE"
+    assert cursors.position(issued, "runs", {"workflow_id": None, "status": "returned"}) == 1
