@@ -66,7 +66,8 @@ def _issued_cursor(case: Any) -> None:
             filters: dict[str, Any] = {"workflow_id": parsed.workflow_id, "status": parsed.status}
         elif list_name == "inbox":
             named = case.query.get("group", [])
-            named = [str(group) for group in (named if isinstance(named, list) else [named])]
+            named = named if isinstance(named, list) else [named]
+            named = [str(group) for group in named if group is not None]
             without = {name: value for name, value in query.items() if name != "group"}
             actor = queries.inbox_query(without, verified=False).actor
             assert actor is not None

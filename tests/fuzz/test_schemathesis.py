@@ -25,6 +25,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -145,16 +146,32 @@ def test_a_cursor_is_replaced_with_one_issued_for_the_query_as_sent() -> None:
     stateful phase's steps never reach map_case). A field the stateful phase
     fills from a link whose response lacks it is None, and requests leaves it
     out: the cursor is issued for the query without it."""
+    from chalicelib import cursors
+
+    query = {"workflow_id": None, "cursor": "FALSE", "status": "returned", "limit": 63}
+    issued = _hooked("/runs", query)["cursor"]
+    assert issued != "FALSE"
+    assert cursors.position(issued, "runs", {"workflow_id": None, "status": "returned"}) == 1
+
+
+def test_an_inbox_cursor_is_issued_for_the_groups_as_sent() -> None:
+    """requests leaves a None out of a list as well: a group the stateful phase
+    filled with None is not one the cursor binds."""
+    from chalicelib import cursors, engine
+
+    query = {"actor": "rita", "group": [None, "finance"], "cursor": "FALSE"}
+    issued = _hooked("/inbox", query)["cursor"]
+    filters = engine.inbox_filters("rita", frozenset({"finance"}))
+    assert cursors.position(issued, "inbox", filters) == ["2030-01-01T00:00:00.000Z", 1]
+
+
+def _hooked(path: str, query: dict[str, Any]) -> dict[str, Any]:
+    """The query of a GET to `path` as the hooks send it."""
     import schemathesis
 
-    from chalicelib import cursors
     from tests.fuzz import schemathesis_hooks
 
     schema = schemathesis.openapi.from_path(str(PROJECT_DIR / "chalicelib" / "openapi.json"))
-    case = schema["/runs"]["GET"].Case(
-        query={"workflow_id": None, "cursor": "FALSE", "status": "returned", "limit": 63}
-    )
+    case = schema[path]["GET"].Case(query=query)
     schemathesis_hooks.before_call(None, case, {})
-    issued = case.query["cursor"]
-    assert issued != "FALSE"
-    assert cursors.position(issued, "runs", {"workflow_id": None, "status": "returned"}) == 1
+    return dict(case.query)
