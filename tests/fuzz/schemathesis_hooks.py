@@ -53,21 +53,16 @@ def _issued_cursor(case: Any) -> None:
     list_name = LISTS.get(case.operation.path)
     if not isinstance(cursor, str) or not cursor or list_name is None:
         return
-    # As it is sent: requests leaves a None out (the stateful phase fills one
-    # from a link whose response has no such field).
+    sent = _as_sent(case.query)
     query = {
-        name: str(value)
-        for name, value in case.query.items()
-        if value is not None and not isinstance(value, list)
+        name: values[0] for name, values in sent.items() if not isinstance(case.query[name], list)
     }
     try:
         if list_name == "runs":
             parsed = queries.run_query(query)
             filters: dict[str, Any] = {"workflow_id": parsed.workflow_id, "status": parsed.status}
         elif list_name == "inbox":
-            named = case.query.get("group", [])
-            named = named if isinstance(named, list) else [named]
-            named = [str(group) for group in named if group is not None]
+            named = sent.get("group", [])
             without = {name: value for name, value in query.items() if name != "group"}
             actor = queries.inbox_query(without, verified=False).actor
             assert actor is not None
@@ -92,6 +87,20 @@ def _issued_cursor(case: Any) -> None:
         return  # refused for another reason anyway
     position: Any = ["2030-01-01T00:00:00.000Z", 1] if list_name == "inbox" else 1
     case.query["cursor"] = cursors.issue(list_name, filters, position)
+
+
+def _as_sent(query: dict[str, Any]) -> dict[str, list[str]]:
+    """Each parameter's values as requests sends them: a None is left out,
+    alone or in a list (the stateful phase fills one from a link whose
+    response has no such field)."""
+    sent = {}
+    for name, value in query.items():
+        values = [
+            str(one) for one in (value if isinstance(value, list) else [value]) if one is not None
+        ]
+        if values:
+            sent[name] = values
+    return sent
 
 
 def _positive(case: Any) -> bool:
