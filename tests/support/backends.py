@@ -22,9 +22,17 @@ only not waiting for a disk. Elsewhere the file is in the test's tmp_path.
 Both DynamoDB backends create their tables without the stream the deployed
 table has (ensure_table's `stream=False`): no test of theirs reads it, and moto
 pays for it on every write, more as the table grows. Delivery through the
-stream is tested on a table of its own, with it (contract/test_relay.py). And
-both copy a table once per transaction, not once per item of it, as moto
-would (tests/support/moto_snapshots.py).
+stream is tested on a table of its own, with it (contract/test_relay.py).
+
+moto is made cheaper in three ways that change nothing it answers, each held
+to that by tests/contract/test_moto_patches.py: it copies a table once per
+transaction, not once per item of it (tests/support/moto_snapshots.py); it
+writes the attribute values of its answers as it holds them, without looking
+each up along botocore's model (moto_attribute_values.py); and it registers
+the same callbacks on every start of its mock (moto_callbacks.py). The
+in-process table is copied from the first one made, not created with four
+calls each time. Together these took the DynamoDB half of
+tests/api/test_api_runs.py from 9.5 s to 5.9 s.
 
 Every DynamoDB client comes from one boto3 session per test process: creating a
 session parses botocore's service models (0.3 to 0.6 s), a client from an
@@ -50,10 +58,11 @@ from chalicelib.storage.dynamodb import adapter as dynamodb
 from chalicelib.storage.dynamodb import client as dynamodb_client
 from chalicelib.storage.dynamodb import schema as dynamodb_schema
 from chalicelib.storage.sqlite.adapter import SQLiteStorage
-from tests.support import moto_snapshots
+from tests.support import moto_attribute_values, moto_callbacks, moto_snapshots
 
 if TYPE_CHECKING:
     import boto3
+    from moto.dynamodb.models.table import Table
     from mypy_boto3_dynamodb import DynamoDBClient
 
     from scripts.moto_server import MotoServer
@@ -72,6 +81,7 @@ TMPFS = "/dev/shm"
 TMPFS_ROOM = 512 * 1024 * 1024
 _server: Optional[MotoServer] = None
 _tables = itertools.count(1)
+_empty_tables: dict[str, Table] = {}
 
 
 @contextlib.contextmanager
@@ -159,11 +169,36 @@ def dynamodb_backend(tmp_path: Path) -> Iterator[Opener]:
     """A fresh table in moto's in-process mock."""
     from moto import mock_aws
 
-    moto_snapshots.install()
+    _install_moto_patches()
     with aws_env(), mock_aws():
         mock_client = _mock_client()
-        dynamodb_schema.ensure_table(mock_client, "workflows", stream=False)
+        _add_empty_table(mock_client, "workflows")
         yield lambda: dynamodb.DynamoDBStorage(mock_client, "workflows")
+
+
+def _add_empty_table(mock_client: DynamoDBClient, name: str) -> None:
+    """ensure_table(stream=False)'s table, in the mock just started: made with
+    its four calls the first time in this process and copied from that one
+    after, as moto holds it (the calls took 8 of the 12.6 ms that setting up
+    a DynamoDB test took; a copy of the empty table takes a fraction of one)."""
+    import copy
+
+    from moto.core.models import DEFAULT_ACCOUNT_ID
+    from moto.dynamodb.models import dynamodb_backends
+
+    tables = dynamodb_backends[DEFAULT_ACCOUNT_ID][_AWS_ENV["AWS_DEFAULT_REGION"]].tables
+    if name not in _empty_tables:
+        dynamodb_schema.ensure_table(mock_client, name, stream=False)
+        _empty_tables[name] = copy.deepcopy(tables[name])
+    tables[name] = copy.deepcopy(_empty_tables[name])
+
+
+def _install_moto_patches() -> None:
+    """What makes moto cheaper here without changing what it answers (each
+    module says what it changes, and the contract tests hold it to that)."""
+    moto_snapshots.install()
+    moto_attribute_values.install()
+    moto_callbacks.install()
 
 
 def moto_server() -> MotoServer:
@@ -172,7 +207,7 @@ def moto_server() -> MotoServer:
     if _server is None:
         from scripts.moto_server import MotoServer
 
-        moto_snapshots.install()
+        _install_moto_patches()
         _server = MotoServer().__enter__()
     return _server
 
