@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import json
 import threading
 import urllib.parse
@@ -32,13 +33,27 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 
-def client(endpoint: str, service: str, **keys: str) -> Any:
+def client(endpoint: str, service: str, region: str = "us-east-1", **keys: str) -> Any:
     """A boto3 client of `service` at `endpoint`, with these credentials
-    (aws_access_key_id, aws_secret_access_key, aws_session_token)."""
+    (aws_access_key_id, aws_secret_access_key, aws_session_token).
+
+    Every client comes from one session: a new session loads botocore's
+    endpoints and service models again, and a session per client took a
+    sixth of a rehearsal's time. Each client keeps the credentials it was
+    made with; the lock is there because a session is not safe to make
+    clients from on two threads at once (a client, once made, is)."""
+    with _making_clients:
+        return _session().client(service, endpoint_url=endpoint, region_name=region, **keys)
+
+
+_making_clients = threading.Lock()
+
+
+@functools.cache
+def _session() -> Any:
     import boto3
 
-    make: Any = boto3.session.Session
-    return make(region_name="us-east-1", **keys).client(service, endpoint_url=endpoint)
+    return boto3.session.Session()
 
 
 # (IAM action without its service, resource ARN) pairs one request needs.

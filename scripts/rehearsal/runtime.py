@@ -42,15 +42,16 @@ class Credentials:
     token: str
 
     def client(self, service: str, endpoint: str, region: str) -> Any:
-        import boto3
+        from scripts.rehearsal.cloud import client
 
-        session: Any = boto3.session.Session(
+        return client(
+            endpoint,
+            service,
+            region,
             aws_access_key_id=self.access_key,
             aws_secret_access_key=self.secret_key,
             aws_session_token=self.token,
-            region_name=region,
         )
-        return session.client(service, endpoint_url=endpoint)
 
 
 @dataclass
