@@ -1,6 +1,7 @@
-"""DynamoDB only: what tests/support/moto_*.py change in moto changes nothing
-moto answers. Each patch is checked against the moto it was read from, and
-here held to what moto does without it."""
+"""DynamoDB only: what the tests change in moto (tests/support/moto_*.py, and
+the lean transactions of scripts/moto_server.py) changes nothing moto
+answers. Each patch is checked against the moto it was read from, and here
+held to what moto does without it."""
 
 from __future__ import annotations
 
@@ -164,53 +165,52 @@ def test_a_test_table_is_the_table_ensure_table_makes(tmp_path: Path) -> None:
     assert copied == made
 
 
-def test_moto_copies_a_table_once_per_transaction_and_still_rolls_one_back(
-    monkeypatch: pytest.MonkeyPatch,
+def test_moto_copies_no_table_per_transaction_and_still_rolls_one_back(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """tests/support/moto_snapshots.py: one snapshot of the table per
-    transaction (moto takes one per item), and a refused transaction still
-    leaves the table as it was."""
-    import copy
-
-    from moto import mock_aws
+    """scripts/moto_server.py's lean_transactions, which the in-process tests
+    run with: no table is copied for a transaction (moto copies the whole
+    table once per item of it), and a refused one still leaves every item it
+    named as it was. tests/local/test_moto_footprint.py holds its answers to
+    stock moto's."""
     from moto.dynamodb.models.table import Table
 
-    from chalicelib.storage.dynamodb import schema as dynamodb_schema
-    from tests.support import moto_snapshots
-    from tests.support.backends import aws_env, client
-
-    assert moto_snapshots.install(), "moto changed: check tests/support/moto_snapshots.py again"
-    snapshots = []
+    copied = []
     deepcopy = copy.deepcopy
 
     def counting(value: Any, memo: Any = None) -> Any:
         if isinstance(value, Table):
-            snapshots.append(value.name)
+            copied.append(value.name)
         return deepcopy(value, memo)
 
     def put(sk: str) -> dict[str, Any]:
-        return {"Put": {"TableName": "t", "Item": {"PK": {"S": "p"}, "SK": {"S": sk}}}}
+        return {"Put": {"TableName": "workflows", "Item": {"PK": {"S": "p"}, "SK": {"S": sk}}}}
 
-    def stored() -> list[str]:
+    def stored() -> list[tuple[str, str]]:
         items = admin.query(
-            TableName="t",
+            TableName="workflows",
             KeyConditionExpression="PK = :p",
             ExpressionAttributeValues={":p": {"S": "p"}},
         )["Items"]
-        return [item["SK"]["S"] for item in items]
+        return [(item["SK"]["S"], item.get("note", {}).get("S", "")) for item in items]
 
-    with aws_env(), mock_aws():
+    with dynamodb_backend(tmp_path):
         admin = client()
-        dynamodb_schema.ensure_table(admin, "t", stream=False)
         monkeypatch.setattr(copy, "deepcopy", counting)
         admin.transact_write_items(TransactItems=[put(f"a{n}") for n in range(4)])  # type: ignore[misc]
-        assert snapshots == ["t"]
         refused = [
             put("b1"),
-            put("b2"),
+            {
+                "Update": {
+                    "TableName": "workflows",
+                    "Key": {"PK": {"S": "p"}, "SK": {"S": "a1"}},
+                    "UpdateExpression": "SET note = :n",
+                    "ExpressionAttributeValues": {":n": {"S": "changed"}},
+                }
+            },
             {
                 "ConditionCheck": {
-                    "TableName": "t",
+                    "TableName": "workflows",
                     "Key": {"PK": {"S": "p"}, "SK": {"S": "a0"}},
                     "ConditionExpression": "attribute_not_exists(PK)",
                 }
@@ -218,5 +218,5 @@ def test_moto_copies_a_table_once_per_transaction_and_still_rolls_one_back(
         ]
         with pytest.raises(admin.exceptions.TransactionCanceledException):
             admin.transact_write_items(TransactItems=refused)  # type: ignore[arg-type]
-        assert snapshots == ["t", "t"]
-        assert stored() == ["a0", "a1", "a2", "a3"]
+        assert copied == []
+        assert stored() == [("a0", ""), ("a1", ""), ("a2", ""), ("a3", "")]
