@@ -28,6 +28,7 @@ from typing import Any, Optional
 # sha256 of moto 5.2.5's moto/core/serialize.py.
 CHECKED = "bb79b5b1196894de9617b956382692f9ff007f0d0b41be46ba6636599bb6ac42"
 MEMBERS = ("S", "N", "B", "SS", "NS", "BS", "M", "L", "NULL", "BOOL")
+_MEMBER_SET = frozenset(MEMBERS)
 _STRINGS = frozenset({"S", "N"})
 _STRING_SETS = frozenset({"SS", "NS"})
 _BOOLEANS = frozenset({"NULL", "BOOL"})
@@ -84,9 +85,6 @@ def as_written(value: Any) -> Optional[dict[str, Any]]:
             return None
         written[name] = converted
     return written
-
-
-_MEMBER_SET = frozenset(MEMBERS)
 
 
 def _member(name: str, member: Any) -> Any:
