@@ -45,6 +45,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from types import CodeType
 from typing import Any, Optional
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
@@ -1085,6 +1086,7 @@ def package(out_dir: Path, stage: str, index_step: Optional[int] = None) -> Path
     template = json.loads(sam.read_text())
     check_packaged(template)
     check_authenticates(template, stage)
+    add_bytecode(out_dir / "deployment.zip", function_runtime(template))
     preflights_allow_the_origin(template)
     other_methods_reach_the_function(template)
     # Whichever API the stack has (chalice's names the REST API's): replaced
@@ -1092,6 +1094,83 @@ def package(out_dir: Path, stage: str, index_step: Optional[int] = None) -> Path
     template["Outputs"]["EndpointURL"] = {"Value": endpoint_url()}
     sam.write_text(json.dumps(template, indent=2))
     return sam
+
+
+def function_runtime(template: dict[str, Any]) -> str:
+    """The Python every function runs ("python3.11"): the bundle's bytecode is for it."""
+    runtimes = {
+        resource["Properties"]["Runtime"]
+        for resource in template["Resources"].values()
+        if resource["Type"] == "AWS::Serverless::Function"
+    }
+    if len(runtimes) != 1:
+        raise RuntimeError(f"Expected one runtime for every function, chalice gave {runtimes}")
+    (runtime,) = runtimes
+    return str(runtime)
+
+
+def add_bytecode(bundle: Path, runtime: str) -> int:
+    """Ship each module of `bundle` compiled, as the runtime would compile it; how many.
+
+    Lambda's task root is read-only, so a function whose bundle holds only
+    sources compiles every module it imports on every cold start (chalice's
+    app.py alone is 2,000 lines), and `chalice package` adds no bytecode: it
+    copies chalice's app.py, app.py and the dependencies as sources, and
+    whatever __pycache__ the working tree has under chalicelib/ (stale files,
+    other Pythons' files, checked against modification times the zip keeps to
+    2 seconds). Those are dropped; every module gets a checked-hash .pyc (PEP
+    552): the runtime uses it while it matches the source beside it, and
+    compiles the source as before when it does not, as after an edit in the
+    console.
+    """
+    import importlib.util
+    import marshal
+    import zipfile
+
+    python = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    if runtime != python:
+        raise RuntimeError(
+            f"The functions run {runtime}, and this is {python}: its bytecode would not "
+            f"load there. Package with {runtime} (make venv with it)."
+        )
+    tag = sys.implementation.cache_tag
+    # PEP 552's flags: hash-based, checked against the source.
+    header = importlib.util.MAGIC_NUMBER + (0b11).to_bytes(4, "little")
+    staged = bundle.with_suffix(".staged.zip")
+    compiled = 0
+    try:
+        with zipfile.ZipFile(bundle) as sources, zipfile.ZipFile(staged, "w") as out:
+            for entry in sources.infolist():
+                if "/__pycache__/" in f"/{entry.filename}":
+                    continue
+                data = sources.read(entry)
+                out.writestr(entry, data)
+                code = _compiled(entry.filename, data)
+                if code is None:
+                    continue
+                folder, _, name = entry.filename.rpartition("/")
+                cached = f"{folder}/__pycache__/{name[:-3]}.{tag}.pyc".lstrip("/")
+                pyc = zipfile.ZipInfo(cached, date_time=entry.date_time)
+                pyc.external_attr = entry.external_attr
+                pyc.compress_type = zipfile.ZIP_DEFLATED
+                out.writestr(pyc, header + importlib.util.source_hash(data) + marshal.dumps(code))
+                compiled += 1
+        staged.replace(bundle)
+    finally:
+        staged.unlink(missing_ok=True)
+    return compiled
+
+
+def _compiled(filename: str, source: bytes) -> Optional[CodeType]:
+    """The module's code as the runtime compiles it (no -O, no __future__ of
+    this file); None for what is not a module, or does not compile (a
+    dependency's file for another Python, which its import would refuse as well)."""
+    if not filename.endswith(".py"):
+        return None
+    try:
+        return compile(source, filename, "exec", dont_inherit=True, optimize=0)
+    except SyntaxError:
+        return None
 
 
 def other_methods_reach_the_function(template: dict[str, Any]) -> None:

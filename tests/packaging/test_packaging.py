@@ -536,6 +536,29 @@ def test_tracing_is_a_parameter_on_stage_and_function(each: dict[str, Any], sam_
     assert not any("xray" in name.lower() for name in names)
 
 
+def test_the_bundle_ships_every_module_compiled(sam_path: Path, tmp_path: Path) -> None:
+    """Lambda's task root is read-only: what is not compiled in the bundle is
+    compiled on every cold start (tests/packaging/test_bytecode.py)."""
+    from tests.packaging.test_bytecode import cold_import
+
+    tag = sys.implementation.cache_tag
+    with zipfile.ZipFile(sam_path.with_name("deployment.zip")) as bundle:
+        names = bundle.namelist()
+        bundle.extractall(tmp_path)
+    sources = [name for name in names if name.endswith(".py")]
+    folder = lambda name: name.rpartition("/")[0]  # noqa: E731
+    assert sorted(name for name in names if "__pycache__/" in name) == sorted(
+        "/".join(filter(None, (folder(name), "__pycache__", f"{Path(name).stem}.{tag}.pyc")))
+        for name in sources
+    )
+    # Every module of the service and of chalice, as any request would import it.
+    modules = [name[: -len(".py")].replace("/", ".").removesuffix(".__init__") for name in sources]
+    ours = [name for name in modules if name.split(".")[0] in ("app", "chalice", "chalicelib")]
+    assert {"app", "chalice.app", "chalicelib.http_api", "chalicelib.engine"} <= set(ours)
+    compiled = cold_import(tmp_path, *ours)["compiled"]
+    assert [path for path in compiled if path.startswith(str(tmp_path))] == []
+
+
 def test_the_function_carries_the_approvers_page(sam_path: Path) -> None:
     bundle = zipfile.ZipFile(sam_path.with_name("deployment.zip"))
     for name in ("index.html", "app.js", "app.css"):
