@@ -1120,8 +1120,8 @@ def add_bytecode(bundle: Path, runtime: str) -> int:
     other Pythons' files, checked against modification times the zip keeps to
     2 seconds). Those are dropped; every module gets a checked-hash .pyc (PEP
     552): the runtime uses it while it matches the source beside it, and
-    compiles the source as before when it does not, as after an edit in the
-    console.
+    compiles the source as before when it does not (a source edited in the
+    unzipped bundle without packaging it again).
     """
     import importlib.util
     import marshal

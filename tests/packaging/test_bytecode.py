@@ -101,8 +101,8 @@ def test_a_cold_start_from_the_bundle_compiles_nothing(tmp_path: Path) -> None:
 
 
 def test_a_source_changed_after_packaging_is_what_runs(tmp_path: Path) -> None:
-    # Checked-hash bytecode: a source edited in place (Lambda's console) is
-    # compiled and run, never the bytecode of what it was.
+    # Checked-hash bytecode: a source edited in the unzipped bundle is compiled
+    # and run, never the bytecode of what it was.
     assert package.add_bytecode(small_bundle(tmp_path / "deployment.zip"), RUNTIME) == 3
     zipfile.ZipFile(tmp_path / "deployment.zip").extractall(tmp_path / "task")
     (tmp_path / "task" / "lib" / "part.py").write_text("VALUE = 99\n")

@@ -541,15 +541,12 @@ def test_the_bundle_ships_every_module_compiled(sam_path: Path, tmp_path: Path) 
     compiled on every cold start (tests/packaging/test_bytecode.py)."""
     from tests.packaging.test_bytecode import cold_import
 
-    tag = sys.implementation.cache_tag
     with zipfile.ZipFile(sam_path.with_name("deployment.zip")) as bundle:
         names = bundle.namelist()
         bundle.extractall(tmp_path)
     sources = [name for name in names if name.endswith(".py")]
-    folder = lambda name: name.rpartition("/")[0]  # noqa: E731
     assert sorted(name for name in names if "__pycache__/" in name) == sorted(
-        "/".join(filter(None, (folder(name), "__pycache__", f"{Path(name).stem}.{tag}.pyc")))
-        for name in sources
+        importlib.util.cache_from_source(name) for name in sources
     )
     # Every module of the service and of chalice, as any request would import it.
     modules = [name[: -len(".py")].replace("/", ".").removesuffix(".__init__") for name in sources]
