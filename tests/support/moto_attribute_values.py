@@ -21,9 +21,9 @@ would write.
 from __future__ import annotations
 
 import functools
-import hashlib
-import inspect
 from typing import Any, Optional
+
+from tests.support.moto_sources import is_as_read
 
 # sha256 of moto 5.2.5's moto/core/serialize.py.
 CHECKED = "bb79b5b1196894de9617b956382692f9ff007f0d0b41be46ba6636599bb6ac42"
@@ -39,8 +39,7 @@ def install() -> bool:
     """Patch moto (once per process); False if its code is not the one checked."""
     from moto.core import serialize
 
-    source = inspect.getsource(serialize)
-    if hashlib.sha256(source.encode()).hexdigest() != CHECKED:
+    if not is_as_read(serialize, CHECKED):
         return False
     if "dynamodb" in serialize.SERVICE_SPECIFIC_SERIALIZERS:
         return False

@@ -16,9 +16,9 @@ test fails then, so that whoever upgrades moto looks again).
 from __future__ import annotations
 
 import functools
-import hashlib
-import inspect
 from typing import Any
+
+from tests.support.moto_sources import is_as_read
 
 # sha256 of moto 5.2.5's MockAWS._enable_patching source.
 CHECKED = "68bca5576a322f68e20705f13f272c540489f55d2abc7ffdd2b96e63b216fe25"
@@ -30,7 +30,7 @@ def install() -> bool:
     from moto.core import models
 
     original = models.MockAWS._enable_patching
-    if hashlib.sha256(inspect.getsource(original).encode()).hexdigest() != CHECKED:
+    if not is_as_read(original, CHECKED):
         return False
     callbacks: list[Any] = []
 
