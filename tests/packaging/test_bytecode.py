@@ -3,14 +3,13 @@ add_bytecode): Lambda's task root is read-only, so a bundle of sources alone is
 compiled again on every cold start.
 
 Each test runs the bundle as Lambda's runtime would: unzipped, in a fresh
-interpreter that writes no bytecode, and counts what the interpreter compiles.
+interpreter that writes no bytecode, and counts what the interpreter compiles
+(tests/support/task_root.py).
 """
 
 from __future__ import annotations
 
 import importlib.util
-import json
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -19,40 +18,10 @@ from typing import Any
 import pytest
 
 from scripts import package
+from tests.support.task_root import cold_import
 
 RUNTIME = f"python{sys.version_info.major}.{sys.version_info.minor}"
 TAG = sys.implementation.cache_tag
-
-# Imports `modules` from the task root first, then prints the value of each
-# module's VALUE (None where it has none) and every file the interpreter
-# compiled from source on the way.
-IMPORT_AND_COUNT = """
-import importlib, json, sys
-import importlib._bootstrap_external as external
-task_root, modules = sys.argv[1], sys.argv[2:]
-sys.path.insert(0, task_root)
-compiled = []
-source_to_code = external.SourceLoader.source_to_code
-def counted(self, data, path, *, _optimize=-1):
-    compiled.append(path)
-    return source_to_code(self, data, path, _optimize=_optimize)
-external.SourceLoader.source_to_code = counted
-values = [getattr(importlib.import_module(name), "VALUE", None) for name in modules]
-print(json.dumps({"values": values, "compiled": compiled}))
-"""
-
-
-def cold_import(task_root: Path, *modules: str) -> dict[str, list]:
-    """What importing `modules` from `task_root` gives, in a fresh interpreter
-    that writes no bytecode (-B), as on Lambda."""
-    done = subprocess.run(
-        [sys.executable, "-B", "-c", IMPORT_AND_COUNT, str(task_root), *modules],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    answer: dict[str, list] = json.loads(done.stdout)
-    return answer
 
 
 def small_bundle(path: Path) -> Path:

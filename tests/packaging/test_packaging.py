@@ -27,6 +27,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.task_root import cold_import
+
 # One worker builds the bundle once for the whole module (pytest-xdist).
 pytestmark = pytest.mark.xdist_group("packaging")
 
@@ -539,8 +541,6 @@ def test_tracing_is_a_parameter_on_stage_and_function(each: dict[str, Any], sam_
 def test_the_bundle_ships_every_module_compiled(sam_path: Path, tmp_path: Path) -> None:
     """Lambda's task root is read-only: what is not compiled in the bundle is
     compiled on every cold start (tests/packaging/test_bytecode.py)."""
-    from tests.packaging.test_bytecode import cold_import
-
     with zipfile.ZipFile(sam_path.with_name("deployment.zip")) as bundle:
         names = bundle.namelist()
         bundle.extractall(tmp_path)
