@@ -11,7 +11,7 @@ stores what they compute and computes nothing of its own.
 
 from __future__ import annotations
 
-import sqlite3
+import _sqlite3 as sqlite3  # the driver without its package: see connections.py
 from collections.abc import Callable
 from typing import Optional, Union
 
