@@ -15,10 +15,6 @@ if TYPE_CHECKING:
     from chalicelib.storage.protocols import Outbox as Outbox
     from chalicelib.storage.protocols import Storage as Storage
 
-# os.path, not pathlib: pathlib is not imported by Chalice, and importing it
-# cost every cold start 1.2 ms.
-PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
-DEFAULT_SQLITE_PATH = os.path.join(PROJECT_DIR, ".data", "workflows.sqlite3")
 PROTOCOLS = ("Backend", "Outbox", "Storage")
 
 
@@ -39,7 +35,7 @@ def create_storage(upgrades: Optional[Upgrades] = None) -> Backend:
     if kind == "sqlite":
         from chalicelib.storage.sqlite.adapter import SQLiteStorage
 
-        path = os.environ.get("WORKFLOW_SQLITE_PATH") or DEFAULT_SQLITE_PATH
+        path = os.environ.get("WORKFLOW_SQLITE_PATH") or default_sqlite_path()
         return SQLiteStorage(path, upgrades)
     if kind == "dynamodb":
         from chalicelib.storage.dynamodb import client
@@ -52,3 +48,13 @@ def create_storage(upgrades: Optional[Upgrades] = None) -> Backend:
         f"WORKFLOW_STORAGE is {kind!r}, which is no storage: set it to 'sqlite' (the default) "
         "or 'dynamodb'"
     )
+
+
+def default_sqlite_path() -> str:
+    """.data/workflows.sqlite3 in the project, for a process that names no file:
+    found when asked (resolving the path is an lstat for each of its parts),
+    not on every cold start, which a deployed function's variable names."""
+    # os.path, not pathlib: pathlib is not imported by Chalice, and importing it
+    # cost every cold start 1.2 ms.
+    project = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+    return os.path.join(project, ".data", "workflows.sqlite3")
