@@ -51,9 +51,11 @@ def create_storage(upgrades: Optional[Upgrades] = None) -> Backend:
 
 
 def default_sqlite_path() -> str:
-    """.data/workflows.sqlite3 in the project, for a process that names no file:
-    found when asked (resolving the path is an lstat for each of its parts),
-    not on every cold start, which a deployed function's variable names."""
+    """.data/workflows.sqlite3 in the project, for a process that names no file.
+
+    Found when asked, not on every import: a deployed function's variables
+    name its file or its table, and resolving the path is an lstat for each
+    of its parts."""
     # os.path, not pathlib: pathlib is not imported by Chalice, and importing it
     # cost every cold start 1.2 ms.
     project = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
