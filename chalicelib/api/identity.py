@@ -193,6 +193,7 @@ def _jwks_client(url: str) -> PyJWKClient:
 def _caller(claims: Mapping[str, Any], config: Settings) -> Caller:
     """The caller a verified token names: its actor and groups, each held to the
     rules of a name in a body (names.principal_problem), or Unauthorized."""
+    from chalicelib.domain.models import GROUP_PREFIX, USER_PREFIX
     from chalicelib.domain.names import canonical, principal_problem
 
     actor = claims.get(config.actor_claim)
@@ -200,7 +201,13 @@ def _caller(claims: Mapping[str, Any], config: Settings) -> Caller:
         raise errors.Unauthorized(
             f"The token names no actor (claim {config.actor_claim!r})", token_given=True
         )
-    actor = _nfc(actor.strip())
+    # "user:" is the kind, not the name: user:rita is rita, as in a body.
+    actor = _nfc(actor.strip().removeprefix(USER_PREFIX).strip(" "))
+    if actor.startswith(GROUP_PREFIX):
+        raise errors.Unauthorized(
+            f"The token's actor (claim {config.actor_claim!r}) names a group, not a user",
+            token_given=True,
+        )
     problem = principal_problem(actor)
     if problem:
         raise errors.Unauthorized(
