@@ -100,11 +100,13 @@ screenshots: $(VENV)/.dev browser
 test-fast: $(VENV)/.dev
 	$(BIN)/python -m pytest -q $(XDIST) tests/unit tests/contract tests/api
 
-# A development token for WORKFLOW_AUTH=jwt with WORKFLOW_JWT_SECRET (docs/auth.md).
-USER ?=
+# A development token for WORKFLOW_AUTH=jwt with WORKFLOW_JWT_SECRET (docs/auth.md), for
+# the USER named on make's command line: the environment's USER (the login name, which
+# make sees as a variable too) is never taken for it; without one the script refuses.
 GROUPS ?=
+TOKEN_USER = $(if $(filter command line,$(origin USER)),$(USER))
 token: $(VENV)/.serve
-	@$(BIN)/python scripts/dev_token.py "$(USER)" "$(GROUPS)"
+	@$(BIN)/python scripts/dev_token.py "$(TOKEN_USER)" "$(GROUPS)"
 
 # Creates WORKFLOW_TABLE where boto3's environment points (AWS_ENDPOINT_URL_DYNAMODB,
 # AWS_PROFILE, AWS_DEFAULT_REGION, ...); does nothing if it exists.

@@ -27,7 +27,11 @@ VALID_SECONDS = 12 * 60 * 60
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or not args[0].strip():
-        print("usage: make token USER=<actor> [GROUPS=<group>,<group>]", file=sys.stderr)
+        print(
+            "usage: make token USER=<actor> [GROUPS=<group>,<group>]: name the token's actor "
+            "on make's command line (not your login's USER, which make also sees)",
+            file=sys.stderr,
+        )
         return 2
     environ = {**os.environ, "WORKFLOW_AUTH": "jwt"}
     try:

@@ -12,7 +12,8 @@ WORKFLOW_AUTH selects the mode, read on every request:
   32 bytes (WORKFLOW_JWT_SECRET; HS256, for development and tests). The caller
   is the WORKFLOW_JWT_ACTOR_CLAIM claim (default `sub`), its groups the
   WORKFLOW_JWT_GROUPS_CLAIM claim (default `groups`; a list, or a string of
-  names separated by commas or spaces).
+  names separated by commas or spaces; missing or null: none; any other shape
+  is refused, not read as none).
 
 PyJWT (and the cryptography it loads, hundreds of milliseconds) is imported
 only in `jwt` mode, so `none` mode's cold start does not pay for it.
@@ -192,6 +193,7 @@ def _jwks_client(url: str) -> PyJWKClient:
 def _caller(claims: Mapping[str, Any], config: Settings) -> Caller:
     """The caller a verified token names: its actor and groups, each held to the
     rules of a name in a body (names.principal_problem), or Unauthorized."""
+    from chalicelib.domain.models import GROUP_PREFIX, USER_PREFIX
     from chalicelib.domain.names import canonical, principal_problem
 
     actor = claims.get(config.actor_claim)
@@ -199,7 +201,13 @@ def _caller(claims: Mapping[str, Any], config: Settings) -> Caller:
         raise errors.Unauthorized(
             f"The token names no actor (claim {config.actor_claim!r})", token_given=True
         )
-    actor = _nfc(actor.strip())
+    # "user:" is the kind, not the name: user:rita is rita, as in a body.
+    actor = _nfc(actor.strip().removeprefix(USER_PREFIX).strip(" "))
+    if actor.startswith(GROUP_PREFIX):
+        raise errors.Unauthorized(
+            f"The token's actor (claim {config.actor_claim!r}) names a group, not a user",
+            token_given=True,
+        )
     problem = principal_problem(actor)
     if problem:
         raise errors.Unauthorized(
@@ -211,25 +219,41 @@ def _caller(claims: Mapping[str, Any], config: Settings) -> Caller:
 
 
 def _groups(value: Any, claim: str) -> frozenset[str]:
-    from chalicelib.domain.names import principal_problem
-
+    """The groups a verified token lists: none where the claim is missing or
+    null; a list of group names, or one string of them separated by commas or
+    spaces; each a group's name (bare or "group:<name>") by the rules of a name
+    in a body. Anything else is Unauthorized, with the reason: a claim the
+    service cannot read is not the same as no group."""
+    if value is None:
+        return frozenset()
     if isinstance(value, str):
         value = value.replace(",", " ").split()
-    if not isinstance(value, list):
-        return frozenset()
-    groups = set()
-    for group in value:
-        if not isinstance(group, str) or not group.strip():
-            continue
-        # NFC, as the groups that steps name are stored.
-        name = _nfc(group.strip())
-        problem = principal_problem(name)
-        if problem:
-            raise errors.Unauthorized(
-                f"A group of the token (claim {claim!r}) {problem}", token_given=True
-            )
-        groups.add(name)
-    return frozenset(groups)
+    if not isinstance(value, list) or not all(isinstance(group, str) for group in value):
+        raise errors.Unauthorized(
+            f"The token's groups (claim {claim!r}) must be a list of group names, or one "
+            "string of them separated by commas or spaces",
+            token_given=True,
+        )
+    return frozenset(_group(group, claim) for group in value)
+
+
+def _group(written: str, claim: str) -> str:
+    from chalicelib.domain.models import GROUP_PREFIX, USER_PREFIX
+    from chalicelib.domain.names import principal_problem
+
+    def refused(why: str) -> errors.Unauthorized:
+        return errors.Unauthorized(
+            f"A group of the token (claim {claim!r}) {why}", token_given=True
+        )
+
+    if written.startswith(USER_PREFIX):
+        raise refused(f"names a user ({written[:40]!r}), not a group")
+    # NFC, as the groups that steps name are stored; "group:" is the kind, not the name.
+    name = _nfc(written.removeprefix(GROUP_PREFIX).strip(" "))
+    problem = principal_problem(name)
+    if problem:
+        raise refused(problem)
+    return name
 
 
 def _nfc(name: str) -> str:

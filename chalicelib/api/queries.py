@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 from chalicelib.api.validation import MAX_GROUPS, delegate_name, principal_name
 from chalicelib.domain import errors
-from chalicelib.domain.models import MAX_ID, RUN_STATUSES
+from chalicelib.domain.models import GROUP_PREFIX, MAX_ID, RUN_STATUSES
 from chalicelib.domain.record import Record
 
 DEFAULT_LIMIT = 50
@@ -129,7 +129,9 @@ def _asserted_caller(
     named = _repeated(query, "group")
     if len(named) > MAX_GROUPS:
         raise errors.InvalidInput(f"Give at most {MAX_GROUPS} 'group' parameters")
-    return actor, frozenset(principal_name({"group": group}, "group") for group in named)
+    return actor, frozenset(
+        principal_name({"group": group}, "group", GROUP_PREFIX) for group in named
+    )
 
 
 def _query(

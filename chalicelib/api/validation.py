@@ -27,9 +27,10 @@ from chalicelib.domain.models import (
 )
 from chalicelib.domain.names import (
     canonical_principal,
+    combination_problem,
     has_control_characters,
     is_blank,
-    principal_problem,
+    written_problem,
 )
 from chalicelib.domain.record import Record
 
@@ -291,7 +292,7 @@ def _principals(value: Any, name: str, most: int) -> tuple[str, ...]:
             raise errors.InvalidInput(
                 f'{shown(entry)} in {name!r} must be "user:<id>" or "group:<name>"'
             )
-        principal = prefix + principal_name({f"{name}[]": entry[len(prefix) :]}, f"{name}[]")
+        principal = prefix + _name(entry[len(prefix) :], f"{name}[]")
         if canonical_principal(principal) in map(canonical_principal, principals):
             # The schema's uniqueItems refuses a repeat as sent (400); one that
             # only trimming, NFC or one person's other spelling makes a repeat
@@ -320,7 +321,9 @@ def groups(value: Any) -> Optional[frozenset[str]]:
         return None
     if not isinstance(value, list) or len(value) > MAX_GROUPS:
         raise errors.InvalidInput(f"'groups' must be a list of at most {MAX_GROUPS} group names")
-    return frozenset(principal_name({"groups[]": group}, "groups[]") for group in value)
+    return frozenset(
+        principal_name({"groups[]": group}, "groups[]", GROUP_PREFIX) for group in value
+    )
 
 
 def new_run(body: Any) -> NewRun:
@@ -406,13 +409,12 @@ def new_delegation(body: Any, delegator_required: bool = True) -> NewDelegation:
 
 
 def delegate_name(fields: Mapping[str, Any], name: str) -> str:
-    """A delegate, "user:<name>", "group:<name>" or a bare user's name, whose
-    name obeys the rules of a principal's."""
+    """A delegate as a principal: "group:<name>", or a user's name (bare or
+    "user:<name>") as "user:<name>"."""
     delegate = fields.get(name)
-    if not isinstance(delegate, str):
-        raise errors.InvalidInput(f"{name!r} must be a string")
-    prefix = next((p for p in (USER_PREFIX, GROUP_PREFIX) if delegate.startswith(p)), "")
-    return prefix + principal_name({name: delegate[len(prefix) :]}, name)
+    if isinstance(delegate, str) and delegate.startswith(GROUP_PREFIX):
+        return GROUP_PREFIX + _name(delegate[len(GROUP_PREFIX) :], name)
+    return USER_PREFIX + principal_name(fields, name)
 
 
 def _optional_id(fields: Mapping[str, Any], name: str) -> Optional[int]:
@@ -487,20 +489,33 @@ def _text(fields: Mapping[str, Any], name: str, limit: int, required: bool = Tru
     return value
 
 
-def principal_name(fields: Mapping[str, Any], name: str) -> str:
-    """A user's or a group's name (an actor, a requester, an approver, a
-    group): a name by names.principal_problem's rules, which tokens' callers
-    meet too. Surrounding spaces are trimmed; any other character it refuses is
-    refused wherever it is, so that what is stored is what was read."""
+def principal_name(fields: Mapping[str, Any], name: str, kind: str = USER_PREFIX) -> str:
+    """A user's name (an actor, a requester, a delegator), or with `kind`
+    GROUP_PREFIX a group's, written bare or with its kind ("user:rita" is
+    rita): one person, one spelling, stored bare. The other kind is refused."""
     value = fields.get(name)
     if not isinstance(value, str):
         raise errors.InvalidInput(f"{name!r} must be a string")
+    other = GROUP_PREFIX if kind == USER_PREFIX else USER_PREFIX
+    if value.startswith(other):
+        meant = "a user's" if kind == USER_PREFIX else "a group's"
+        raise errors.InvalidInput(f"{name!r} must be {meant} name (bare or {kind}<name>)")
+    return _name(value.removeprefix(kind), name)
+
+
+def _name(value: str, name: str) -> str:
+    """A user's or a group's name, after its kind: a name by the rules of
+    chalicelib/domain/names.py, which tokens' callers meet too. Surrounding
+    spaces are trimmed; any other character it refuses is refused wherever it
+    is, so that what is stored is what was read. A character no name may hold
+    is 400 (the document's pattern states it); characters that may not go
+    together (two scripts) are 422 (no pattern does)."""
     if len(value) > MAX_ACTOR:
         raise errors.InvalidInput(f"{name!r} must be at most {MAX_ACTOR} characters")
     trimmed = value.strip(" ")
     if not trimmed:
         raise errors.InvalidInput(f"{name!r} must not be blank")
-    problem = principal_problem(trimmed)
+    problem = written_problem(trimmed)
     if problem:
         raise errors.InvalidInput(f"{name!r} {problem}")
     if trimmed.isascii():
@@ -509,6 +524,9 @@ def principal_name(fields: Mapping[str, Any], name: str) -> str:
         trimmed.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise errors.InvalidInput(f"{name!r} is not valid Unicode text") from exc
+    problem = combination_problem(trimmed)
+    if problem:
+        raise errors.Unprocessable(f"{name!r} {problem}")
     import unicodedata
 
     return unicodedata.normalize("NFC", trimmed)

@@ -47,43 +47,187 @@ def has_control_characters(value: str) -> bool:
     )
 
 
-# A name a principal may not have: what would make two names look alike while
-# being different, or hide what a name is. Beyond INVISIBLE_RANGES (the
-# default-ignorable code points, bidirectional controls among them: U+061C,
-# U+200E-U+200F, U+202A-U+202E, U+2066-U+2069):
-# - control characters (category Cc), tab and newline included;
+# What a principal's name may not be or hold (docs/approver-rules.md, "one
+# person, one name"): what would let two names look alike while being
+# different people, or hide what a name is. Two kinds of rule:
+#
+# written_problem, each character on its own (the OpenAPI document's pattern
+# states it; a body that breaks it is 400):
+# - more than MAX_PRINCIPAL characters; none but spaces;
+# - a start that is a kind of principal or the service's own, in any spelling
+#   that is the same name (RESERVED_PREFIXES): "user:bob" is bob, not another;
+# - control characters (Cc), tab and newline included; format characters (Cf:
+#   bidirectional controls, zero-width joiners, interlinear annotation, Arabic
+#   and Syriac number and abbreviation marks, Egyptian hieroglyph joiners, tag
+#   characters); surrogates (Cs), private use (Co) and unassigned code points
+#   (Cn, in the Unicode version of Python's unicodedata), which render as
+#   nothing, a box, or what a font chooses;
+# - the default-ignorable code points (INVISIBLE_RANGES: Hangul fillers and
+#   variation selectors among them);
 # - characters that render blank but are no plain space: every space separator
-#   (category Zs) but U+0020, the line and paragraph separators (Zl, Zp), and
-#   U+2800 BRAILLE PATTERN BLANK;
-# - more than MAX_PRINCIPAL characters, and none but spaces.
+#   (Zs) but U+0020, the line and paragraph separators (Zl, Zp), BLANK_GLYPHS;
+# - presentation forms of other characters (PRESENTATION_FORMS: mathematical
+#   and other styled letters, circled, squared, superscript and subscript
+#   forms, fractions, Arabic positional forms, no-break variants), which show
+#   as the character they decompose to. Fullwidth and halfwidth forms are
+#   kept: canonical() maps them to their usual width, as RFC 8265 does.
+#
+# combination_problem, how the characters go together (no pattern states it;
+# a body that breaks it is 422), after Unicode TR 39 (Security Mechanisms):
+# - more than one script: the name's resolved script set (section 5.1: each
+#   character's Script_Extensions, Han augmented with Japanese, Korean and
+#   Bopomofo's Hanb, Common and Inherited going with any script) is empty,
+#   unless Latin with Han+Hiragana+Katakana, Han+Hangul or Han+Bopomofo (the
+#   Highly Restrictive level, section 5.2). So a Cyrillic і in "rіta" is
+#   refused, and so is a name in two scripts ("Rita Иванова"): two names that
+#   look alike could otherwise be two people;
+# - digits of more than one decimal system (section 5.3);
+# - a combining mark with nothing to combine with (first, or after a space),
+#   the same nonspacing mark twice in a row, or more than MAX_MARKS in a row
+#   (section 5.4): they render as another name, or over its neighbours.
 MAX_PRINCIPAL = 200
-BLANK_GLYPHS = "\u2800"
-# The names the service signs its own actions with (system:deadline): no caller's.
+BLANK_GLYPHS = "\u2800\ufffc\U00016fe4\U0001d159"
+# The service signs its own actions with system: (system:deadline); user: and
+# group: say which kind of principal a name is.
 RESERVED_PREFIX = "system:"
+RESERVED_PREFIXES = (RESERVED_PREFIX, "user:", "group:")
+PRESENTATION_FORMS = (
+    "<font>", "<noBreak>", "<initial>", "<medial>", "<final>", "<isolated>", "<circle>",
+    "<square>", "<super>", "<sub>", "<fraction>", "<small>", "<vertical>",
+)  # fmt: skip
+REFUSED_CATEGORIES = ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
+MAX_MARKS = 4
 
 
 def principal_problem(name: str) -> Optional[str]:
     """Why `name` (already trimmed) cannot be a user's or a group's: a reason in
     words; None if it can. Checked alike for names in bodies and in tokens."""
+    return written_problem(name) or combination_problem(name)
+
+
+def written_problem(name: str) -> Optional[str]:
+    """Why `name` cannot be a principal's for its length, its start or one of
+    its characters (what the OpenAPI document's pattern states); None if not."""
     if len(name) > MAX_PRINCIPAL:
         return f"is longer than {MAX_PRINCIPAL} characters"
     if not name.strip():
         return "is blank"
-    if canonical(name).startswith(RESERVED_PREFIX):
+    key = canonical(name)
+    reserved = next((p for p in RESERVED_PREFIXES if key.startswith(p)), None)
+    if reserved == RESERVED_PREFIX:
         return f"starts with {RESERVED_PREFIX!r}, which is reserved for the service's own actions"
+    if reserved is not None:
+        return f"starts with {reserved!r} (in some spelling), which says a principal's kind"
     if name.isascii() and name.isprintable():
         return None  # most names: no control, invisible or blank character
+    return next(filter(None, map(character_problem, name)), None)
+
+
+def character_problem(char: str) -> Optional[str]:
+    """Why no principal's name may hold `char`; None if one may."""
     import unicodedata
 
-    for char in name:
-        category = unicodedata.category(char)
-        if category == "Cc":
-            return f"holds a control character (U+{ord(char):04X})"
-        if _invisible(char):
-            return f"holds an invisible or bidirectional control character (U+{ord(char):04X})"
-        if (category == "Zs" and char != " ") or category in ("Zl", "Zp") or char in BLANK_GLYPHS:
-            return f"holds a character that renders blank (U+{ord(char):04X})"
+    category = unicodedata.category(char)
+    code = f"U+{ord(char):04X}"
+    if category == "Cc":
+        return f"holds a control character ({code})"
+    if _invisible(char):
+        return f"holds an invisible or bidirectional control character ({code})"
+    if category in REFUSED_CATEGORIES:
+        return f"holds a format, private-use or unassigned character ({code})"
+    if (category == "Zs" and char != " ") or char in BLANK_GLYPHS:
+        return f"holds a character that renders blank ({code})"
+    if unicodedata.decomposition(char).startswith(PRESENTATION_FORMS):
+        return f"holds a presentation form of another character ({code}): write that one"
     return None
+
+
+def combination_problem(name: str) -> Optional[str]:
+    """Why `name`'s characters, each allowed, cannot go together in one name
+    (Unicode TR 39's mixed-script, mixed-number and mark rules); None if they can."""
+    if name.isascii():
+        return None  # Latin and Common only, no marks
+    import unicodedata
+
+    name = unicodedata.normalize("NFC", name)
+    if not _one_script(name):
+        return "mixes scripts (write a name in one script)"
+    if len({ord(char) - unicodedata.decimal(char) for char in name if char.isdecimal()}) > 1:
+        return "mixes digits of different number systems"
+    return _marks_problem(name)
+
+
+def _marks_problem(name: str) -> Optional[str]:
+    import unicodedata
+
+    run: list[str] = []
+    before = " "
+    for char in unicodedata.normalize("NFD", name):  # each mark apart from its letter
+        if not unicodedata.category(char).startswith("M"):
+            run, before = [], char
+            continue
+        if before == " ":
+            return f"holds a combining mark with nothing to combine with (U+{ord(char):04X})"
+        nonspacing = unicodedata.category(char) == "Mn"
+        if nonspacing and run and run[-1] == char:
+            return f"repeats a combining mark (U+{ord(char):04X})"
+        run.append(char)
+        if len(run) > MAX_MARKS:
+            return f"stacks more than {MAX_MARKS} combining marks on one character"
+    return None
+
+
+# Scripts that TR 39 (section 5.1) augments: a Han character may be written
+# in Japanese, Korean or Chinese with Bopomofo; kana are Japanese, Hangul Korean.
+AUGMENTED = {
+    "Hani": ("Hanb", "Jpan", "Kore"),
+    "Hira": ("Jpan",),
+    "Kana": ("Jpan",),
+    "Hang": ("Kore",),
+    "Bopo": ("Hanb",),
+}
+# With Latin, the sets TR 39's Highly Restrictive level allows.
+LATIN = "Latn"
+WITH_LATIN = frozenset({"Jpan", "Hanb", "Kore"})
+
+
+def _one_script(name: str) -> bool:
+    """Whether `name` is Single Script or Highly Restrictive (TR 39, 5.2)."""
+    sets = [found for found in map(_scripts, name) if found is not None]
+    resolved = frozenset[str].intersection(*sets) if sets else frozenset({LATIN})
+    if resolved:
+        return True
+    # Latin beside Han with kana, Hangul or Bopomofo: drop the characters that
+    # may be Latin and resolve the rest.
+    rest = [found for found in sets if LATIN not in found]
+    return bool(rest) and bool(frozenset[str].intersection(*rest) & WITH_LATIN)
+
+
+def _scripts(char: str) -> Optional[frozenset[str]]:
+    """`char`'s augmented Script_Extensions; None for Common and Inherited (any)."""
+    import bisect
+
+    starts, sets = _script_table()
+    return sets[bisect.bisect_right(starts, ord(char)) - 1]
+
+
+@functools.cache
+def _script_table() -> tuple[list[int], list[Optional[frozenset[str]]]]:
+    from chalicelib.domain.scripts import RANGES
+
+    starts: list[int] = []
+    sets: list[Optional[frozenset[str]]] = []
+    for entry in "".join(RANGES).split():
+        start, _, codes = entry.partition(":")
+        starts.append(int(start, 16))
+        sets.append(None if codes == "*" else _augmented(codes))
+    return starts, sets
+
+
+@functools.cache
+def _augmented(codes: str) -> frozenset[str]:
+    found = codes.split("+")
+    return frozenset(found).union(*(AUGMENTED.get(code, ()) for code in found))
 
 
 @functools.lru_cache(maxsize=4096)

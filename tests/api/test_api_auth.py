@@ -302,6 +302,60 @@ def test_groups_come_as_a_list_or_a_separated_string(
     assert as_(api, token, "POST", "/workflows", {"name": "Grouped"}).status_code == 201
 
 
+@pytest.mark.parametrize(
+    "groups",
+    [[], "", None],
+    ids=["empty-list", "empty-string", "null"],
+)
+def test_a_groups_claim_may_name_no_group(api: Api, secret_mode: None, groups: Any) -> None:
+    token = hs256({**claims("ada"), "groups": groups})
+
+    assert as_(api, token, "GET", "/inbox").status_code == 200
+
+
+@pytest.mark.parametrize("groups", [[f"group:{ADMIN}"], f"finance group:{ADMIN}"], ids=repr)
+def test_a_token_may_spell_a_group_with_its_prefix(
+    api: Api, secret_mode: None, groups: Any
+) -> None:
+    token = hs256({**claims("ada"), "groups": groups})
+
+    assert as_(api, token, "POST", "/workflows", {"name": "Prefixed"}).status_code == 201
+
+
+def test_a_token_without_a_groups_claim_names_no_group(api: Api, secret_mode: None) -> None:
+    token = hs256({k: v for k, v in claims("ada").items() if k != "groups"})
+
+    assert as_(api, token, "GET", "/inbox").status_code == 200
+    refused = as_(api, token, "POST", "/workflows", {"name": "Not an admin"})
+    assert_error(refused, 403)
+
+
+@pytest.mark.parametrize(
+    "groups, reason",
+    [
+        ([""], "blank"),
+        (["finance", "  "], "blank"),
+        ([1, 2], "a list of group names"),
+        ([["finance"]], "a list of group names"),
+        ([None], "a list of group names"),
+        ({"finance": True}, "a list of group names"),
+        (True, "a list of group names"),
+        (7, "a list of group names"),
+        (["user:fay"], "names a user"),
+    ],
+    ids=repr,
+)
+def test_a_malformed_groups_claim_is_401_with_the_reason(
+    api: Api, secret_mode: None, groups: Any, reason: str
+) -> None:
+    token = hs256({**claims("ada"), "groups": groups})
+
+    refused = as_(api, token, "GET", "/inbox")
+
+    assert_401(refused, reason, token_given=True)
+    assert "'groups'" in refused.json_body["error"]
+
+
 def test_the_actor_and_groups_claims_are_configurable(
     api: Api, secret_mode: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -305,3 +305,71 @@ def test_a_list_filtered_by_the_longest_names_turns_its_pages(api: Api, letter: 
     assert rest.status_code == 200, rest.body
     assert [item["id"] for item in page["items"] + rest.json_body["items"]] == made
     assert rest.json_body["next_cursor"] is None
+
+
+# -- one spelling of a principal in every field ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "delegator, delegate",
+    [("user:bob", "dave"), ("bob", "user:dave"), ("user:bob", "user:dave")],
+    ids=repr,
+)
+def test_a_delegation_named_with_user_prefixes_lends_the_same_rights(
+    api: Api, delegator: str, delegate: str
+) -> None:
+    run = started(api, workflow(api, BOBS, "Sign-off"))
+    delegation = delegated(api, delegator=delegator, delegate=delegate)
+
+    decided = decide(api, run, "dave")
+
+    assert (delegation["delegator"], delegation["delegate"]) == ("bob", "user:dave")
+    assert decided.status_code == 200, decided.body
+    action = decided.json_body["actions"][-1]
+    assert (action["actor"], action["on_behalf_of"]) == ("dave", "bob")
+    mine = api.get("/delegations?delegator=user:bob").json_body["items"]
+    assert [d["id"] for d in mine] == [delegation["id"]]
+
+
+def test_a_user_named_with_the_prefix_is_that_user_in_every_field(api: Api) -> None:
+    run = started(api, workflow(api, BOBS, "Sign-off"), requested_by="user:bob")
+    assert api.get(f"/runs/{run}").json_body["requested_by"] == "bob"
+
+    # bob asked for the run: written either way, he may not decide it.
+    refused = decide(api, run, "user:bob")
+
+    assert_error(refused, 403)
+    assert "'bob' requested this run" in refused.json_body["error"]
+    inbox = api.get("/inbox?actor=user:bob").json_body["items"]
+    assert inbox == []
+
+
+@pytest.mark.parametrize(
+    "field, body",
+    [
+        ("actor", {"actor": "group:finance"}),
+        ("groups[]", {"actor": "fay", "groups": ["user:fay"]}),
+        ("on_behalf_of", {"actor": "fay", "on_behalf_of": "group:finance"}),
+        ("actor", {"actor": "user:user:bob"}),
+        ("actor", {"actor": "User:bob"}),
+    ],
+    ids=repr,
+)
+def test_a_field_of_one_kind_refuses_a_name_of_the_other_and_writes_nothing(
+    api: Api, field: str, body: dict[str, Any]
+) -> None:
+    run = started(api, workflow(api, BOBS))
+
+    refused = api.post(f"/runs/{run}/approve", body)
+
+    assert_error(refused, 400)
+    assert repr(field) in refused.json_body["error"]
+    assert api.get(f"/runs/{run}").json_body["actions"] == []
+
+
+def test_a_delegator_named_as_a_group_is_400(api: Api) -> None:
+    body = {"delegator": "group:finance", "delegate": "dave"}
+    refused = api.post("/delegations", {**body, "starts_at": at(), "ends_at": at(1)})
+
+    assert_error(refused, 400)
+    assert api.get("/delegations?delegate=dave").json_body["items"] == []

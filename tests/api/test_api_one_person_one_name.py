@@ -157,3 +157,74 @@ def test_a_token_whose_groups_no_body_could_name_is_401(
     refused = as_(api, hs256(claims("fay", groups=[group])), "GET", "/inbox")
     assert_error(refused, 401)
     assert "group" in refused.json_body["error"]
+
+
+# Names that show as rita but are not the string rita: each would be another
+# person to every rule while the page shows "Approved by rita".
+RITA_LOOKALIKES = [
+    "rita\ufff9",  # interlinear annotation anchor (format)
+    "rita\ufffa",  # interlinear annotation separator (format)
+    "rita\u0605",  # Arabic number mark above (format)
+    "rita\u070f",  # Syriac abbreviation mark (format)
+    "rita\U00013430",  # Egyptian hieroglyph vertical joiner (format)
+    "rita\U00016fe4",  # Khitan small script filler (renders blank)
+    "rita\ue000",  # private use
+    "\U0001d42b\U0001d422\U0001d42d\U0001d41a",  # mathematical bold: a presentation form
+]
+# Names whose every character is allowed, but not together: 422.
+MIXED_SCRIPTS = ["r\u0456ta", "\u0440ita", "rit\u0430"]  # Cyrillic і, р, а
+
+
+@pytest.mark.parametrize("lookalike", RITA_LOOKALIKES, ids=ascii)
+def test_a_name_that_passes_for_another_is_400_and_writes_nothing(api: Api, lookalike: str) -> None:
+    run = started(api, workflow(api, "Manager"), requested_by="rita")
+
+    refused = api.post(f"/runs/{run}/approve", {"actor": lookalike})
+    not_started = api.post("/runs", {"workflow_id": 1, "title": "t", "requested_by": lookalike})
+
+    assert_error(refused, 400)
+    assert_error(not_started, 400)
+    assert api.get(f"/runs/{run}").json_body["actions"] == []
+    assert len(api.get("/runs").json_body["items"]) == 1
+
+
+@pytest.mark.parametrize("mixed", MIXED_SCRIPTS, ids=ascii)
+def test_a_name_that_mixes_scripts_is_422_and_writes_nothing(api: Api, mixed: str) -> None:
+    board = {"name": "Board", "approvers": ["group:board"], "required_approvals": 2}
+    run = started(api, workflow(api, board), requested_by="ann")
+    api._expect(200, api.post(f"/runs/{run}/approve", {"actor": "rita", "groups": ["board"]}))
+
+    refused = api.post(f"/runs/{run}/approve", {"actor": mixed, "groups": ["board"]})
+
+    assert_error(refused, 422)
+    assert "mixes scripts" in refused.json_body["error"]
+    assert api.get(f"/runs/{run}").json_body["current_step_approved_by"] == ["rita"]
+    assert_error(
+        api.post(
+            "/workflows", {"name": "X", "steps": [{"name": "S", "approvers": [f"user:{mixed}"]}]}
+        ),
+        422,
+    )
+    assert_error(api.get(f"/inbox?actor={mixed}"), 422)
+
+
+@pytest.mark.parametrize("actor", [*RITA_LOOKALIKES, *MIXED_SCRIPTS], ids=ascii)
+def test_a_token_for_a_name_that_passes_for_another_is_401(
+    api: Api, secret_mode: None, actor: str
+) -> None:
+    refused = as_(api, hs256(claims(actor)), "GET", "/inbox")
+
+    assert_error(refused, 401)
+    assert 'error="invalid_token"' in refused.headers["WWW-Authenticate"]
+
+
+def test_a_token_may_name_its_user_with_the_prefix(api: Api, secret_mode: None) -> None:
+    admin = admin_token()
+    flow = as_(api, admin, "POST", "/workflows", {"name": "Pay", "steps": ["Any"]}).json_body
+    run = as_(
+        api, hs256(claims("user:rita")), "POST", "/runs", {"workflow_id": flow["id"], "title": "t"}
+    )
+
+    assert run.json_body["requested_by"] == "rita"
+    refused = as_(api, hs256(claims("rita")), "POST", f"/runs/{run.json_body['id']}/approve", {})
+    assert_error(refused, 403)

@@ -154,16 +154,15 @@ def test_request_limits_are_the_engines() -> None:
     assert new_step["required_approvals"]["maximum"] == validation.MAX_REQUIRED_APPROVALS
     assert new_step["deadline_seconds"]["maximum"] == validation.MAX_DEADLINE_SECONDS
     assert new_step["escalate_to"]["maxItems"] == validation.MAX_ESCALATE_TO
-    user, group = schema("Principal")["anyOf"]
-    assert user["maxLength"] == len("user:") + validation.MAX_ACTOR
-    assert group["maxLength"] == len("group:") + validation.MAX_ACTOR
+    for name in ("UserName", "GroupName", "Principal", "Delegate"):
+        assert f"{{1,{validation.MAX_ACTOR}}}" in schema(name)["pattern"], name
     assert schema("Cancellation")["properties"]["reason"]["maxLength"] == validation.MAX_TEXT
     assert schema("NewRun")["properties"]["title"]["maxLength"] == validation.MAX_TITLE
     decision = schema("Decision")["properties"]
-    assert decision["actor"]["maxLength"] == validation.MAX_ACTOR
+    assert decision["actor"]["allOf"] == [{"$ref": "#/components/schemas/UserName"}]
     assert decision["comment"]["maxLength"] == validation.MAX_TEXT
     assert decision["groups"]["maxItems"] == validation.MAX_GROUPS
-    assert decision["groups"]["items"]["maxLength"] == validation.MAX_ACTOR
+    assert decision["groups"]["items"] == {"$ref": "#/components/schemas/GroupName"}
     assert schema("Id")["maximum"] == MAX_ID
     for name in ("NewWorkflow", "NewStep", "NewRun", "Decision", "Cancellation"):
         assert schema(name)["additionalProperties"] is False, name
@@ -180,13 +179,57 @@ def required_texts() -> dict[str, dict[str, Any]]:
 
 
 def principal_texts() -> dict[str, dict[str, Any]]:
-    """The schemas of the names of users and groups (names.principal_problem)."""
-    return {
-        "NewRun.requested_by": schema("NewRun")["properties"]["requested_by"],
-        "Decision.actor": schema("Decision")["properties"]["actor"],
-        "Decision.groups[]": schema("Decision")["properties"]["groups"]["items"],
-        "Cancellation.actor": schema("Cancellation")["properties"]["actor"],
-    }
+    """The schemas of the names of users and groups (names.written_problem)."""
+    return {name: schema(name) for name in ("UserName", "GroupName", "Principal", "Delegate")}
+
+
+def test_the_principal_patterns_are_what_the_rule_writes() -> None:
+    """scripts/openapi_names.py writes them from chalicelib/domain/names.py:
+    run it when the rule changes."""
+    from scripts import openapi_names
+
+    written = openapi_names.patterns()
+    assert {name: text["pattern"] for name, text in principal_texts().items()} == written
+
+
+def test_the_principal_pattern_is_the_rule_of_a_users_name() -> None:
+    """Every code point a user's or group's name may not hold anywhere, the
+    plain space alone where it stands alone, and the reserved starts (system:,
+    user:, group:) in every spelling that is one name (case, width, ligature)."""
+    valid = re.compile(schema("UserName")["pattern"])
+    for code in range(sys.maxunicode + 1):
+        if 0xD800 <= code <= 0xDFFF:
+            continue  # lone surrogates are not text; JSON bodies cannot carry them
+        char = chr(code)
+        refused = names.written_problem(f"x{char}y") is not None
+        assert bool(valid.search(f"x{char}y")) is not refused, hex(code)
+        assert bool(valid.search(char)) is (not refused and char != " "), hex(code)
+    reserved = ("system:deadline", " System:x", "ＳＹＳＴＥＭ：x", "ſystem:x", "sy\ufb06em:x")
+    for name in (*reserved, "group:x", "Group:x", "USER:x", "user:user:x", "user:group:x"):
+        assert names.written_problem(name.removeprefix("user:").strip(" ")) is not None
+        assert not valid.search(name), name
+    assert valid.search("systemd") and valid.search("my system:x") and valid.search("user:x")
+    assert not valid.search("rita\n")  # no trailing newline slips past the end
+
+
+@pytest.mark.parametrize(
+    "schema_name, accepted, refused",
+    [
+        ("UserName", ["rita", "user:rita", "user: rita "], ["group:x", "user:", "user:  "]),
+        ("GroupName", ["finance", "group:finance"], ["user:x", "group:"]),
+        ("Principal", ["user:rita", "group:finance"], ["rita", "user:group:x", "group:"]),
+        ("Delegate", ["rita", "user:rita", "group:finance"], ["user:", "group:user:x"]),
+    ],
+)
+def test_each_kind_of_name_takes_its_prefixes(
+    schema_name: str, accepted: list[str], refused: list[str]
+) -> None:
+    valid = re.compile(schema(schema_name)["pattern"])
+    assert [name for name in accepted if not valid.search(name)] == []
+    assert [name for name in refused if valid.search(name)] == []
+    limit = validation.MAX_ACTOR
+    assert valid.search("n" * limit) or schema_name == "Principal"
+    assert not valid.search("n" * (limit + 1))
 
 
 def test_required_text_pattern_is_the_rule_validation_applies() -> None:
@@ -199,26 +242,6 @@ def test_required_text_pattern_is_the_rule_validation_applies() -> None:
         accepted = not names.is_blank(char) and not names.has_control_characters(char)
         assert bool(valid.search(char)) is accepted, hex(code)
         assert bool(valid.search(f"x{char}")) is not names.has_control_characters(char)
-
-
-def test_the_principal_pattern_is_the_rule_of_a_users_name() -> None:
-    """Every code point a user's or group's name may not hold anywhere, the
-    plain space alone where it stands alone, and the reserved system: prefix
-    in every spelling that is one name (case and width)."""
-    (pattern,) = {text["pattern"] for text in principal_texts().values()}
-    valid = re.compile(pattern)
-    for code in range(sys.maxunicode + 1):
-        if 0xD800 <= code <= 0xDFFF:
-            continue  # lone surrogates are not text; JSON bodies cannot carry them
-        char = chr(code)
-        refused = names.principal_problem(f"x{char}y") is not None
-        assert bool(valid.search(f"x{char}y")) is not refused, hex(code)
-        assert bool(valid.search(char)) is (not refused and char != " "), hex(code)
-    for reserved in ("system:deadline", " System:x", "ＳＹＳＴＥＭ：x", "ſystem:x"):
-        assert names.principal_problem(reserved.strip(" ")) is not None
-        assert not valid.search(reserved), reserved
-    assert valid.search("systemd") and valid.search("my system:x")
-    assert not valid.search("rita\n")  # no trailing newline slips past the end
 
 
 @pytest.mark.parametrize(
