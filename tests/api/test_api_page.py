@@ -91,8 +91,9 @@ def test_the_page_is_the_one_in_chalicelib_ui_with_its_files_named_locally(
     bare_api: Api,
 ) -> None:
     document = bare_api.get("/").body.decode()
-    assert '<script src="/ui/app.js" defer></script>' in document
+    assert '<script type="module" src="/ui/app.js"></script>' in document
     assert '<link rel="stylesheet" href="/ui/app.css">' in document
+    assert '<link rel="stylesheet" href="/ui/forms.css">' in document
     assert meta(document, "api-base") == ""
     assert meta(document, "auth-mode") == "none"
     assert '<link rel="icon" href="data:,">' in document
@@ -147,8 +148,9 @@ def test_under_api_gateways_stage_the_page_names_its_files_and_api_under_the_sta
     assert answer["statusCode"] == 200
     document = answer["body"]
     assert meta(document, "api-base") == "/api"
-    assert '<script src="/api/ui/app.js" defer></script>' in document
+    assert '<script type="module" src="/api/ui/app.js"></script>' in document
     assert '<link rel="stylesheet" href="/api/ui/app.css">' in document
+    assert '<link rel="stylesheet" href="/api/ui/forms.css">' in document
 
 
 def test_a_location_names_the_stage_on_routes_with_ids_too(api: Api) -> None:

@@ -165,6 +165,18 @@ def test_request_limits_are_the_engines() -> None:
     assert decision["comment"]["maxLength"] == validation.MAX_TEXT
     assert decision["groups"]["maxItems"] == validation.MAX_GROUPS
     assert decision["groups"]["items"]["maxLength"] == validation.MAX_ACTOR
+    assert schema("NewRun")["properties"]["requested_by"]["maxLength"] == validation.MAX_ACTOR
+    assert schema("Return")["properties"]["comment"]["maxLength"] == validation.MAX_TEXT
+    resubmission = schema("Resubmission")["properties"]
+    assert resubmission["actor"]["maxLength"] == validation.MAX_ACTOR
+    assert resubmission["comment"]["maxLength"] == validation.MAX_TEXT
+    delegation = schema("NewDelegation")["properties"]
+    assert delegation["delegator"]["maxLength"] == validation.MAX_ACTOR
+    assert delegation["reason"]["maxLength"] == validation.MAX_TEXT
+    assert delegation["delegate"]["allOf"] == [{"$ref": "#/components/schemas/Delegate"}]
+    assert [each["maxLength"] for each in schema("Delegate")["anyOf"]] == [
+        len(prefix) + validation.MAX_ACTOR for prefix in ("user:", "group:", "")
+    ]
     assert schema("Id")["maximum"] == MAX_ID
     for name in ("NewWorkflow", "NewStep", "NewRun", "Decision", "Cancellation"):
         assert schema(name)["additionalProperties"] is False, name

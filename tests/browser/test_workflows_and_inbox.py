@@ -136,24 +136,3 @@ def test_a_deadline_the_api_gives_is_shown_and_an_overdue_one_marked(
     expect(tab.page.locator("ol.timeline .step-rules")).to_contain_text(
         "Deadline: 2 days after it starts, then the run is rejected."
     )
-
-
-def test_without_an_inbox_route_the_page_lists_every_run_in_progress(
-    tab: PageUnderTest, api: Api
-) -> None:
-    """A server from before approver rules answers 404 to GET /inbox: the page
-    says so and lists the runs in progress, newest first, for anyone to open."""
-    workflow, _ = api.started_run(steps=["Manager"], title="Older")
-    api.start_run(workflow["id"], "Newer")
-    gone = json.dumps({"error": "No route matches this path"})
-    tab.page.route(
-        re.compile(r"/inbox\?"),
-        lambda route: route.fulfill(status=404, content_type="application/json", body=gone),
-    )
-    tab.expect_failed_request(404)
-    tab.act_as("maria")
-    expect(tab.heading).to_have_text("Runs in progress")
-    expect(tab.page.get_by_text("this server has no personal inbox")).to_be_visible()
-    expect(tab.page.locator("li.card h2")).to_have_text(["Newer", "Older"])
-    tab.page.get_by_role("button", name="Refresh").click()
-    expect(tab.page.locator("li.card h2")).to_have_text(["Newer", "Older"])
