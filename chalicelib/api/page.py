@@ -7,13 +7,13 @@ GET /ui/{name} answers the .js and .css files of chalicelib/ui/ and nothing
 else: the name must be one of those listed there, so no path leaves the folder.
 
 The folder is listed, and each file read, on first request, not at import: a
-cold start that serves only the API does not pay for it. Text only (no images, no fonts):
-Chalice and API Gateway treat binary answers to browsers differently, and a
-`data:` icon keeps the browser from asking for /favicon.ico.
+cold start that serves only the API does not pay for it. Text only (no
+images, no fonts): Chalice and API Gateway treat binary answers to browsers
+differently, and a `data:` icon keeps the browser from asking for /favicon.ico.
 
 The document is the one file rendered per request: it names where the API is
 (the stage's base path, "" locally and "/api" behind API Gateway's stage, so
-the script and style load and the script calls the API under it: a relative
+the entry module and style sheets load and the modules call the API under it: a relative
 URL would break at "https://.../api", without the trailing slash, and
 `base-uri 'none'` rules out <base>) and how callers are known (WORKFLOW_AUTH:
 `none`, the page asks for a name; `jwt`, it asks for a token, which claims
@@ -25,7 +25,7 @@ page goes back to asking for a token on any 401.
 
 Every answer carries a strict Content-Security-Policy (no inline script or
 style, no other origin, not framed) and is never cached, so a deployment's
-new page and script always arrive together.
+new page and modules always arrive together.
 """
 
 from __future__ import annotations

@@ -136,3 +136,36 @@ def test_a_deadline_the_api_gives_is_shown_and_an_overdue_one_marked(
     expect(tab.page.locator("ol.timeline .step-rules")).to_contain_text(
         "Deadline: 2 days after it starts, then the run is rejected."
     )
+
+
+def test_each_field_takes_as_many_characters_as_the_api_does(tab: PageUnderTest, api: Api) -> None:
+    """The page reads its limits from the OpenAPI document, the API's own."""
+    from chalicelib.api import validation
+
+    _, run = api.started_run(steps=["Manager"])
+    at_run = f"#/runs/{run['id']}"
+    group_name = len("group:") + validation.MAX_ACTOR
+    expected = {
+        ("#/me", 'input[name="actor"]'): validation.MAX_ACTOR,
+        (
+            "#/workflows",
+            '[aria-labelledby="define-heading"] input[name="name"]',
+        ): validation.MAX_NAME,
+        ("#/workflows", 'textarea[name="description"]'): validation.MAX_TEXT,
+        ("#/workflows", '.step-list input[name="name"]'): validation.MAX_NAME,
+        ("#/workflows", 'input[name="title"]'): validation.MAX_TITLE,
+        ("#/delegations", 'input[name="delegate"]'): group_name,
+        ("#/delegations", 'input[name="reason"]'): validation.MAX_TEXT,
+        (at_run, '[aria-labelledby="decide-heading"] textarea[name="comment"]'): (
+            validation.MAX_TEXT
+        ),
+        (at_run, '[aria-labelledby="return-heading"] textarea[name="comment"]'): (
+            validation.MAX_TEXT
+        ),
+    }
+    tab.act_as("maria")
+    for (route, selector), most in expected.items():
+        tab.visit(route)
+        expect(tab.page.locator(f"#view {selector}").first).to_have_attribute(
+            "maxlength", str(most)
+        )
