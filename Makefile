@@ -1,5 +1,6 @@
 # The two commands: `make run` serves the API locally, `make test` runs the suite.
-# `make test-fast` is the inner loop; `make lint` is ruff and mypy.
+# `make test-fast` is the inner loop; `make lint` is ruff and mypy, and ESLint and
+# TypeScript's checker over the approvers' page (chalicelib/ui/*.js).
 # DynamoDB: `make dynamodb-table`, `make run-dynamodb`, `make package`, `make scan` (docs/deploy.md),
 # `make audit-chain` once on a table with history from before the audit chain, and
 # `make inbox-backfill` once on one with runs in progress from before the inbox (docs/storage.md);
@@ -65,10 +66,23 @@ run: $(VENV)/.serve
 	@$(BIN)/python scripts/local_server.py --host $(HOST) --port $(PORT) --stage dev \
 		$(CHALICE_LOCAL_FLAGS)
 
-lint: $(VENV)/.dev
+# The page's checkers, ESLint and TypeScript (package.json), as package-lock.json
+# pins them, from the npm registry: Node.js 20.19+ and npm are needed.
+NODE_BIN := node_modules/.bin
+node_modules/.installed: package.json package-lock.json
+	@command -v npm >/dev/null || { \
+		echo "make lint checks the page with ESLint and TypeScript, from npm: install Node.js 20.19+ and npm" >&2; \
+		exit 1; }
+	@echo "Installing the page's checkers (package-lock.json) into node_modules ..."
+	npm ci --no-audit --no-fund
+	@touch $@
+
+lint: $(VENV)/.dev node_modules/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(NODE_BIN)/eslint chalicelib/ui
+	$(NODE_BIN)/tsc -p tsconfig.json
 
 # Formats the code as `make lint` expects it.
 format: $(VENV)/.dev
@@ -201,9 +215,9 @@ BACKEND ?= sqlite
 profile: $(VENV)/.dev
 	$(BIN)/python -m bench.profile_hot_path $(BACKEND)
 
-# Removes the virtualenvs and caches; keeps the local database (.data/).
+# Removes the virtualenvs, node_modules and caches; keeps the local database (.data/).
 clean:
-	rm -rf $(VENV) $(SCAN_VENV) $(LAMBDA_RUNTIME) .mypy_cache .ruff_cache dist
+	rm -rf $(VENV) $(SCAN_VENV) $(LAMBDA_RUNTIME) node_modules .mypy_cache .ruff_cache dist
 
 # Removes the local database (.data/): every workflow and run `make run` stored.
 clean-data:

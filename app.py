@@ -374,21 +374,15 @@ def openapi_document() -> Response:
 
 @app.route("/", methods=["GET"])
 def page_document() -> Response:
-    """The page, its script and style sheet named under the stage that served it."""
+    """The page, its entry module and style sheets named under the stage that served it."""
     from chalicelib.api import page
 
     return page.document(api.base_path())
 
 
-@app.route("/ui/app.js", methods=["GET"])
-def page_script() -> Response:
+@app.route("/ui/{name}", methods=["GET"])
+def page_file(name: str) -> Response:
+    """One of the page's modules or style sheets."""
     from chalicelib.api import page
 
-    return page.script()
-
-
-@app.route("/ui/app.css", methods=["GET"])
-def page_style() -> Response:
-    from chalicelib.api import page
-
-    return page.style()
+    return page.file(name)

@@ -44,8 +44,7 @@ ROUTES = (
     ("/delegations/{delegation_id}", "DELETE", "revoke_delegation"),
     ("/openapi.json", "GET", "openapi_document"),
     ("/", "GET", "page_document"),
-    ("/ui/app.js", "GET", "page_script"),
-    ("/ui/app.css", "GET", "page_style"),
+    ("/ui/{name}", "GET", "page_file"),
 )
 
 for path, method, name in ROUTES:

@@ -103,11 +103,27 @@ def patterns() -> dict[str, str]:
     return {schema: f"^{kind}{name}" for schema, kind in KINDS.items()}
 
 
+# The longest kind each schema's names may be sent with.
+LONGEST_KIND = {
+    "UserName": "user:",
+    "GroupName": "group:",
+    "Principal": "group:",
+    "Delegate": "group:",
+}
+
+
+def max_lengths() -> dict[str, int]:
+    """The most characters each schema's names take as sent (the pattern says
+    the same; the page reads maxLength for its fields' limits)."""
+    return {schema: len(kind) + names.MAX_PRINCIPAL for schema, kind in LONGEST_KIND.items()}
+
+
 def main() -> int:
     document = json.loads(DOCUMENT.read_text(encoding="utf-8"))
     schemas = document["components"]["schemas"]
     for schema, pattern in patterns().items():
         schemas[schema]["pattern"] = pattern
+        schemas[schema]["maxLength"] = max_lengths()[schema]
     DOCUMENT.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", "utf-8")
     print(f"wrote the name patterns of {DOCUMENT}")
     return 0

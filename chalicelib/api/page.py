@@ -1,15 +1,19 @@
-"""The approvers' page: one HTML document, one script and one style sheet from
-chalicelib/ui/, served as text by the app that serves the API (GET /,
-GET /ui/app.js, GET /ui/app.css), so a browser needs no other origin.
+"""The approvers' page: one HTML document, and the ES modules and style sheets
+beside it in chalicelib/ui/, served as text by the app that serves the API
+(GET /, GET /ui/{name}), so a browser needs no other origin. No bundler: the
+document loads one entry module, which imports the others by relative paths,
+so they resolve under API Gateway's stage (/api/ui/...) as locally (/ui/...).
+GET /ui/{name} answers the .js and .css files of chalicelib/ui/ and nothing
+else: the name must be one of those listed there, so no path leaves the folder.
 
-Each file is read on its first request, not at import: a cold start that
-serves only the API does not pay for it. Text only (no images, no fonts):
-Chalice and API Gateway treat binary answers to browsers differently, and a
-`data:` icon keeps the browser from asking for /favicon.ico.
+The folder is listed, and each file read, on first request, not at import: a
+cold start that serves only the API does not pay for it. Text only (no
+images, no fonts): Chalice and API Gateway treat binary answers to browsers
+differently, and a `data:` icon keeps the browser from asking for /favicon.ico.
 
 The document is the one file rendered per request: it names where the API is
 (the stage's base path, "" locally and "/api" behind API Gateway's stage, so
-the script and style load and the script calls the API under it: a relative
+the entry module and style sheets load and the modules call the API under it: a relative
 URL would break at "https://.../api", without the trailing slash, and
 `base-uri 'none'` rules out <base>) and how callers are known (WORKFLOW_AUTH:
 `none`, the page asks for a name; `jwt`, it asks for a token, which claims
@@ -21,17 +25,18 @@ page goes back to asking for a token on any 401.
 
 Every answer carries a strict Content-Security-Policy (no inline script or
 style, no other origin, not framed) and is never cached, so a deployment's
-new page and script always arrive together.
+new page and modules always arrive together.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import Optional
 
 from chalice.app import Response
 
-from chalicelib.api import identity
+from chalicelib.api import http, identity, paths
 from chalicelib.domain import errors
 from chalicelib.domain.record import Record
 
@@ -63,10 +68,14 @@ class Asset(Record):
 
 
 DOCUMENT = Asset("index.html", "text/html; charset=utf-8")
-SCRIPT = Asset("app.js", "text/javascript; charset=utf-8")
-STYLE = Asset("app.css", "text/css; charset=utf-8")
+# What GET /ui/{name} serves, by the file's extension: scripts and style sheets.
+CONTENT_TYPES: Mapping[str, str] = {
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+}
 
 _texts: dict[str, str] = {}
+_files: Optional[Mapping[str, Asset]] = None
 
 
 def _text(asset: Asset) -> str:
@@ -89,12 +98,27 @@ def document(base_path: str) -> Response:
     return _answer(DOCUMENT, render(_text(DOCUMENT), base_path, auth_settings()))
 
 
-def script() -> Response:
-    return _answer(SCRIPT, _text(SCRIPT))
+def file(name: str) -> Response:
+    """The script or style sheet `name` of chalicelib/ui/; a 404 for any other name."""
+    asset = served_files().get(name)
+    if asset is None:
+        message = f"Page file {paths.shown(name)} not found"
+        return http.json_response({"error": message}, 404, HEADERS)
+    return _answer(asset, _text(asset))
 
 
-def style() -> Response:
-    return _answer(STYLE, _text(STYLE))
+def served_files() -> Mapping[str, Asset]:
+    """The files GET /ui/{name} answers, by name: listed once per process (and
+    set whole, so that a thread serving meanwhile sees no half of the list)."""
+    global _files
+    if _files is None:
+        found = {}
+        for name in sorted(os.listdir(UI_DIR)):
+            content_type = CONTENT_TYPES.get(os.path.splitext(name)[1])
+            if content_type and os.path.isfile(os.path.join(UI_DIR, name)):
+                found[name] = Asset(name, content_type)
+        _files = found
+    return _files
 
 
 class AuthSettings(Record):

@@ -1,7 +1,7 @@
-"""The approvers' page as the app serves it: GET /, its script and its style
-sheet, as text with their security headers, under API Gateway's stage as
-locally, to anyone (the page asks for a token itself). What it does in a
-browser: tests/browser/."""
+"""The approvers' page as the app serves it: GET /, its modules and its style
+sheets, as text with their security headers, under API Gateway's stage as
+locally, to anyone (the page asks for a token itself); no other file. What it
+does in a browser: tests/browser/."""
 
 from __future__ import annotations
 
@@ -27,10 +27,12 @@ PAGE_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
-FILES = [
-    ("/", "text/html; charset=utf-8"),
-    ("/ui/app.js", "text/javascript; charset=utf-8"),
-    ("/ui/app.css", "text/css; charset=utf-8"),
+UI = Path(page.UI_DIR)
+CONTENT_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
+# The page's modules and style sheets: every file of chalicelib/ui/ but the document.
+SERVED = sorted(path.name for path in UI.iterdir() if path.suffix in CONTENT_TYPES)
+FILES = [("/", "text/html; charset=utf-8")] + [
+    (f"/ui/{name}", CONTENT_TYPES[Path(name).suffix]) for name in SERVED
 ]
 
 
@@ -89,12 +91,53 @@ def test_the_page_is_the_one_in_chalicelib_ui_with_its_files_named_locally(
     bare_api: Api,
 ) -> None:
     document = bare_api.get("/").body.decode()
-    assert '<script src="/ui/app.js" defer></script>' in document
+    assert '<script type="module" src="/ui/app.js"></script>' in document
     assert '<link rel="stylesheet" href="/ui/app.css">' in document
+    assert '<link rel="stylesheet" href="/ui/forms.css">' in document
     assert meta(document, "api-base") == ""
     assert meta(document, "auth-mode") == "none"
     assert '<link rel="icon" href="data:,">' in document
-    assert bare_api.get("/ui/app.js").body.decode() == Path(page.UI_DIR, "app.js").read_text()
+
+
+def test_each_module_and_style_sheet_is_served_as_it_is_in_chalicelib_ui(bare_api: Api) -> None:
+    assert "app.js" in SERVED and "app.css" in SERVED
+    for name in SERVED:
+        assert bare_api.get(f"/ui/{name}").body.decode() == (UI / name).read_text(), name
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "nope.js",
+        "index.html",  # the document's template: served rendered, at /, only
+        "APP.JS",
+        "app.js.map",
+        ".js",
+        "app.py",
+        "..%2Fapi%2Fpage.py",
+        "%2E%2E%2Fopenapi.json",
+    ],
+)
+def test_a_name_that_is_no_module_or_style_sheet_of_the_page_answers_404(
+    bare_api: Api, name: str
+) -> None:
+    response = bare_api.get(f"/ui/{name}")  # checked against the OpenAPI document too
+    assert response.status_code == 404
+    assert response.headers["Content-Type"] == "application/json"
+    assert response.json_body["error"].startswith("Page file ")
+    for header, value in PAGE_HEADERS.items():
+        assert response.headers[header] == value
+
+
+@pytest.mark.parametrize(
+    "name", ["../api/page.py", "../openapi.json", "..", ".", "/etc/passwd", "ui/app.js"]
+)
+def test_a_path_out_of_chalicelib_ui_is_a_404_however_the_gateway_decodes_it(name: str) -> None:
+    """API Gateway hands the route its path parameter decoded: %2F is a slash then."""
+    event = gateway_event("GET", f"/api/ui/{name}", "/ui/{name}", name=name)
+    answer = app_module.app(event, None)
+    assert answer["statusCode"] == 404
+    assert json.loads(answer["body"])["error"].startswith("Page file ")
 
 
 @pytest.mark.parametrize("requested", ["/api", "/api/"])
@@ -105,8 +148,9 @@ def test_under_api_gateways_stage_the_page_names_its_files_and_api_under_the_sta
     assert answer["statusCode"] == 200
     document = answer["body"]
     assert meta(document, "api-base") == "/api"
-    assert '<script src="/api/ui/app.js" defer></script>' in document
+    assert '<script type="module" src="/api/ui/app.js"></script>' in document
     assert '<link rel="stylesheet" href="/api/ui/app.css">' in document
+    assert '<link rel="stylesheet" href="/api/ui/forms.css">' in document
 
 
 def test_a_location_names_the_stage_on_routes_with_ids_too(api: Api) -> None:

@@ -84,7 +84,7 @@ def test_every_documented_operation_is_a_route_of_the_app() -> None:
 
 
 # The approvers' page: text for a browser, not JSON (chalicelib/api/page.py).
-PAGE = {"/": "text/html", "/ui/app.js": "text/javascript", "/ui/app.css": "text/css"}
+PAGE = {"/": ["text/html"], "/ui/{name}": ["text/javascript", "text/css"]}
 
 
 def test_every_response_is_json_with_a_request_id() -> None:
@@ -107,10 +107,11 @@ def test_every_response_is_json_with_a_request_id() -> None:
 
 
 def test_the_pages_files_are_documented_as_text_with_their_headers() -> None:
-    for path, media_type in PAGE.items():
+    for path, media_types in PAGE.items():
         response, _ = openapi_contract.response(path, "get", "200")
-        assert list(response["content"]) == [media_type]
-        assert response["content"][media_type]["schema"] == {"type": "string"}
+        assert list(response["content"]) == media_types
+        for media_type in media_types:
+            assert response["content"][media_type]["schema"] == {"type": "string"}
         assert {
             "X-Request-Id",
             "Content-Security-Policy",
@@ -163,6 +164,25 @@ def test_request_limits_are_the_engines() -> None:
     assert decision["comment"]["maxLength"] == validation.MAX_TEXT
     assert decision["groups"]["maxItems"] == validation.MAX_GROUPS
     assert decision["groups"]["items"] == {"$ref": "#/components/schemas/GroupName"}
+    assert schema("NewRun")["properties"]["requested_by"]["anyOf"][0] == {
+        "$ref": "#/components/schemas/UserName"
+    }
+    assert schema("Return")["properties"]["comment"]["maxLength"] == validation.MAX_TEXT
+    resubmission = schema("Resubmission")["properties"]
+    assert resubmission["actor"]["allOf"] == [{"$ref": "#/components/schemas/UserName"}]
+    assert resubmission["comment"]["maxLength"] == validation.MAX_TEXT
+    delegation = schema("NewDelegation")["properties"]
+    assert delegation["delegator"]["allOf"] == [{"$ref": "#/components/schemas/UserName"}]
+    assert delegation["reason"]["maxLength"] == validation.MAX_TEXT
+    assert delegation["delegate"]["allOf"] == [{"$ref": "#/components/schemas/Delegate"}]
+    # A name as sent: its longest kind, then the name (what the page's fields take).
+    for name, kind in (
+        ("UserName", "user:"),
+        ("GroupName", "group:"),
+        ("Principal", "group:"),
+        ("Delegate", "group:"),
+    ):
+        assert schema(name)["maxLength"] == len(kind) + validation.MAX_ACTOR, name
     assert schema("Id")["maximum"] == MAX_ID
     for name in ("NewWorkflow", "NewStep", "NewRun", "Decision", "Cancellation"):
         assert schema(name)["additionalProperties"] is False, name

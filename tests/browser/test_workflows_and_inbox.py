@@ -138,22 +138,34 @@ def test_a_deadline_the_api_gives_is_shown_and_an_overdue_one_marked(
     )
 
 
-def test_without_an_inbox_route_the_page_lists_every_run_in_progress(
-    tab: PageUnderTest, api: Api
-) -> None:
-    """A server from before approver rules answers 404 to GET /inbox: the page
-    says so and lists the runs in progress, newest first, for anyone to open."""
-    workflow, _ = api.started_run(steps=["Manager"], title="Older")
-    api.start_run(workflow["id"], "Newer")
-    gone = json.dumps({"error": "No route matches this path"})
-    tab.page.route(
-        re.compile(r"/inbox\?"),
-        lambda route: route.fulfill(status=404, content_type="application/json", body=gone),
-    )
-    tab.expect_failed_request(404)
+def test_each_field_takes_as_many_characters_as_the_api_does(tab: PageUnderTest, api: Api) -> None:
+    """The page reads its limits from the OpenAPI document, the API's own."""
+    from chalicelib.api import validation
+
+    _, run = api.started_run(steps=["Manager"])
+    at_run = f"#/runs/{run['id']}"
+    group_name = len("group:") + validation.MAX_ACTOR
+    expected = {
+        ("#/me", 'input[name="actor"]'): len("user:") + validation.MAX_ACTOR,
+        (
+            "#/workflows",
+            '[aria-labelledby="define-heading"] input[name="name"]',
+        ): validation.MAX_NAME,
+        ("#/workflows", 'textarea[name="description"]'): validation.MAX_TEXT,
+        ("#/workflows", '.step-list input[name="name"]'): validation.MAX_NAME,
+        ("#/workflows", 'input[name="title"]'): validation.MAX_TITLE,
+        ("#/delegations", 'input[name="delegate"]'): group_name,
+        ("#/delegations", 'input[name="reason"]'): validation.MAX_TEXT,
+        (at_run, '[aria-labelledby="decide-heading"] textarea[name="comment"]'): (
+            validation.MAX_TEXT
+        ),
+        (at_run, '[aria-labelledby="return-heading"] textarea[name="comment"]'): (
+            validation.MAX_TEXT
+        ),
+    }
     tab.act_as("maria")
-    expect(tab.heading).to_have_text("Runs in progress")
-    expect(tab.page.get_by_text("this server has no personal inbox")).to_be_visible()
-    expect(tab.page.locator("li.card h2")).to_have_text(["Newer", "Older"])
-    tab.page.get_by_role("button", name="Refresh").click()
-    expect(tab.page.locator("li.card h2")).to_have_text(["Newer", "Older"])
+    for (route, selector), most in expected.items():
+        tab.visit(route)
+        expect(tab.page.locator(f"#view {selector}").first).to_have_attribute(
+            "maxlength", str(most)
+        )

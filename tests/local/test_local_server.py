@@ -29,7 +29,7 @@ def port(tmp_path: Path, serve: None) -> Iterator[int]:
     "method, path",
     [
         ("GET", "/index.html"),
-        ("GET", "/ui/nope.js"),
+        ("GET", "/ui/modules/nope.js"),
         ("GET", "/nope"),
         ("GET", "/workflows/1/nope"),
         ("POST", "/runs/1/approve/twice"),
@@ -85,7 +85,17 @@ def test_the_approvers_page_is_served_as_text_with_its_access_line(
         assert answer.headers["Content-Type"] == f"{content_type}; charset=utf-8"
         assert answer.headers["Content-Security-Policy"].startswith("default-src 'none'")
     routes = [(line["route"], line["status"]) for line in access_lines(capsys.readouterr().out)]
-    assert routes == [("/", 200), ("/ui/app.js", 200)]
+    assert routes == [("/", 200), ("/ui/{name}", 200)]
+
+
+@pytest.mark.parametrize(
+    "path", ["/ui/..%2Fapi%2Fpage.py", "/ui/%2E%2E%2Fopenapi.json", "/ui/index.html"]
+)
+def test_no_file_but_the_pages_modules_and_style_sheets_is_served(port: int, path: str) -> None:
+    answer = request(port, "GET", path)
+    assert answer.status == 404
+    assert answer.json()["error"].startswith("Page file ")
+    assert answer.headers["Content-Security-Policy"].startswith("default-src 'none'")
 
 
 def test_an_unknown_path_answers_head_without_a_body(port: int) -> None:

@@ -558,9 +558,11 @@ def test_the_bundle_ships_every_module_compiled(sam_path: Path, tmp_path: Path) 
 
 def test_the_function_carries_the_approvers_page(sam_path: Path) -> None:
     bundle = zipfile.ZipFile(sam_path.with_name("deployment.zip"))
-    for name in ("index.html", "app.js", "app.css"):
-        packaged = bundle.read(f"chalicelib/ui/{name}")
-        assert packaged == (PROJECT_DIR / "chalicelib" / "ui" / name).read_bytes(), name
+    files = sorted((PROJECT_DIR / "chalicelib" / "ui").iterdir())
+    assert {"index.html", "app.js", "app.css"} <= {path.name for path in files}
+    for path in files:
+        packaged = bundle.read(f"chalicelib/ui/{path.name}")
+        assert packaged == path.read_bytes(), path.name
 
 
 def test_role_may_do_only_what_the_function_does(each: dict[str, Any]) -> None:

@@ -111,3 +111,15 @@ def test_no_module_of_chalicelib_is_over_600_lines() -> None:
         if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
     }
     assert long == {}
+
+
+def test_no_file_of_the_approvers_page_is_over_600_lines() -> None:
+    """Its modules and style sheets (chalicelib/ui/) are held to the modules' cap too."""
+    files = [path for path in (CHALICELIB / "ui").iterdir() if path.suffix in (".js", ".css")]
+    assert files
+    long = {
+        path.name: lines
+        for path in files
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert long == {}

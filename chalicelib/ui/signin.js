@@ -1,0 +1,104 @@
+// Who am I (#/me): without sign-in the page asks for a name and groups; with
+// tokens, for a bearer token (pasted, or in a link after #token=), and shows
+// whose it is and until when. Then on to where the person was going.
+import { ACTOR_CLAIM, KEYS, MODE, describeCaller, me, session, tokenClaims } from "./caller.js";
+import { readContract } from "./contract.js";
+import { el, facts, refuse, uid } from "./dom.js";
+import { isPast, splitList, time } from "./format.js";
+import { draw, go } from "./router.js";
+
+/** @typedef {import("./types.js").Caller} Caller */
+
+/** @param {string} message */
+function continueAfterIdentity(message) {
+  const next = session.get(KEYS.next);
+  session.set(KEYS.next, null);
+  go(next && !next.startsWith("#/me") ? next : "#/inbox", { status: message });
+}
+
+/**
+ * @param {number} current
+ * @returns {Promise<HTMLElement | null>}
+ */
+export async function showMe(current) {
+  const caller = me();
+  if (MODE === "none") return drawNameForm(current, caller, (await readContract()).maxLength("/runs/{run_id}/approve", "actor"));
+  return drawTokenForm(current, caller);
+}
+
+/**
+ * @param {number} current
+ * @param {Caller | null} caller
+ * @param {string | null} nameLength The longest name the API takes.
+ * @returns {HTMLElement | null}
+ */
+function drawNameForm(current, caller, nameLength) {
+  const nameId = uid("actor");
+  const groupsId = uid("groups");
+  const groupsHint = uid("hint");
+  const name = el("input", { id: nameId, name: "actor", type: "text", required: true, autocomplete: "username", maxlength: nameLength, value: caller ? caller.actor : "" });
+  const groups = el("input", { id: groupsId, name: "groups", type: "text", autocomplete: "off", "aria-describedby": groupsHint, value: caller ? caller.groups.join(", ") : "" });
+  const form = el(
+    "form",
+    { class: "panel", novalidate: true },
+    el("div", { class: "field" }, el("label", { for: nameId }, "Your name"), name),
+    el("div", { class: "field" }, el("label", { for: groupsId }, "Your groups"), el("p", { class: "hint", id: groupsHint }, "Separated by commas, for example: finance, managers. Steps open to a group are yours to decide."), groups),
+    el("div", { class: "actions" }, el("button", { type: "submit", class: "primary" }, "Continue"), caller ? el("button", { type: "button", onclick: forget }, "Forget me") : null),
+  );
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const actor = name.value.trim();
+    if (!actor) return refuse(name, "Say who you are: your name is recorded with each decision.");
+    session.set(KEYS.actor, actor);
+    session.set(KEYS.groups, splitList(groups.value).join(","));
+    continueAfterIdentity(`Acting as ${describeCaller(me())}.`);
+  });
+  return draw(
+    current,
+    "Who are you?",
+    el("p", {}, "This service takes your word for who you are (it runs without sign-in, for local use). Your name is recorded with every decision you make here; it is kept for this tab only."),
+    form,
+  );
+}
+
+/**
+ * @param {number} current
+ * @param {Caller | null} caller
+ * @returns {HTMLElement | null}
+ */
+function drawTokenForm(current, caller) {
+  const tokenId = uid("token");
+  const hintId = uid("hint");
+  const token = el("textarea", { id: tokenId, name: "token", rows: "4", required: true, autocomplete: "off", spellcheck: "false", "aria-describedby": hintId });
+  const form = el(
+    "form",
+    { class: "panel", novalidate: true },
+    el("div", { class: "field" }, el("label", { for: tokenId }, "Bearer token"), el("p", { class: "hint", id: hintId }, "The JSON Web Token your sign-in gave you. It is kept for this tab only and sent to this service alone."), token),
+    el("div", { class: "actions" }, el("button", { type: "submit", class: "primary" }, "Use this token"), caller ? el("button", { type: "button", onclick: forget }, "Forget the token") : null),
+  );
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const value = token.value.trim().replace(/^bearer\s+/i, "");
+    if (value.split(".").length !== 3 || !tokenClaims(value)) return refuse(token, "This is not a JSON Web Token: it should be three parts separated by dots.");
+    session.set(KEYS.token, value);
+    continueAfterIdentity(`Using the token of ${describeCaller(me())}.`);
+  });
+  const currentToken = caller
+    ? el(
+        "section",
+        { "aria-labelledby": "token-owner" },
+        el("h2", { id: "token-owner" }, "The token in use"),
+        facts([
+          ["Belongs to", caller.actor || `nobody: it has no ${ACTOR_CLAIM} claim`],
+          ["Groups", caller.groups.join(", ") || "none"],
+          ["Valid until", caller.expires ? el("span", {}, time(caller.expires), isPast(caller.expires) ? " (expired)" : "") : "no expiry given"],
+        ]),
+      )
+    : null;
+  return draw(current, "Who are you?", el("p", {}, "This service verifies who you are with a bearer token. Paste yours, or open a link that carries it after #token=."), currentToken, form);
+}
+
+function forget() {
+  for (const key of Object.values(KEYS)) session.set(key, null);
+  go("#/me", { status: "Forgotten: this tab acts as nobody now." });
+}
