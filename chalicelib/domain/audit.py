@@ -1,6 +1,6 @@
 """The audit chain: each run's history as a hash chain anyone can verify.
 
-    canonical(x) = json.dumps(x, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    canonical(x) = the RFC 8785 (JSON Canonicalization Scheme) text of x
     genesis      = sha256(canonical({run_id, workflow_id, title, requested_by, created_at}
                                     + {input_digest} where the run's input is not empty))
     input_digest = sha256(canonical(input))
@@ -29,6 +29,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
+from chalicelib.domain.canonical_json import canonical as _canonical
 from chalicelib.domain.models import (
     APPROVE,
     CANCEL,
@@ -48,7 +49,6 @@ from chalicelib.domain.models import (
     Step,
 )
 from chalicelib.domain.names import same
-from chalicelib.domain.shapes import json_encoder
 
 GENESIS_FIELDS = ("run_id", "workflow_id", "title", "requested_by", "created_at")
 # In the genesis of a run whose input is not empty: what binds the chain to it.
@@ -72,11 +72,9 @@ AUDIT_FIELDS = ("run_id", "genesis", "head_hash", "valid", "first_invalid_seq", 
 STATE_ANSWER = ("state_valid", "state_mismatches")
 
 
-_canonical = json_encoder(ensure_ascii=False, sort_keys=True)
-
-
 def canonical(value: Any) -> str:
-    """The one JSON text of `value` that every verifier hashes."""
+    """The one JSON text of `value` that every verifier hashes: RFC 8785's
+    (chalicelib/domain/canonical_json.py)."""
     return _canonical(value)
 
 
@@ -433,6 +431,16 @@ def verify_document(document: Any) -> tuple[bool, str]:
     problem = _shape_problem(document)
     if problem:
         return False, f"invalid: {problem}"
+    try:
+        return _verified(document)
+    except (ValueError, TypeError, UnicodeError) as exc:  # no canonical text of it (RFC 8785)
+        return (
+            False,
+            f"invalid: run {document['run_id']}, a value is not JSON a chain holds ({exc})",
+        )
+
+
+def _verified(document: Mapping[str, Any]) -> tuple[bool, str]:
     genesis, entries = document["genesis"], document["entries"]
     run = f"run {document['run_id']}"
     if genesis["hash"] != genesis_hash(genesis):

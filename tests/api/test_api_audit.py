@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from chalicelib.storage import Backend
-from tests.support import chain, tamper
+from tests.support import chain, tamper, verifiers
 from tests.support.api import Api
 from tests.support.shapes import BAD_PATH_IDS, MISSING_ID, assert_error, assert_hash
 
@@ -112,6 +112,7 @@ def test_a_runs_audit_verifies_with_the_hashes_the_definition_gives(
         0,
         f"valid: run {run['id']}, 3 entries, head_hash {hashes[-1]}\n",
     )
+    verifiers.assert_agree(tmp_path, answer)
 
 
 def test_a_run_just_started_audits_as_its_genesis(api: Api) -> None:
@@ -155,6 +156,7 @@ def test_an_action_edited_in_the_database_breaks_the_chain_at_its_seq(
         1,
         f"invalid: run {run['id']}, first invalid seq {seq}\n",
     )
+    verifiers.assert_agree(tmp_path, answer)
 
 
 @pytest.mark.parametrize("seq", [1, 2, 3])
@@ -173,10 +175,11 @@ def test_an_action_deleted_from_the_database_breaks_the_chain_at_its_seq(
         1,
         f"invalid: run {run['id']}, first invalid seq {seq}\n",
     )
+    verifiers.assert_agree(tmp_path, answer)
 
 
 def test_actions_reordered_in_the_database_break_the_chain_where_the_order_changes(
-    api: Api, storage: Backend
+    api: Api, storage: Backend, tmp_path: Path
 ) -> None:
     run = decided_run(api)
 
@@ -185,6 +188,7 @@ def test_actions_reordered_in_the_database_break_the_chain_where_the_order_chang
     answer = audited(api, run["id"])
     assert [entry["actor"] for entry in answer["entries"]] == ["maria", "cfo", "finn"]
     assert (answer["valid"], answer["first_invalid_seq"]) == (False, 2)
+    verifiers.assert_agree(tmp_path, answer)
 
 
 # -- what it refuses -----------------------------------------------------------------
@@ -246,7 +250,7 @@ def test_an_input_edited_after_a_resubmit_breaks_the_chain_at_the_resubmit_that_
     answer = audited(api, run["id"])
     assert answer["input"] == {"amount": 50000}
     assert (answer["valid"], answer["first_invalid_seq"]) == (False, 2)
-    assert verify_offline(tmp_path, answer).returncode == 1
+    verifiers.assert_agree(tmp_path, answer)
 
 
 def test_an_input_edited_without_a_resubmit_breaks_the_chain_at_its_first_entry(
@@ -264,4 +268,25 @@ def test_an_input_edited_without_a_resubmit_breaks_the_chain_at_its_first_entry(
 
     answer = audited(api, run["id"])
     assert (answer["valid"], answer["first_invalid_seq"]) == (False, 1)
-    assert verify_offline(tmp_path, answer).returncode == 1
+    verifiers.assert_agree(tmp_path, answer)
+
+
+def test_an_input_of_numbers_and_keys_where_json_dumps_and_rfc_8785_differ_verifies_everywhere(
+    api: Api, tmp_path: Path
+) -> None:
+    data = {"big": 1e16, "small": 1e-7, "whole": 1200.0, "\ue000": 1, "\U0001f600": 2}
+    workflow = api.create_workflow(steps=["Manager"])
+    started = api.post("/runs", {"workflow_id": workflow["id"], "title": "PO", "input": data})
+    assert started.status_code == 201, started.body
+    run = api.approve(started.json_body["id"], "maria")
+
+    answer = audited(api, run["id"])
+
+    assert answer["genesis"]["input_digest"] == chain.sha256(chain.canonical(data))
+    assert chain.canonical(data) == (
+        '{"big":10000000000000000,"small":1e-7,"whole":1200,"\U0001f600":2,"\ue000":1}'
+    )
+    chain.assert_chained(run)
+    assert answer["valid"] and answer["state_valid"]
+    verifiers.assert_agree(tmp_path, answer)
+    verifiers.assert_agree(tmp_path, {**answer, "input": {**data, "whole": 1201}}, valid=False)
