@@ -29,6 +29,7 @@ from typing import Any
 # A double holds every integer up to this exactly; past it, an integer is the
 # double nearest to it, as every JSON reader that reads doubles takes it.
 MAX_EXACT_INTEGER = 2**53 - 1
+_INFINITY = float("inf")
 # JSON.stringify's escapes: '"', '\\', the controls (\b \t \n \f \r by name,
 # the others as \u00xx, lowercase), nothing else. C-accelerated.
 _string: Callable[[str], str] = encoder.encode_basestring
@@ -50,18 +51,13 @@ def number(value: float) -> str:
     """A double as ECMAScript's Number::toString writes it (RFC 8785 3.2.2.3):
     the shortest digits that read back as it (Python's repr has the same
     digits), placed as ECMAScript places them."""
-    if value != value or value in (_INFINITY, -_INFINITY):
+    if not finite(value):
         raise ValueError(f"{value!r} is not a JSON number")
     if value == 0:
         return "0"  # -0 too
     if value < 0:
         return "-" + number(-value)
-    mantissa, _, exponent = repr(value).partition("e")
-    whole, _, fraction = mantissa.partition(".")
-    digits = (whole + fraction).lstrip("0")
-    # value = 0.<digits> * 10**point
-    point = len(whole) + int(exponent or 0) - (len(whole + fraction) - len(digits))
-    digits = digits.rstrip("0")
+    _, digits, point = _decimal(repr(value))  # value = 0.<digits> * 10**point
     size = len(digits)
     if size <= point <= 21:
         return digits + "0" * (point - size)
@@ -73,16 +69,48 @@ def number(value: float) -> str:
     return f"{shown}e{'+' if point > 0 else '-'}{abs(point - 1)}"
 
 
-_INFINITY = float("inf")
+def finite(value: float) -> bool:
+    return value == value and value not in (_INFINITY, -_INFINITY)
+
+
+def kept(text: str, value: float) -> bool:
+    """Whether `value`, the double read from the JSON number `text`, is the
+    number `text` denotes, as far as JSON can tell: finite, and its shortest
+    digits denote what `text` does (1.5e-400 is not 0, 0.30000000000000001
+    is not 0.3, 1.50 and 150e-2 are 1.5)."""
+    if not finite(value):
+        return False
+    shortest = repr(value)
+    return shortest == text or _decimal(shortest) == _decimal(text)
+
+
+def _decimal(text: str) -> tuple[bool, str, int]:
+    """A decimal number's text as (negative, significant digits, point), its
+    value +-0.<digits> * 10**point; zero is (False, "", 0)."""
+    mantissa, _, exponent = text.lower().partition("e")
+    negative = mantissa.startswith("-")
+    whole, _, fraction = mantissa.lstrip("-").partition(".")
+    digits = (whole + fraction).lstrip("0")
+    point = len(whole) + int(exponent or 0) - (len(whole) + len(fraction) - len(digits))
+    digits = digits.rstrip("0")
+    return (negative, digits, point) if digits else (False, "", 0)
 
 
 def _integer(value: int) -> str:
     if -MAX_EXACT_INTEGER <= value <= MAX_EXACT_INTEGER:
         return str(value)
+    if not finite_integer(value):
+        raise ValueError(f"{value} is beyond every JSON number (a double)")
+    return number(float(value))
+
+
+def finite_integer(value: int) -> bool:
+    """Whether a double holds `value` as a finite number (nearly or exactly)."""
     try:
-        return number(float(value))
+        float(value)
     except OverflowError:
-        raise ValueError(f"{value} is beyond every JSON number (a double)") from None
+        return False
+    return True
 
 
 def _utf16(item: tuple[str, Any]) -> bytes:

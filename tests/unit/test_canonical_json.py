@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import rfc8785
 
-from chalicelib.domain import audit
+from chalicelib.domain import audit, canonical_json
 from chalicelib.domain.canonical_json import canonical
 
 # RFC 8785, Appendix B: IEEE 754 bits, and the text every implementation writes.
@@ -152,3 +152,26 @@ def test_doubles_are_written_as_javascript_writes_them() -> None:
 
     written = json.loads(done.stdout)
     assert [canonical(value) for value in doubles] == written
+
+
+@pytest.mark.parametrize(
+    "text, held",
+    [
+        ("1.5", True),
+        ("1.50", True),
+        ("150e-2", True),
+        ("1E+2", True),
+        ("-0.0", True),
+        ("0e10", True),
+        ("5e-324", True),
+        ("1.7976931348623157e308", True),
+        ("0.1", True),
+        ("0.30000000000000001", False),
+        ("1.5e-400", False),
+        ("1e400", False),
+        ("-1e400", False),
+        ("123456789012345678.5", False),
+    ],
+)
+def test_a_number_is_kept_when_its_double_denotes_what_its_text_does(text: str, held: bool) -> None:
+    assert canonical_json.kept(text, float(text)) is held
