@@ -29,7 +29,6 @@ from chalicelib.domain.models import (
     REJECT,
     RESUBMIT,
     RETURN,
-    Action,
     Awaiting,
     Delegation,
     Event,
@@ -259,12 +258,13 @@ def resubmit(
     from chalicelib.domain import decision, transitions
 
     for _ in range(DECISION_ATTEMPTS):
-        run = storage.get_run(run_id, history)
+        stored = storage.get_run(run_id, history)
+        run = _as_proven(storage, stored)
         decision.check_requesters_action(run, RESUBMIT, actor, admin)
         workflow = storage.get_workflow(run.workflow_id)
         change = transitions.resubmit(run, workflow, actor, comment, data, clock())
         try:
-            return storage.record_change(change)
+            return storage.record_change(decision.against(change, stored))
         except errors.LostWrite:
             continue
     raise errors.Unavailable("Too many decisions on this run at once; retry shortly")
@@ -313,7 +313,8 @@ def _decide(
     from chalicelib.domain import decision, transitions
 
     for _ in range(DECISION_ATTEMPTS):
-        run = _as_proven(storage, storage.get_run(run_id, history))
+        stored = storage.get_run(run_id, history)
+        run = _as_proven(storage, stored)
         on_behalf_of, current = None, run.current_step
         own: Optional[Capacity] = None
         lent: tuple[Delegation, ...] = ()
@@ -334,7 +335,7 @@ def _decide(
             )
         change = transitions.decide(run, action, actor, comment, following, now, on_behalf_of)
         try:
-            return storage.record_change(change)
+            return storage.record_change(decision.against(change, stored))
         except errors.LostWrite:
             continue
     raise errors.Unavailable("Too many decisions on this run at once; retry shortly")
@@ -400,17 +401,18 @@ def _own_or_lent(
 
 
 def _as_proven(storage: Storage, run: Run) -> Run:
-    """`run` with its current step's approvals as its chained history holds
-    them (decision.proven), read from the history when it was not."""
+    """`run` with its current step's approvals and its round as its chained
+    history holds them (decision.proven): from the history where it was read,
+    else from the last actions a quorum needs, read only then."""
     from chalicelib.domain import decision
 
     count = decision.proving_actions(run)
-    if not count:
-        last: tuple[Action, ...] = ()
-    elif run.action_count is None:  # the history was read
-        last = run.actions[-count:]
-    else:
+    if run.action_count is None:  # the history was read
+        last = run.actions[-max(count, decision.PROVING_TAIL) :] if run.actions else ()
+    elif count:
         last = storage.last_actions(run.id, count)
+    else:
+        last = ()
     return decision.proven(run, last)
 
 

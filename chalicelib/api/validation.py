@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Optional
 
+from chalicelib.api import json_numbers
 from chalicelib.api.paths import shown
 from chalicelib.domain import errors
 from chalicelib.domain.models import (
@@ -103,13 +104,17 @@ class CancelRequest(Record):
 
 def json_body(raw: bytes) -> Any:
     """The request body as JSON (None when empty); InvalidInput if it is not
-    JSON: a duplicated key or NaN/Infinity is refused, not guessed at."""
+    JSON: a duplicated key or NaN/Infinity is refused, not guessed at, and so
+    is a number a double does not keep as written (json_numbers.py)."""
     if not raw:
         return None
     try:
         # What json.loads does with bytes, with one decoder for the process
         # instead of one per body (json.loads builds one when given hooks).
-        return _decoder.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))
+        text = raw.decode(json.detect_encoding(raw), "surrogatepass")
+        return _decoder.decode(text)
+    except json_numbers.UnkeptNumber as exc:
+        raise errors.InvalidInput(json_numbers.problem(text)) from exc
     except _NotJSON as exc:
         raise errors.InvalidInput(f"The request body is not valid JSON: {exc}") from exc
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
@@ -133,7 +138,12 @@ def _not_a_number(constant: str) -> Any:
     raise _NotJSON(f"{constant} is not a JSON number")
 
 
-_decoder = json.JSONDecoder(object_pairs_hook=_object, parse_constant=_not_a_number)
+_decoder = json.JSONDecoder(
+    object_pairs_hook=_object,
+    parse_constant=_not_a_number,
+    parse_float=json_numbers.read_float,
+    parse_int=json_numbers.read_int,
+)
 
 
 def new_workflow(body: Any) -> NewWorkflow:

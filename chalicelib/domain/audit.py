@@ -1,6 +1,6 @@
 """The audit chain: each run's history as a hash chain anyone can verify.
 
-    canonical(x) = json.dumps(x, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    canonical(x) = the RFC 8785 (JSON Canonicalization Scheme) text of x
     genesis      = sha256(canonical({run_id, workflow_id, title, requested_by, created_at}
                                     + {input_digest} where the run's input is not empty))
     input_digest = sha256(canonical(input))
@@ -29,6 +29,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
+from chalicelib.domain.canonical_json import canonical as _canonical
 from chalicelib.domain.models import (
     APPROVE,
     CANCEL,
@@ -47,7 +48,7 @@ from chalicelib.domain.models import (
     RunAudit,
     Step,
 )
-from chalicelib.domain.shapes import json_encoder
+from chalicelib.domain.names import same
 
 GENESIS_FIELDS = ("run_id", "workflow_id", "title", "requested_by", "created_at")
 # In the genesis of a run whose input is not empty: what binds the chain to it.
@@ -71,11 +72,9 @@ AUDIT_FIELDS = ("run_id", "genesis", "head_hash", "valid", "first_invalid_seq", 
 STATE_ANSWER = ("state_valid", "state_mismatches")
 
 
-_canonical = json_encoder(ensure_ascii=False, sort_keys=True)
-
-
 def canonical(value: Any) -> str:
-    """The one JSON text of `value` that every verifier hashes."""
+    """The one JSON text of `value` that every verifier hashes: RFC 8785's
+    (chalicelib/domain/canonical_json.py)."""
     return _canonical(value)
 
 
@@ -142,16 +141,6 @@ def entry_of(action: Action, seq: int) -> dict[str, Any]:
     if action.input_digest is not None:
         entry["input_digest"] = action.input_digest
     return entry
-
-
-def bound_input_digest(genesis: Mapping[str, Any], entries: Sequence[Mapping[str, Any]]) -> Any:
-    """The digest the chain binds the run's input to now: the last resubmit's
-    that gave a new input, or the genesis's (None for an empty first input)."""
-    digest = genesis.get(INPUT_DIGEST)
-    for entry in entries:
-        if "input_digest" in entry:
-            digest = entry["input_digest"]
-    return digest
 
 
 def recomputed(run: Run) -> list[str]:
@@ -246,42 +235,91 @@ def first_invalid_seq(
 
 def audit_of(run: Run, steps: Optional[Sequence[Step]] = None) -> RunAudit:
     """The run's chain recomputed from its stored values, against its stored
-    hashes; with its workflow's `steps`, the state the chain implies too,
-    against the state stored (`state_mismatches`)."""
+    hashes, and its stored input against the digest the chain binds; with its
+    workflow's `steps`, the state the chain implies too, against the state
+    stored (`state_mismatches`)."""
     genesis = genesis_of(run)
     entries = tuple(
         {**entry_of(action, seq), "hash": action.hash}
         for seq, action in enumerate(run.actions, start=1)
     )
+    broken = [
+        seq
+        for seq in (
+            first_invalid_seq(genesis, entries, run.head_hash),
+            input_unbound_at(genesis, entries, run.input),
+        )
+        if seq is not None
+    ]
     return RunAudit(
         run.id,
         run.workflow_id,
         {**genesis, "hash": genesis_hash(genesis)},
         run.head_hash,
-        first_invalid_seq(genesis, entries, run.head_hash),
+        min(broken, default=None),
         entries,
         state_mismatches(run, steps) if steps is not None else (),
         run.input,
     )
 
 
-# The state a decision reads, which the chain implies: what `state_mismatches` compares.
-STATE_FIELDS = ("status", "current_step_id", "current_step_approved_by", "head_hash")
+def input_unbound_at(
+    genesis: Mapping[str, Any], entries: Sequence[Mapping[str, Any]], data: Mapping[str, Any]
+) -> Optional[int]:
+    """None if `data` is the input the chain binds now; else the seq of the
+    entry that binds another: the last resubmit that gave a new input, or (1)
+    the genesis, where none did.
+
+    An input edited in the store breaks the chain where it is bound, as if the
+    digest there had been recomputed from it: at the genesis, which is
+    computed from the stored input until a resubmit gives a new one, that
+    shows in the first entry's hash already; after one, only here."""
+    at, bound = 0, genesis.get(INPUT_DIGEST)
+    for seq, entry in enumerate(entries, start=1):
+        if "input_digest" in entry:
+            at, bound = seq, entry["input_digest"]
+    # A resubmit binds even an empty input; the genesis binds none ({}).
+    digest = sha256_hex(canonical(data)) if at else input_digest(data)
+    return None if digest == bound else max(at, 1)
+
+
+# The state a decision reads, which the chain implies: what `state_mismatches`
+# compares. The input a decision reads is the chain's own (input_unbound_at).
+STATE_FIELDS = (
+    "status",
+    "current_step_id",
+    "current_step_approved_by",
+    "current_step_on_behalf_of",
+    "approvers",
+    "round",
+    "head_hash",
+)
 
 
 def state_mismatches(run: Run, steps: Sequence[Step]) -> tuple[str, ...]:
     """The fields of STATE_FIELDS whose stored value is not the one the run's
     history, replayed under its workflow's steps, leads to.
 
-    A replay starts at the first step; an approval counts toward its step, and
-    the step's quorum moves the run on to the next step by order, or completes
-    it after the last, as a skip (its condition did not hold) does; a reject or
-    cancel ends it so. One reading is allowed
+    A replay starts at the first step, in round 1; an approval counts toward
+    its step (with whom it was for, and among the round's approvers), and the
+    step's quorum moves the run on to the next step by order, or completes it
+    after the last, as a skip (its condition did not hold) does; a return
+    sends it back, a resubmit starts the next round at the first step; a
+    reject or cancel ends it so. Every action is recorded in the round the
+    run is in then (a resubmit in the one it starts). One reading is allowed
     that the history cannot tell apart: a run stored as completed once the
     quorum of a step was met, though steps follow that one now (a step
     appended after the run completed)."""
     replayed = _replayed(run, sorted(steps, key=lambda step: step.step_order))
-    stored = (run.status, run.current_step_id, run.current_step_approved_by, run.head_hash)
+    stored = (
+        run.status,
+        run.current_step_id,
+        run.current_step_approved_by,
+        _attributed(run.current_step_on_behalf_of),
+        run.approvers,
+        run.round,
+        run.head_hash,
+    )
     return tuple(
         name
         for name, ought, held in zip(STATE_FIELDS, replayed, stored, strict=True)
@@ -289,39 +327,93 @@ def state_mismatches(run: Run, steps: Sequence[Step]) -> tuple[str, ...]:
     )
 
 
+def _attributed(on_behalf_of: Sequence[str]) -> tuple[str, ...]:
+    """Whom each approval was for, without the trailing ones for themselves
+    (runs stored before delegations keep none)."""
+    kept = tuple(on_behalf_of)
+    while kept and not kept[-1]:
+        kept = kept[:-1]
+    return kept
+
+
+class _Replay:
+    """The state a run's history implies, action by action (_replayed)."""
+
+    def __init__(self, steps: Sequence[Step]) -> None:
+        self.steps = steps
+        self.at: Optional[int] = 0 if steps else None
+        self.status, self.round = IN_PROGRESS, 1
+        self.approved: list[Action] = []
+        self.approvers: list[str] = []
+        self.moved_on_last = False
+
+    def possible(self, action: Action) -> bool:
+        """Whether the state machine could have recorded `action` now: at the
+        step the run is at, in its round (a resubmit in the next)."""
+        at, kind = self.at, action.action
+        in_round = self.round + 1 if kind == RESUBMIT else self.round
+        return (
+            at is not None
+            and action.step_id == self.steps[at].id
+            and _possible(self.status, kind)
+            and action.round == in_round
+        )
+
+    def apply(self, action: Action) -> None:
+        self.moved_on_last = False
+        kind = action.action
+        if kind == RETURN:
+            self.status, self.approved = RETURNED, []
+        elif kind == RESUBMIT:
+            self.status, self.at, self.round = IN_PROGRESS, 0, self.round + 1
+            self.approved, self.approvers = [], []
+        elif kind in (SKIP, APPROVE):
+            self._approve_or_skip(action)
+        else:
+            self.status = REJECTED if kind == REJECT else CANCELLED
+            self.at, self.approved = None, []
+
+    def _approve_or_skip(self, action: Action) -> None:
+        at = self.at
+        assert at is not None
+        if action.action == APPROVE:
+            self.approved.append(action)
+            for person in (action.actor, action.on_behalf_of):
+                if person and not any(same(person, known) for known in self.approvers):
+                    self.approvers.append(person)
+        if action.action == SKIP or len(self.approved) >= self.steps[at].required_approvals:
+            self.approved = []
+            if at + 1 < len(self.steps):
+                self.at, self.moved_on_last = at + 1, True
+            else:
+                self.at, self.status = None, COMPLETED
+
+    def state(self, run: Run, head: str) -> tuple[Any, ...]:
+        """The values of STATE_FIELDS, in order."""
+        if self.moved_on_last and run.status == COMPLETED and run.current_step is None:
+            self.status, self.at = COMPLETED, None  # the steps after it may have come after it
+        return (
+            self.status,
+            self.steps[self.at].id if self.at is not None else None,
+            tuple(action.actor for action in self.approved),
+            _attributed([action.on_behalf_of or "" for action in self.approved]),
+            tuple(self.approvers),
+            self.round,
+            head,
+        )
+
+
 def _replayed(run: Run, steps: Sequence[Step]) -> tuple[Any, ...]:
-    """(status, current step id, its approvals, head) as the history implies them."""
+    """The values of STATE_FIELDS as the history implies them."""
     head = recomputed(run)[-1]
-    at: Optional[int] = 0 if steps else None
-    status = IN_PROGRESS
-    approved: tuple[str, ...] = ()
-    moved_on_last = False
+    replay = _Replay(steps)
     for action in run.actions:
-        if at is None or action.step_id != steps[at].id or not _possible(status, action.action):
+        if not replay.possible(action):
             # An action the state machine could not have recorded here: no
             # stored state can be the one the history leads to.
-            return (None, None, None, head)
-        moved_on_last = False
-        if action.action == RETURN:
-            status, approved = RETURNED, ()
-            continue
-        if action.action == RESUBMIT:
-            status, at, approved = IN_PROGRESS, 0, ()
-            continue
-        if action.action in (SKIP, APPROVE):
-            if action.action == APPROVE:
-                approved = (*approved, action.actor)
-            if action.action == SKIP or len(approved) >= steps[at].required_approvals:
-                approved = ()
-                if at + 1 < len(steps):
-                    at, moved_on_last = at + 1, True
-                else:
-                    at, status = None, COMPLETED
-            continue
-        status, at, approved = (REJECTED if action.action == REJECT else CANCELLED), None, ()
-    if moved_on_last and run.status == COMPLETED and run.current_step is None:
-        status, at = COMPLETED, None  # the steps after it may have come after it
-    return status, steps[at].id if at is not None else None, approved, head
+            return (*(None for _ in STATE_FIELDS[:-1]), head)
+        replay.apply(action)
+    return replay.state(run, head)
 
 
 def _possible(status: str, action: str) -> bool:
@@ -339,28 +431,26 @@ def verify_document(document: Any) -> tuple[bool, str]:
     problem = _shape_problem(document)
     if problem:
         return False, f"invalid: {problem}"
+    try:
+        return _verified(document)
+    except (ValueError, TypeError, UnicodeError) as exc:  # no canonical text of it (RFC 8785)
+        return (
+            False,
+            f"invalid: run {document['run_id']}, a value is not JSON a chain holds ({exc})",
+        )
+
+
+def _verified(document: Mapping[str, Any]) -> tuple[bool, str]:
     genesis, entries = document["genesis"], document["entries"]
     run = f"run {document['run_id']}"
     if genesis["hash"] != genesis_hash(genesis):
         return False, f"invalid: {run}, the genesis hash is not that of the genesis record"
-    if not _input_bound(genesis, entries, document.get("input") or {}):
+    if input_unbound_at(genesis, entries, document.get("input") or {}) is not None:
         return False, f"invalid: {run}, the input is not the one its chain binds"
     seq = first_invalid_seq(genesis, entries, document["head_hash"])
     if seq is not None:
         return False, f"invalid: {run}, first invalid seq {seq}"
     return True, f"valid: {run}, {len(entries)} entries, head_hash {document['head_hash']}"
-
-
-def _input_bound(
-    genesis: Mapping[str, Any], entries: Sequence[Mapping[str, Any]], data: Mapping[str, Any]
-) -> bool:
-    """Whether `data` is the input the chain binds: by the genesis's digest
-    (absent for an empty input), or by the last resubmit that gave one."""
-    from_resubmit = any("input_digest" in entry for entry in entries)
-    bound = bound_input_digest(genesis, entries)
-    if from_resubmit:
-        return bool(bound == sha256_hex(canonical(data)))
-    return bool(bound == input_digest(data))
 
 
 def _shape_problem(document: Any) -> Optional[str]:

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from typing import Optional
 
 from chalicelib.domain import audit, errors
+from chalicelib.domain.changes import RunChange
 from chalicelib.domain.models import (
     ANYONE,
     APPROVE,
@@ -377,41 +378,71 @@ def inbox_keys(
     )
 
 
+# The last actions a decision reads where it reads the whole history: the
+# last one's values are proven by its hash, which the one before gives.
+PROVING_TAIL = 2
+
+
 def proving_actions(run: Run) -> int:
     """How many of the run's last actions prove the approvals its current step
-    holds (`proven`): one more than the most that can precede its quorum."""
+    holds (`proven`), where the history is not read whole: one more than the
+    most that can precede its quorum."""
     step = run.current_step
     return step.required_approvals if step is not None and step.required_approvals > 1 else 0
 
 
 def proven(run: Run, last: Sequence[Action]) -> Run:
-    """The run with the approvals of its current step as its chained history
-    holds them, not as its stored state says: `last` are its last actions in
-    history order (proving_actions of them). Only approvals whose entries
-    chain to the stored head count (audit.tail_holds): an approval written
-    into the state alone, or an action edited, counts for nothing. History
-    from before the chain (no head yet) is taken as stored."""
+    """The run with the approvals of its current step (by whom, for whom) and
+    its round as its chained history holds them, not as its stored state
+    says: `last` are its last actions in history order (proving_actions of
+    them, or PROVING_TAIL and more where the history was read). Only actions
+    whose entries chain to the stored head count (audit.tail_holds): an
+    approval written into the state alone, or an action edited, counts for
+    nothing, and a round set by hand is the last action's (every action is
+    recorded in the round the run is in, a resubmit in the one it starts).
+    Where no action is proven (none read, or the tail does not hold), the
+    round is the stored one. History from before the chain (no head yet) is
+    taken as stored."""
     step = run.current_step
     if step is None:
         return run
-    approved: list[Action] = []
+    countable: Sequence[Action] = ()
     if run.head_hash is None or audit.tail_holds(run, last):
         # The first of `last` proves the others; it counts only as the history's first.
         countable = last if len(last) == run.history_length else last[1:]
-        for action in reversed(countable):
-            if action.action != APPROVE or action.step_id != step.id or action.round != run.round:
-                break
-            approved.append(action)
+    round_ = countable[-1].round if countable else run.round
+    approved: list[Action] = []
+    for action in reversed(countable):
+        if action.action != APPROVE or action.step_id != step.id or action.round != round_:
+            break
+        approved.append(action)
     approved.reverse()
     approved_by = tuple(action.actor for action in approved)
     approved_for = tuple(action.on_behalf_of or "" for action in approved)
-    if approved_by == run.current_step_approved_by and approved_for == (
-        run.current_step_on_behalf_of
+    if (
+        approved_by == run.current_step_approved_by
+        and approved_for == run.current_step_on_behalf_of
+        and round_ == run.round
     ):
         return run  # as stored: most runs, every step of a quorum of one
     return run._replace(
-        current_step_approved_by=approved_by, current_step_on_behalf_of=approved_for
+        current_step_approved_by=approved_by,
+        current_step_on_behalf_of=approved_for,
+        round=round_,
     )
+
+
+def against(change: RunChange, stored: Run) -> RunChange:
+    """`change`, computed from the run as proven, to be written against the run
+    as stored: what the history proved otherwise is written back in line."""
+    if change.before is stored:
+        return change
+    before = change.before._replace(
+        current_step_approved_by=stored.current_step_approved_by,
+        current_step_on_behalf_of=stored.current_step_on_behalf_of,
+        round=stored.round,
+    )
+    return change._replace(before=before)
 
 
 def check_requesters_action(run: Run, action: str, actor: str, admin: bool) -> None:

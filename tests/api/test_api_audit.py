@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from chalicelib.storage import Backend
-from tests.support import chain, tamper
+from tests.support import chain, tamper, verifiers
 from tests.support.api import Api
 from tests.support.shapes import BAD_PATH_IDS, MISSING_ID, assert_error, assert_hash
 
@@ -39,14 +39,17 @@ ENTRY_FIELDS = {
     "created_at",
     "hash",
 }
+# Only in the entries of the actions that have them.
+OPTIONAL = {"on_behalf_of", "round", "input_digest"}
 
 
 def audited(api: Api, run_id: int) -> dict[str, Any]:
     response = api.get(f"/runs/{run_id}/audit")
     assert response.status_code == 200, response.body
     body: dict[str, Any] = response.json_body
-    assert set(body) == AUDIT_FIELDS and set(body["genesis"]) == GENESIS_FIELDS, body
-    assert all(set(entry) == ENTRY_FIELDS for entry in body["entries"]), body
+    assert set(body) == AUDIT_FIELDS, body
+    assert GENESIS_FIELDS <= set(body["genesis"]) <= GENESIS_FIELDS | {"input_digest"}, body
+    assert all(ENTRY_FIELDS <= set(entry) <= ENTRY_FIELDS | OPTIONAL for entry in body["entries"])
     return body
 
 
@@ -109,6 +112,7 @@ def test_a_runs_audit_verifies_with_the_hashes_the_definition_gives(
         0,
         f"valid: run {run['id']}, 3 entries, head_hash {hashes[-1]}\n",
     )
+    verifiers.assert_agree(tmp_path, answer)
 
 
 def test_a_run_just_started_audits_as_its_genesis(api: Api) -> None:
@@ -152,6 +156,7 @@ def test_an_action_edited_in_the_database_breaks_the_chain_at_its_seq(
         1,
         f"invalid: run {run['id']}, first invalid seq {seq}\n",
     )
+    verifiers.assert_agree(tmp_path, answer)
 
 
 @pytest.mark.parametrize("seq", [1, 2, 3])
@@ -170,10 +175,11 @@ def test_an_action_deleted_from_the_database_breaks_the_chain_at_its_seq(
         1,
         f"invalid: run {run['id']}, first invalid seq {seq}\n",
     )
+    verifiers.assert_agree(tmp_path, answer)
 
 
 def test_actions_reordered_in_the_database_break_the_chain_where_the_order_changes(
-    api: Api, storage: Backend
+    api: Api, storage: Backend, tmp_path: Path
 ) -> None:
     run = decided_run(api)
 
@@ -182,6 +188,7 @@ def test_actions_reordered_in_the_database_break_the_chain_where_the_order_chang
     answer = audited(api, run["id"])
     assert [entry["actor"] for entry in answer["entries"]] == ["maria", "cfo", "finn"]
     assert (answer["valid"], answer["first_invalid_seq"]) == (False, 2)
+    verifiers.assert_agree(tmp_path, answer)
 
 
 # -- what it refuses -----------------------------------------------------------------
@@ -206,3 +213,80 @@ def test_the_audit_answers_405_to_other_methods_and_changes_nothing(api: Api, me
     assert_error(api.request(method, f"/runs/{run['id']}/audit", {"actor": "x"}), 405)
 
     assert audited(api, run["id"])["valid"]
+
+
+# -- the input in force, after a resubmit ------------------------------------------------
+
+SCHEMA = {"type": "object", "required": ["amount"], "properties": {"amount": {"type": "number"}}}
+CFO = {"name": "CFO", "when": {">": [{"var": "amount"}, 10000]}}
+
+
+def resubmitted_smaller(api: Api) -> dict[str, Any]:
+    """A run of 50,000 sent back and resubmitted at 5,000 (its CFO step no
+    longer applies): return is seq 1, the resubmit that binds 5,000 seq 2."""
+    workflow = api.post(
+        "/workflows", {"name": "PO", "steps": ["Manager", CFO], "input_schema": SCHEMA}
+    ).json_body
+    started = api.post(
+        "/runs", {"workflow_id": workflow["id"], "title": "PO", "input": {"amount": 50000}}
+    ).json_body
+    returned = api.post(f"/runs/{started['id']}/return", {"actor": "mo", "comment": "Split it"})
+    assert returned.status_code == 200, returned.body
+    again = api.post(
+        f"/runs/{started['id']}/resubmit", {"actor": "rita", "input": {"amount": 5000}}
+    )
+    assert again.status_code == 200, again.body
+    return dict(again.json_body)
+
+
+def test_an_input_edited_after_a_resubmit_breaks_the_chain_at_the_resubmit_that_bound_it(
+    api: Api, storage: Backend, tmp_path: Path
+) -> None:
+    run = resubmitted_smaller(api)
+    assert audited(api, run["id"])["valid"]
+
+    tamper.edit_input(storage, run["id"], {"amount": 50000})
+
+    answer = audited(api, run["id"])
+    assert answer["input"] == {"amount": 50000}
+    assert (answer["valid"], answer["first_invalid_seq"]) == (False, 2)
+    verifiers.assert_agree(tmp_path, answer)
+
+
+def test_an_input_edited_without_a_resubmit_breaks_the_chain_at_its_first_entry(
+    api: Api, storage: Backend, tmp_path: Path
+) -> None:
+    workflow = api.post(
+        "/workflows", {"name": "PO", "steps": ["Manager", CFO], "input_schema": SCHEMA}
+    ).json_body
+    run = api.post(
+        "/runs", {"workflow_id": workflow["id"], "title": "PO", "input": {"amount": 5000}}
+    ).json_body
+    api.approve(run["id"], "mo")
+
+    tamper.edit_input(storage, run["id"], {"amount": 50000})
+
+    answer = audited(api, run["id"])
+    assert (answer["valid"], answer["first_invalid_seq"]) == (False, 1)
+    verifiers.assert_agree(tmp_path, answer)
+
+
+def test_an_input_of_numbers_and_keys_where_json_dumps_and_rfc_8785_differ_verifies_everywhere(
+    api: Api, tmp_path: Path
+) -> None:
+    data = {"big": 1e16, "small": 1e-7, "whole": 1200.0, "\ue000": 1, "\U0001f600": 2}
+    workflow = api.create_workflow(steps=["Manager"])
+    started = api.post("/runs", {"workflow_id": workflow["id"], "title": "PO", "input": data})
+    assert started.status_code == 201, started.body
+    run = api.approve(started.json_body["id"], "maria")
+
+    answer = audited(api, run["id"])
+
+    assert answer["genesis"]["input_digest"] == chain.sha256(chain.canonical(data))
+    assert chain.canonical(data) == (
+        '{"big":10000000000000000,"small":1e-7,"whole":1200,"\U0001f600":2,"\ue000":1}'
+    )
+    chain.assert_chained(run)
+    assert answer["valid"] and answer["state_valid"]
+    verifiers.assert_agree(tmp_path, answer)
+    verifiers.assert_agree(tmp_path, {**answer, "input": {**data, "whole": 1201}}, valid=False)

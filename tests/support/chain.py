@@ -1,12 +1,14 @@
-"""The audit chain recomputed from its definition in the README, with hashlib
-and json only: never through chalicelib/domain/audit.py, which the tests check
-against it."""
+"""The audit chain recomputed from its definition in docs/audit.md, with
+hashlib and the rfc8785 package (a well-kept implementation of RFC 8785, the
+canonical form the definition names) only: never through chalicelib/domain/
+audit.py or its canonical_json, which the tests check against it."""
 
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any, Optional
+
+import rfc8785
 
 
 def sha256(text: str) -> str:
@@ -14,7 +16,7 @@ def sha256(text: str) -> str:
 
 
 def canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return rfc8785.dumps(value).decode("utf-8")
 
 
 def genesis_of(run: dict[str, Any]) -> str:

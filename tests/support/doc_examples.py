@@ -22,8 +22,9 @@ docs/development.md explains to the pages' writers:
 - `make run` (or `make run &`) in an example block starts the page's server
   with what the shell exported before it; a page that starts none is run
   against a `make run` started before its first example.
-- A ```python block whose first line is `# save as NAME` is written to NAME in
-  the examples' working directory before the page's commands run.
+- A ```python block whose first line is `# save as NAME` (a ```js block: `//
+  save as NAME`) is written to NAME in the examples' working directory before
+  the page's commands run.
 """
 
 from __future__ import annotations
@@ -45,7 +46,9 @@ NOT_RUN = re.compile(r"^<!--\s*not run:\s*(\S.*?)\s*-->$")
 FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
 STATUS = re.compile(r"^(\d{3})(?:\s+(.*))?$")
 HEADER = re.compile(r"^([A-Za-z][A-Za-z0-9-]*):\s*(.*)$")
-SAVE_AS = re.compile(r"^#\s*save as\s+(\S+)\s*$")
+SAVE_AS = re.compile(r"^(?:#|//)\s*save as\s+(\S+)\s*$")
+# The blocks a page may have its reader save, by their language.
+SAVED = ("python", "js")
 SENTINEL = "\x1e"
 
 
@@ -424,7 +427,7 @@ def read_page(path: Path, name: Optional[str] = None) -> Page:
     examples: list[Example] = []
     files: dict[str, str] = {}
     for language, first_line, content, not_run in _blocks(lines):
-        save_as = SAVE_AS.match(content[0]) if language == "python" and content else None
+        save_as = SAVE_AS.match(content[0]) if language in SAVED and content else None
         if save_as:
             files[save_as.group(1)] = "\n".join(content) + "\n"
         if language not in ("sh", "bash", "shell", "console"):

@@ -88,25 +88,26 @@ def swap_actions(storage: Backend, run_id: int, first: int, second: int) -> None
         storage.client.put_item(TableName=storage.table, Item={**item, **_action_key(run_id, seq)})
 
 
+# The run's derived state as each backend keeps it: names lists, texts, numbers.
+NAME_LISTS = ("approved_by", "on_behalf_of", "approvers")
+
+
 def set_run_state(storage: Backend, run_id: int, **state: object) -> None:
-    """Set derived state of the run, as the storage keeps it: `approved_by` (a
-    list of names, the current step's approvals) and `status` (a text)."""
-    assert set(state) <= {"approved_by", "status"}
+    """Set derived state of the run, as the storage keeps it: `approved_by`,
+    `on_behalf_of` (lists, the current step's approvals and whom each was for),
+    `approvers` (a list: everyone who approved a step of the round), `status`
+    (a text) and `round` (a number)."""
+    assert set(state) <= {*NAME_LISTS, "status", "round"}
     if isinstance(storage, SQLiteStorage):
         with _sqlite(storage) as conn:
             for column, value in state.items():
-                stored = json.dumps(value) if column == "approved_by" else value
+                stored = json.dumps(value) if column in NAME_LISTS else value
                 conn.execute(
                     f"UPDATE workflow_runs SET {column} = ? WHERE id = ?", (stored, run_id)
                 )
         return
     assert isinstance(storage, dynamodb.DynamoDBStorage)
-    values = {
-        f":{name}": {"L": [{"S": item} for item in value]}
-        if isinstance(value, list)
-        else {"S": str(value)}
-        for name, value in state.items()
-    }
+    values = {f":{name}": _attribute(value) for name, value in state.items()}
     storage.client.update_item(
         TableName=storage.table,
         Key={"PK": {"S": f"RUN#{run_id}"}, "SK": {"S": "#RUN"}},
@@ -114,6 +115,14 @@ def set_run_state(storage: Backend, run_id: int, **state: object) -> None:
         ExpressionAttributeNames={f"#{name}": name for name in state},
         ExpressionAttributeValues=values,
     )
+
+
+def _attribute(value: object) -> dict[str, object]:
+    if isinstance(value, list):
+        return {"L": [{"S": item} for item in value]}
+    if isinstance(value, int):
+        return {"N": str(value)}
+    return {"S": str(value)}
 
 
 def edit_input(storage: Backend, run_id: int, data: dict[str, object]) -> None:

@@ -4,8 +4,6 @@ verifying says of every way a history can be tampered with."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +21,7 @@ from chalicelib.domain.models import (
     Run,
     Step,
 )
-from tests.support import chain
+from tests.support import chain, verifiers
 
 AT = "2026-11-29T09:24:05.616Z"
 LATER = "2026-11-29T09:31:12.004Z"
@@ -271,8 +269,19 @@ def test_the_verifier_recomputes_rather_than_trusting_the_answers_verdict(
         (lambda d: d.pop("entries"), "not an audit answer"),
         (lambda d: d["entries"][2].pop("actor"), "entry 3 needs"),
         (lambda d: d.update(entries={}), "entries is not a list"),
+        (lambda d: d["entries"][0].update(comment=float("nan")), "not JSON a chain holds"),
+        (lambda d: d.update(input={"x": float("inf")}), "not JSON a chain holds"),
     ],
-    ids=["genesis-hash", "genesis-run", "seq", "no-entries", "entry-field", "entries-type"],
+    ids=[
+        "genesis-hash",
+        "genesis-run",
+        "seq",
+        "no-entries",
+        "entry-field",
+        "entries-type",
+        "nan",
+        "infinity",
+    ],
 )
 def test_the_verifier_refuses_an_altered_or_malformed_answer(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], change: Any, says: str
@@ -304,12 +313,6 @@ def test_the_verifier_answers_2_to_a_wrong_command_line(
     assert "usage: python -m chalicelib.domain.audit verify FILE" in capsys.readouterr().err
 
 
-def readme_verifier() -> str:
-    """The Python verifier docs/audit.md shows auditors, as it shows it."""
-    page = Path(__file__).resolve().parents[2] / "docs" / "audit.md"
-    return page.read_text(encoding="utf-8").split("```python\n", 1)[1].split("```", 1)[0]
-
-
 @pytest.mark.parametrize(
     "change, verdict",
     [
@@ -322,21 +325,19 @@ def readme_verifier() -> str:
     ],
     ids=["untouched", "edited", "last-deleted"],
 )
-def test_the_readmes_verifier_agrees(tmp_path: Path, change: Any, verdict: Any) -> None:
-    script = tmp_path / "verify.py"
-    script.write_text(readme_verifier(), encoding="utf-8")
+@pytest.mark.parametrize("run", [verifiers.run_page_python, verifiers.run_javascript])
+def test_the_pages_verifiers_agree(tmp_path: Path, change: Any, verdict: Any, run: Any) -> None:
     document = answer(run_with(*THREE))
     change(document)
 
-    done = subprocess.run(
-        [sys.executable, str(script), saved(tmp_path, document)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run(tmp_path, document)
 
     assert (done.returncode, done.stdout) == verdict[:2]
     assert done.stderr.endswith(verdict[2])
+
+
+def test_the_pages_javascript_verifier_is_the_file_it_names() -> None:
+    assert verifiers.page_block("js") == verifiers.JS_VERIFIER.read_text(encoding="utf-8")
 
 
 def delegated_returned_resubmitted() -> Run:
@@ -369,20 +370,15 @@ def test_both_verifiers_check_every_optional_field_and_the_input_they_bind(
     assert entries[2]["input_digest"] == chain.sha256(chain.canonical({"amount": 7}))
     assert document["valid"] and document["genesis"]["input_digest"]
     assert chain.first_broken(document) is None
-    script = tmp_path / "verify.py"
-    script.write_text(readme_verifier(), encoding="utf-8")
 
-    def verdicts(doc: dict[str, Any]) -> tuple[bool, int]:
-        done = subprocess.run(
-            [sys.executable, str(script), saved(tmp_path, doc)], capture_output=True, timeout=60
-        )
-        return audit.verify_document(doc)[0], done.returncode
+    def verdicts(doc: dict[str, Any]) -> set[bool]:
+        return {audit.verify_document(doc)[0], *verifiers.verdicts(tmp_path, doc).values()}
 
-    assert verdicts(document) == (True, 0)
-    assert verdicts({**document, "input": {"amount": 5}}) == (False, 1)
+    assert verdicts(document) == {True}
+    assert verdicts({**document, "input": {"amount": 5}}) == {False}
     forged = json.loads(json.dumps(document))
     forged["entries"][0]["on_behalf_of"] = "eve"
-    assert verdicts(forged) == (False, 1)
+    assert verdicts(forged) == {False}
     dropped = json.loads(json.dumps(document))
     del dropped["entries"][2]["round"]
-    assert verdicts(dropped) == (False, 1)
+    assert verdicts(dropped) == {False}

@@ -31,8 +31,13 @@ ANY_TEXT = st.text(max_size=12)
 MAYBE_TEXT = st.none() | ANY_TEXT
 IDS = st.integers(min_value=1, max_value=2**53)
 NAMES = st.lists(ANY_TEXT, max_size=3).map(tuple)
+# What a request body can hold: numbers are finite (validation.json_body).
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | ANY_TEXT,
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | ANY_TEXT,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(ANY_TEXT, inner, max_size=3),
     max_leaves=8,
 )
