@@ -57,7 +57,9 @@ def get_storage() -> Backend:
     """The process's storage, created on first use so cold starts stay light."""
     global _STORAGE
     if _STORAGE is None:
-        _STORAGE = engine.open_storage()
+        from chalicelib.storage import create_storage
+
+        _STORAGE = create_storage()
     return _STORAGE
 
 

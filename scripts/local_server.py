@@ -67,6 +67,7 @@ from chalicelib.api import access_log  # noqa: E402
 from chalicelib.api.http import MAX_BODY_BYTES  # noqa: E402
 from chalicelib.delivery import dispatch, webhooks  # noqa: E402
 from chalicelib.domain import errors, events  # noqa: E402
+from chalicelib.storage import create_storage  # noqa: E402
 from scripts import local_http  # noqa: E402
 
 # What an unknown path answers: no echo of the path, which may be long.
@@ -402,7 +403,7 @@ class Background:
         """Created on first use, as the app does: a storage misconfigured now
         answers 503 to requests, and is tried again here."""
         if not self._storage:
-            self._storage.append(engine.open_storage())
+            self._storage.append(create_storage())
         return self._storage[0]
 
     def start(self) -> Background:
