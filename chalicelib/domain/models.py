@@ -14,7 +14,6 @@ dataclasses out of the import path of app.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Generic, Optional, TypeVar
 
 from chalicelib.domain.errors import Conflict, Forbidden, WorkflowError
@@ -241,17 +240,6 @@ class RunAudit(Record):
     state_mismatches: tuple[str, ...] = ()
     # The run's input as stored, which the genesis's input_digest is of.
     input: dict[str, Any] = {}  # noqa: RUF012 (records are immutable)
-
-
-class Upgrades(Record):
-    """What the one-time upgrades of data stored before a feature need from the
-    rules, handed in by whoever opens the storage (engine.open_storage): the
-    storage stores what they compute and computes nothing itself."""
-
-    # The genesis and each action's hash of a run's history (audit.recomputed).
-    chain: Callable[[Run], list[str]]
-    # Whose inboxes hold a waiting run (decision.awaited_by).
-    awaited_by: Callable[[Run], tuple[str, ...]]
 
 
 class Decision(Record):
