@@ -1046,10 +1046,8 @@ def check_packaged(template: dict[str, Any]) -> None:
             )
 
 
-def package(out_dir: Path, stage: str, index_step: Optional[int] = None) -> Path:
-    """Run `chalice package` with the generated merge template; the SAM template's path.
-    With `index_step`, the table's indexes are those of that step of the move
-    to the sharded run lists (docs/deploy.md)."""
+def package(out_dir: Path, stage: str) -> Path:
+    """Run `chalice package` with the generated merge template; the SAM template's path."""
     import botocore.session
 
     env = dict(os.environ)
@@ -1059,12 +1057,9 @@ def package(out_dir: Path, stage: str, index_step: Optional[int] = None) -> Path
         env["AWS_DEFAULT_REGION"] = env.get("AWS_REGION") or PLACEHOLDER_REGION
     with tempfile.TemporaryDirectory() as tmp:
         merge_file = Path(tmp) / "merge-template.json"
-        table_keys = (
-            dynamodb_schema.TABLE_KEYS
-            if index_step is None
-            else dynamodb_schema.migration_table_keys(index_step)
+        merge_file.write_text(
+            json.dumps(merge_template(dynamodb_schema.TABLE_KEYS, stage), indent=2)
         )
-        merge_file.write_text(json.dumps(merge_template(table_keys, stage), indent=2))
         subprocess.run(
             [
                 sys.executable,
@@ -1227,16 +1222,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stage", default="prod")
     parser.add_argument("--out", type=Path, default=PROJECT_DIR / "dist")
-    parser.add_argument(
-        "--index-step",
-        type=int,
-        choices=range(1, dynamodb_schema.MIGRATION_STEPS + 1),
-        help="a stack from before the sharded run lists: the table's indexes of this "
-        "step of the move (docs/deploy.md)",
-    )
     args = parser.parse_args(argv)
     try:
-        sam = package(args.out.resolve(), args.stage, args.index_step)
+        sam = package(args.out.resolve(), args.stage)
     except subprocess.CalledProcessError as exc:
         return exc.returncode  # chalice has said why
     except RuntimeError as exc:

@@ -942,19 +942,6 @@ def test_every_event_function_names_only_real_iam_actions(template: dict[str, An
             assert name in known[service]["Actions"], action
 
 
-def test_an_index_step_packages_the_table_with_that_step_s_indexes(tmp_path: Path) -> None:
-    from chalicelib.storage.dynamodb import schema as dynamodb_schema
-
-    project = copy_of_the_project(tmp_path)
-    packaged = run_package(project, "--index-step", "2")
-    assert packaged.returncode == 0, packaged.stderr
-    table = json.loads((project / "dist" / "sam.json").read_text())["Resources"][TABLE]
-    step = dynamodb_schema.migration_table_keys(2)
-    assert table["Properties"]["GlobalSecondaryIndexes"] == step["GlobalSecondaryIndexes"]
-    assert table["Properties"]["AttributeDefinitions"] == step["AttributeDefinitions"]
-    assert run_package(project, "--index-step", "8").returncode != 0
-
-
 # -- the API: an HTTP API by default, the REST API as a parameter ---------------------
 
 HTTP_RESOURCES = {
