@@ -141,7 +141,15 @@ def test_a_step_that_would_outgrow_the_workflow_item_answers_409_and_writes_noth
     # writes: then less room is left than one filler takes, and a filler is
     # smaller than the step appended below, whatever the table's size rules
     # (DynamoDB's documented ones or moto's).
-    filler = {"M": {"id": {"N": "1"}, "name": {"S": "x" * 180}, "step_order": {"N": "1"}}}
+    filler = {
+        "M": {
+            "id": {"N": "1"},
+            "name": {"S": "x" * 150},
+            "step_order": {"N": "1"},
+            "approvers": {"L": []},
+            "required_approvals": {"N": "1"},
+        }
+    }
 
     def fill(count: int) -> bool:
         try:
