@@ -273,7 +273,8 @@ def run_of(item: Item, actions: tuple[Action, ...]) -> Run:
         item["updated_at"]["S"],
         actions,
         item["requested_by"]["S"] if "requested_by" in item else None,
-        item["head_hash"]["S"],
+        # Always written: absent only where someone removed it (the audit shows it).
+        item["head_hash"]["S"] if "head_hash" in item else None,
         texts(item, "approved_by"),
         since,
         policy_of(item["policy"]["M"]),
