@@ -389,13 +389,13 @@ def proven(run: Run, last: Sequence[Action]) -> Run:
     holds them, not as its stored state says: `last` are its last actions in
     history order (proving_actions of them). Only approvals whose entries
     chain to the stored head count (audit.tail_holds): an approval written
-    into the state alone, or an action edited, counts for nothing. History
-    from before the chain (no head yet) is taken as stored."""
+    into the state alone, or an action edited, counts for nothing, and so
+    does every approval of a run whose head was removed."""
     step = run.current_step
     if step is None:
         return run
     approved: list[Action] = []
-    if run.head_hash is None or audit.tail_holds(run, last):
+    if audit.tail_holds(run, last):
         # The first of `last` proves the others; it counts only as the history's first.
         countable = last if len(last) == run.history_length else last[1:]
         for action in reversed(countable):

@@ -141,9 +141,8 @@ class Action(Record):
     actor: str
     comment: str
     created_at: str
-    # Its link in the run's audit chain (chalicelib/domain/audit.py); None only where
-    # the chain does not reach it yet (DynamoDB history from before the chain,
-    # until scripts/backfill_audit_chain.py runs) or someone removed it.
+    # Its link in the run's audit chain (chalicelib/domain/audit.py); None only
+    # before it is chained, or where someone removed it from the store.
     hash: Optional[str] = None
     # Whom the actor decided for, through a delegation (None: for themselves).
     on_behalf_of: Optional[str] = None
@@ -164,7 +163,8 @@ class Run(Record):
     actions: tuple[Action, ...] = ()
     requested_by: Optional[str] = None
     # The last action's hash, or the genesis hash while it has none
-    # (chalicelib/domain/audit.py); None as for Action.hash.
+    # (chalicelib/domain/audit.py); None only before the run is chained, or
+    # where someone removed it from the store.
     head_hash: Optional[str] = None
     # Who approved the current step so far, in order (empty once the run ended).
     current_step_approved_by: tuple[str, ...] = ()
