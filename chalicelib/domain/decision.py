@@ -455,7 +455,7 @@ def decide(
         raise ValueError(f"unknown action {action!r}")
     if not needs_next_step(run, action):
         approved_by = (*run.current_step_approved_by, actor)
-        approved_for = (*run.current_step_approved_for, on_behalf_of or "")
+        approved_for = (*run.current_step_on_behalf_of, on_behalf_of or "")
         return Decision(
             APPROVE,
             actor,

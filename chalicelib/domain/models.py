@@ -211,13 +211,6 @@ class Run(Record):
         return len(self.actions) if self.action_count is None else self.action_count
 
     @property
-    def current_step_approved_for(self) -> tuple[str, ...]:
-        """current_step_on_behalf_of, one entry per approval (runs stored before
-        delegations have none)."""
-        given, count = self.current_step_on_behalf_of, len(self.current_step_approved_by)
-        return (*given, *([""] * (count - len(given))))[:count]
-
-    @property
     def current_step_escalated_to(self) -> tuple[str, ...]:
         """Who may decide the current step besides its approvers: its escalate_to
         principals, once its deadline passed with on_deadline escalate."""
