@@ -13,7 +13,7 @@ Where it differs, on purpose:
 - A path that matches no route answers 404 {"error": ...} with an X-Request-Id
   and its own access line, where chalice local answers 403 {"message":
   "Missing Authentication Token"}. The shape is that of the packaged API
-  Gateway's own answers (scripts/package.py maps them to {"error": ...}); the
+  Gateway's own answers (deploy/stack.yaml maps them to {"error": ...}); the
   status is the one a missing route should have (API Gateway's own is still 403).
 - One access line per request, the service's JSON line (chalicelib/api/access_log.py):
   http.server's own "127.0.0.1 - - [...] GET ..." line is not written.
@@ -231,7 +231,7 @@ class RequestHandler(chalice.local.ChaliceRequestHandler):
         request_id = self._access_line(404, None)
         headers = {"Content-Type": "application/json", "X-Request-Id": request_id}
         # Deployed, API Gateway's answer carries the stage's allowed origin, so a
-        # page on it can read the 404 (scripts/package.py, GATEWAY_CORS).
+        # page on it can read the 404 (deploy/stack.yaml's gateway responses).
         if isinstance(self._cors, CORSConfig):
             headers["Access-Control-Allow-Origin"] = self._cors.allow_origin
         body = (

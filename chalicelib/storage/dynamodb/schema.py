@@ -1,8 +1,8 @@
 """The DynamoDB table's definition: keys, list indexes and Time to Live.
 
 What `make dynamodb-table` (scripts/create_table.py) creates, `make package`
-(scripts/package.py) deploys and the tests set up; the adapter in dynamodb.py
-only reads and writes the items (its docstring explains the design).
+deploys (deploy/stack.yaml's table, held to it by a test) and the tests set up;
+the adapter only reads and writes the items.
 """
 
 from __future__ import annotations
@@ -82,8 +82,8 @@ TABLE_KEYS: dict[str, Any] = {
     "GlobalSecondaryIndexes": [index_definition(index) for index in INDEXES],
 }
 
-# The attribute DynamoDB's Time to Live reads (epoch seconds). Like TABLE_KEYS,
-# ensure_table and scripts/package.py both take it from here.
+# The attribute DynamoDB's Time to Live reads (epoch seconds), which ensure_table
+# turns on and deploy/stack.yaml's table names (a test holds the two alike).
 TTL_ATTRIBUTE = "expires_at"
 
 
