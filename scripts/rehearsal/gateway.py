@@ -23,12 +23,13 @@ import fnmatch
 import json
 import re
 import secrets
-import time
 import urllib.parse
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
+
+from scripts.gateway_events import forwarded, proxy_event
 
 ANY_METHOD = "x-amazon-apigateway-any-method"
 Invoke = Callable[[dict[str, Any]], tuple[Any, Optional[dict[str, Any]]]]
@@ -59,26 +60,6 @@ def _route(path: str, methods: Mapping[str, dict[str, Any]]) -> Route:
     )
     literal = sum(1 for s in segments if not s.startswith("{"))
     return Route(path, re.compile("^" + (regex or "/") + "/?$"), methods, literal)
-
-
-def forwarded(host: str, now: float, headers: Mapping[str, str]) -> dict[str, str]:
-    """The headers API Gateway adds in front of the client's (which win)."""
-    return {
-        "Host": host,
-        "X-Forwarded-For": "127.0.0.1",
-        "X-Forwarded-Port": "443",
-        "X-Forwarded-Proto": "https",
-        "X-Amzn-Trace-Id": f"Root=1-{int(now):08x}-{secrets.token_hex(12)}",
-        **headers,
-    }
-
-
-def query_values(query: str) -> dict[str, list[str]]:
-    """Each name of a query string with its values, in order."""
-    multi_query: dict[str, list[str]] = {}
-    for name, value in urllib.parse.parse_qsl(query, keep_blank_values=True):
-        multi_query.setdefault(name, []).append(value)
-    return multi_query
 
 
 def invokes(permissions: Sequence[Mapping[str, Any]], function_arn: str, source: str) -> bool:
@@ -179,59 +160,23 @@ class Gateway:
         headers: Mapping[str, str],
         body: Optional[bytes],
     ) -> dict[str, Any]:
-        now = time.time()
-        request_id = str(uuid.uuid4())
         edge = {"Via": "2.0 rehearsal.cloudfront.net (CloudFront)"} if self._edge else {}
-        sent = forwarded(self.host, now, {**edge, **headers})
-        multi_query = query_values(query)
+        sent = forwarded(self.host, {**edge, **headers})
         content_type = next((v for k, v in sent.items() if k.lower() == "content-type"), "")
-        binary = body is not None and self._is_binary(content_type)
-        return {
-            "resource": route.path,
-            "path": path,
-            "httpMethod": method,
-            "headers": dict(sent),
-            "multiValueHeaders": {name: [value] for name, value in sent.items()},
-            # The last value of a repeated parameter, as API Gateway's single-value map holds.
-            "queryStringParameters": {k: v[-1] for k, v in multi_query.items()} or None,
-            "multiValueQueryStringParameters": multi_query or None,
-            "pathParameters": {k: urllib.parse.unquote(v) for k, v in parameters.items()} or None,
-            "stageVariables": None,
-            "requestContext": {
-                "resourceId": secrets.token_hex(3),
-                "resourcePath": route.path,
-                "httpMethod": method,
-                "extendedRequestId": secrets.token_urlsafe(12),
-                "requestTime": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
-                "path": f"/{self.stage}{path}",
-                "accountId": self.account,
-                "protocol": "HTTP/1.1",
-                "stage": self.stage,
-                "domainPrefix": self.api_id,
-                "requestTimeEpoch": int(now * 1000),
-                "requestId": request_id,
-                "identity": {
-                    "cognitoIdentityPoolId": None,
-                    "accountId": None,
-                    "cognitoIdentityId": None,
-                    "caller": None,
-                    "sourceIp": "127.0.0.1",
-                    "principalOrgId": None,
-                    "accessKey": None,
-                    "cognitoAuthenticationType": None,
-                    "cognitoAuthenticationProvider": None,
-                    "userArn": None,
-                    "userAgent": sent.get("User-Agent", ""),
-                    "user": None,
-                },
-                "domainName": self.host,
-                "apiId": self.api_id,
-            },
-            "body": None
-            if body is None
-            else (base64.b64encode(body).decode() if binary else body.decode("utf-8")),
-            "isBase64Encoded": binary,
-        }
+        return proxy_event(
+            method,
+            path,
+            sent,
+            body,
+            http_api=False,
+            query=query,
+            route=route.path,
+            path_parameters={k: urllib.parse.unquote(v) for k, v in parameters.items()},
+            stage=self.stage,
+            binary=body is not None and self._is_binary(content_type),
+            api_id=self.api_id,
+            account=self.account,
+        )
 
     def _is_binary(self, content_type: str) -> bool:
         kind = content_type.split(";")[0].strip().lower()
@@ -287,9 +232,6 @@ class Gateway:
         body = template.replace("$context.error.messageString", json.dumps(message))
         headers["content-type"] = "application/json"
         return Answer(int(response.get("statusCode", status)), headers, body.encode())
-
-
-TEXT_TYPES = ("text/", "application/json", "application/xml", "application/javascript")
 
 
 class HttpGateway:
@@ -390,60 +332,19 @@ class HttpGateway:
         headers: Mapping[str, str],
         body: Optional[bytes],
     ) -> dict[str, Any]:
-        now = time.time()
-        request_id = secrets.token_urlsafe(12)
-        sent = forwarded(self.host, now, headers)
-        multi_query = query_values(query)
-        content_type = next((v for k, v in sent.items() if k.lower() == "content-type"), "")
-        text = not content_type or content_type.lower().startswith(TEXT_TYPES)
-        full_path = f"{self.base}{path}"
-        return {
-            "version": "1.0",
-            "resource": route_key,
-            "path": full_path,
-            "httpMethod": method,
-            "headers": dict(sent),
-            "multiValueHeaders": {name: [value] for name, value in sent.items()},
-            "queryStringParameters": {k: v[-1] for k, v in multi_query.items()} or None,
-            "multiValueQueryStringParameters": multi_query or None,
-            "requestContext": {
-                "accountId": self.account,
-                "apiId": self.api_id,
-                "domainName": self.host,
-                "domainPrefix": self.api_id,
-                "extendedRequestId": request_id,
-                "httpMethod": method,
-                "identity": {
-                    "accessKey": None,
-                    "accountId": None,
-                    "caller": None,
-                    "cognitoAmr": None,
-                    "cognitoAuthenticationProvider": None,
-                    "cognitoAuthenticationType": None,
-                    "cognitoIdentityId": None,
-                    "cognitoIdentityPoolId": None,
-                    "principalOrgId": None,
-                    "sourceIp": "127.0.0.1",
-                    "user": None,
-                    "userAgent": sent.get("User-Agent", ""),
-                    "userArn": None,
-                },
-                "path": full_path,
-                "protocol": "HTTP/1.1",
-                "requestId": request_id,
-                "requestTime": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
-                "requestTimeEpoch": int(now * 1000),
-                "resourceId": route_key,
-                "resourcePath": route_key,
-                "stage": self.stage,
-            },
-            "pathParameters": None,
-            "stageVariables": None,
-            "body": None
-            if not body
-            else (body.decode("utf-8") if text else base64.b64encode(body).decode()),
-            "isBase64Encoded": bool(body) and not text,
-        }
+        return proxy_event(
+            method,
+            path,
+            forwarded(self.host, headers),
+            body,
+            http_api=True,
+            query=query,
+            route=route_key,
+            stage=self.stage,
+            api_id=self.api_id,
+            account=self.account,
+            request_id=secrets.token_urlsafe(12),
+        )
 
     def _allowed(self, method: str, path: str) -> bool:
         """A Permission of the template lets API Gateway invoke the function here."""
