@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from scripts.moto_server import Fault
 from scripts.rehearsal import template as tpl
-from scripts.rehearsal.cloud import Cloud, Decision, Fault, client, entries_failed, server_error
+from scripts.rehearsal.cloud import SERVER_ERROR, Cloud, Decision, client, entries_failed
 from scripts.rehearsal.gateway import Answer, Gateway, HttpGateway
 from scripts.rehearsal.local import Issuer, MakeRun, Receiver, certificate
 from scripts.rehearsal.runtime import Container, Invocation, check_imports
@@ -523,12 +524,12 @@ class Run:
 
     def fail_put_events(self, count: int) -> None:
         """The next `count` PutEvents accept none of their entries."""
-        self.env.cloud.inject("PutEvents", Fault(entries_failed, count))
+        self.env.cloud.inject("PutEvents", Fault(200, entries_failed, remaining=count))
 
     def fail_transactions(self, count: int) -> None:
         """The next `count` TransactWriteItems fail as DynamoDB does when it has
         an internal error (500, retried by botocore, then a 503 to the client)."""
-        self.env.cloud.inject("TransactWriteItems", Fault(server_error, count))
+        self.env.cloud.inject("TransactWriteItems", Fault(500, SERVER_ERROR, remaining=count))
 
     def sweep(self) -> None:
         schedule = self.schedule()
