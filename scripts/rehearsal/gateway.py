@@ -74,7 +74,55 @@ def invokes(permissions: Sequence[Mapping[str, Any]], function_arn: str, source:
     )
 
 
-class Gateway:
+class _Api:
+    """What API Gateway's two APIs do alike: an API of the template in front
+    of one function, which it invokes where a Permission lets it."""
+
+    def __init__(
+        self,
+        api_id: str,
+        stage: str,
+        region: str,
+        account: str,
+        invoke: Invoke,
+        function_arn: str,
+        permissions: Sequence[Mapping[str, Any]],
+    ) -> None:
+        self.stage = stage
+        self.api_id = api_id
+        self.region = region
+        self.account = account
+        self.host = f"{api_id}.execute-api.{region}.amazonaws.com"
+        self._invoke = invoke
+        self._function_arn = function_arn
+        self._permissions = permissions
+        self.invocations = 0
+
+    @property
+    def base(self) -> str:
+        """What precedes the app's routes in the URL: the stage (none for `$default`)."""
+        return "" if self.stage == "$default" else f"/{self.stage}"
+
+    @property
+    def base_url(self) -> str:
+        return f"https://{self.host}{self.base}"
+
+    def _proxied(self, event: dict[str, Any]) -> Optional[Answer]:
+        """The function's answer to `event` as the client gets it; None if it failed."""
+        self.invocations += 1
+        result, error = self._invoke(event)
+        if error is not None or not isinstance(result, dict) or "statusCode" not in result:
+            return None
+        headers = {k.lower(): str(v) for k, v in (result.get("headers") or {}).items()}
+        for name, values in (result.get("multiValueHeaders") or {}).items():
+            headers[name.lower()] = ",".join(str(v) for v in values)
+        body = result.get("body") or ""
+        raw = base64.b64decode(body) if result.get("isBase64Encoded") else body.encode("utf-8")
+        headers.setdefault("content-type", "application/json")
+        return Answer(int(result["statusCode"]), headers, raw)
+
+
+class Gateway(_Api):
     def __init__(
         self,
         definition: Mapping[str, Any],
@@ -87,14 +135,7 @@ class Gateway:
         permissions: Sequence[Mapping[str, Any]],
         endpoint_types: Sequence[str],
     ) -> None:
-        self.stage = stage
-        self.api_id = api_id
-        self.region = region
-        self.account = account
-        self.host = f"{api_id}.execute-api.{region}.amazonaws.com"
-        self._invoke = invoke
-        self._function_arn = function_arn
-        self._permissions = permissions
+        super().__init__(api_id, stage, region, account, invoke, function_arn, permissions)
         self._edge = "EDGE" in endpoint_types
         self._responses: Mapping[str, Any] = definition.get(
             "x-amazon-apigateway-gateway-responses", {}
@@ -104,21 +145,11 @@ class Gateway:
             (_route(path, methods) for path, methods in definition["paths"].items()),
             key=lambda route: -route.literal_segments,
         )
-        self.invocations = 0
 
     def _own(self, answer: Answer) -> Answer:
         """API Gateway's request id, on every answer it sends."""
         answer.headers["x-amzn-requestid"] = str(uuid.uuid4())
         return answer
-
-    @property
-    def base(self) -> str:
-        """What precedes the app's routes in the URL: the stage."""
-        return f"/{self.stage}"
-
-    @property
-    def base_url(self) -> str:
-        return f"https://{self.host}/{self.stage}"
 
     def request(
         self,
@@ -194,17 +225,10 @@ class Gateway:
         if not self._allowed(event):
             # API Gateway cannot invoke the function: 500, "Internal server error".
             return self._gateway_response("DEFAULT_5XX", 500, "Internal server error")
-        self.invocations += 1
-        result, error = self._invoke(event)
-        if error is not None or not isinstance(result, dict) or "statusCode" not in result:
+        answer = self._proxied(event)
+        if answer is None:
             return self._gateway_response("DEFAULT_5XX", 502, "Internal server error")
-        headers = {k.lower(): str(v) for k, v in (result.get("headers") or {}).items()}
-        for name, values in (result.get("multiValueHeaders") or {}).items():
-            headers[name.lower()] = ",".join(str(v) for v in values)
-        body = result.get("body") or ""
-        raw = base64.b64decode(body) if result.get("isBase64Encoded") else body.encode("utf-8")
-        headers.setdefault("content-type", "application/json")
-        return Answer(int(result["statusCode"]), headers, raw)
+        return answer
 
     def _mock(self, integration: Mapping[str, Any]) -> Answer:
         response = integration["responses"]["default"]
@@ -234,7 +258,7 @@ class Gateway:
         return Answer(int(response.get("statusCode", status)), headers, body.encode())
 
 
-class HttpGateway:
+class HttpGateway(_Api):
     """API Gateway's HTTP API, played from the template: its routes (a
     `$default` route takes what no other does), its Lambda integration's
     payload format 1.0 event, its stage, and what it answers itself.
@@ -265,26 +289,9 @@ class HttpGateway:
         function_arn: str,
         permissions: Sequence[Mapping[str, Any]],
     ) -> None:
-        self.stage = stage
-        self.api_id = api_id
-        self.region = region
-        self.account = account
-        self.host = f"{api_id}.execute-api.{region}.amazonaws.com"
+        super().__init__(api_id, stage, region, account, invoke, function_arn, permissions)
         self._routes = {route["RouteKey"]: route for route in routes}
         self._integrations = integrations
-        self._invoke = invoke
-        self._function_arn = function_arn
-        self._permissions = permissions
-        self.invocations = 0
-
-    @property
-    def base(self) -> str:
-        """What precedes the app's routes in the URL: nothing on `$default`."""
-        return "" if self.stage == "$default" else f"/{self.stage}"
-
-    @property
-    def base_url(self) -> str:
-        return f"https://{self.host}{self.base}"
 
     def _own(self, answer: Answer) -> Answer:
         answer.headers["apigw-requestid"] = secrets.token_urlsafe(12)
@@ -311,17 +318,8 @@ class HttpGateway:
         event = self._event(method, route["RouteKey"], route_path, query, headers, body)
         if not self._allowed(method, route_path):
             return self._own(self._message(500, "Internal Server Error"))
-        self.invocations += 1
-        result, error = self._invoke(event)
-        if error is not None or not isinstance(result, dict) or "statusCode" not in result:
-            return self._own(self._message(500, "Internal Server Error"))
-        answer_headers = {k.lower(): str(v) for k, v in (result.get("headers") or {}).items()}
-        for name, values in (result.get("multiValueHeaders") or {}).items():
-            answer_headers[name.lower()] = ",".join(str(v) for v in values)
-        raw_body = result.get("body") or ""
-        raw = base64.b64decode(raw_body) if result.get("isBase64Encoded") else raw_body.encode()
-        answer_headers.setdefault("content-type", "application/json")
-        return self._own(Answer(int(result["statusCode"]), answer_headers, raw))
+        answer = self._proxied(event)
+        return self._own(answer or self._message(500, "Internal Server Error"))
 
     def _event(
         self,
