@@ -1,18 +1,14 @@
-"""moto on 127.0.0.1, enforcing IAM on the resources each request touches.
+"""moto on 127.0.0.1 (scripts/moto_server.py), enforcing IAM on the resources
+each request touches, with every decision recorded, allowed or denied, with
+the principal that asked.
 
-moto 5 checks an authenticated request's action against the caller's policies
-but, for DynamoDB, DynamoDB Streams, SSM, EventBridge and CloudWatch Logs,
-against the resource "*": a statement that names a table, a parameter or a bus
-then matches nothing, and every scoped grant would be refused. Real IAM also
-authorises some requests as other actions than their name: a
-TransactWriteItems as each item's PutItem, UpdateItem, DeleteItem or
-ConditionCheckItem on its table; a BatchGetItem per table; SQS's batch calls
-as the single ones. This module gives moto what IAM evaluates, for the calls
-the stack makes, and records every decision, allowed or denied, with the
-principal that asked.
-
-moto's CloudFormation also differs from CloudFormation where the template
-relies on it; each fix below says where.
+moto 5 evaluates the actions of DynamoDB, DynamoDB Streams, SSM, EventBridge
+and CloudWatch Logs against the resource "*", where a statement that names a
+table matches nothing, and IAM authorises some requests as other actions
+than their name (a transaction's items, a batch's entries): the checks below
+give moto what IAM evaluates, for the calls the stack makes. The fixes of
+moto's CloudFormation where the template relies on it say each where.
+docs/rehearsal.md ("What moto does not evaluate") has the whole list.
 
 The server starts open (moto's default: every request allowed, as the account
 that deploys), and `enforce()` turns IAM on, for every request from then on

@@ -1,19 +1,12 @@
 """API Gateway, played from the template: its REST API's definition, stage and
 responses (Gateway), or its HTTP API's routes, integration and stage (HttpGateway).
 
-A request to https://<api>.execute-api.<region>.amazonaws.com/<stage>/<path>
-is matched against the definition's paths and methods as API Gateway does
-(literal segments before {parameters}); an aws_proxy integration gets the
-REST proxy event (payload 1.0) API Gateway builds, and its answer back as
-the client would; a mock integration (the CORS preflight) answers with its
-integration response's static headers; a path or method the definition does
-not have, or a function that fails, gets the template's gateway responses.
-The function is invoked only if the template lets API Gateway invoke it
-(an AWS::Lambda::Permission whose SourceArn matches the method's ARN).
-
-Not played: throttling, payload and header limits, the 29 s integration
-timeout, API Gateway's access log, and its own header handling beyond the
-headers below (docs/rehearsal.md).
+Each request is routed as API Gateway routes it and handed to the function
+as its proxy event (scripts/gateway_events.py), if a Permission of the
+template lets API Gateway invoke it; what the function answers goes back
+as API Gateway sends it, and what API Gateway answers itself is in its own
+words. docs/rehearsal.md (step 5) says what each API does here, and what is
+not played (throttling, limits, timeouts, the access log).
 """
 
 from __future__ import annotations
@@ -259,23 +252,11 @@ class Gateway(_Api):
 
 
 class HttpGateway(_Api):
-    """API Gateway's HTTP API, played from the template: its routes (a
-    `$default` route takes what no other does), its Lambda integration's
-    payload format 1.0 event, its stage, and what it answers itself.
-
-    The event is the REST API's shape as an HTTP API fills it (AWS's payload
-    1.0; a captured `$default` event): `version` "1.0", `resource` and
-    `requestContext.resourcePath` the route key, `pathParameters` null, the
-    path as requested, a named stage's prefix included. An HTTP API has no
-    gateway responses and no mock integrations: what it answers itself is
-    `{"message": ...}` in its own words, with its `apigw-requestid`, and
-    without the allowed origin, since no CORS configuration is given (the
-    function answers preflights). The function is invoked only if a
-    Lambda::Permission of the template lets API Gateway invoke it.
-
-    Not played: throttling, payload limits, the integration's timeout, the
-    access log (docs/rehearsal.md).
-    """
+    """API Gateway's HTTP API: its routes (a `$default` route takes what no
+    other does), its Lambda integration's payload format 1.0 event, its stage,
+    and what it answers itself: `{"message": ...}` in its own words, with its
+    `apigw-requestid`, and without the allowed origin (the function answers
+    preflights, as no CORS configuration is given)."""
 
     def __init__(
         self,

@@ -2,27 +2,10 @@
 
 Each request goes first to `make run` (over HTTP), then to the stack (as API
 Gateway's proxy event), with the same headers and body; the two answers must
-agree. How they are compared (`compare`):
-
-- the status, and every header either side sets among those a client reads
-  (content type where there is a body, Location without the stage's base
-  path, Idempotent-Replayed, Preference-Applied, WWW-Authenticate, the
-  page's security headers, CORS); X-Request-Id is each side's own request
-  id and is only required on both (API Gateway's own answers carry
-  x-amzn-RequestId instead);
-- JSON bodies value for value, except what must differ and is only checked
-  for its shape: timestamps (ISO 8601 in UTC on both, or null on both),
-  audit hashes (64 hex digits, or null on both), cursors (a string on both,
-  or null on both: each side follows its own), event ids (UUIDs), action
-  ids (positive integers: DynamoDB hands each container a block of ids, so
-  the sweeper's actions number from another block than the API's), the
-  OpenAPI document's server URL and the events' source (the stage: "/" and
-  "dev" under `make run`, "/api" and "prod" deployed);
-- the page's HTML byte for byte once the stage's base path ("/api" deployed,
-  "" locally) is taken out of its attributes, and its assets byte for byte.
-
-Workflow, step and run ids are compared as they are: both start empty and
-number from 1.
+agree, as docs/rehearsal.md ("How answers are compared") says: `compare`
+holds statuses, the headers a client reads and the page to it, `compare_json`
+the JSON bodies, where only what must differ (times, hashes, cursors, event
+and action ids, the stage) is checked for its shape alone.
 """
 
 from __future__ import annotations
