@@ -61,9 +61,6 @@ HTTP_API_CHOSEN = "HttpApiChosen"
 # Stages that serve the public: they must verify callers (WORKFLOW_AUTH=jwt in
 # the stage's environment_variables in .chalice/config.json).
 PUBLIC_STAGES = ("prod",)
-# The allowed origin of API Gateway's own answers (deploy/stack.yaml's
-# gateway responses), a static value, quoted.
-STACK_ORIGIN = {"Fn::Sub": "'${CorsOrigin}'"}
 PREFLIGHT_ORIGIN = "method.response.header.Access-Control-Allow-Origin"
 ANY_METHOD = "x-amazon-apigateway-any-method"
 PLACEHOLDER_REGION = "us-east-1"
@@ -263,13 +260,14 @@ def preflights_allow_the_origin(template: dict[str, Any]) -> None:
     headers chalice wrote into the definition: the allowed origin the app had
     while it was packaged ("null" in jwt mode), not the stack's. Each preflight
     names the CorsOrigin parameter instead, as the gateway responses do."""
-    definition = template["Resources"][REST_API]["Properties"]["DefinitionBody"]
-    for methods in definition["paths"].values():
+    api = template["Resources"][REST_API]["Properties"]
+    origin = api["GatewayResponses"]["DEFAULT_4XX"]["ResponseParameters"]["Headers"]
+    for methods in api["DefinitionBody"]["paths"].values():
         preflight = methods.get("options", {}).get("x-amazon-apigateway-integration", {})
         for response in preflight.get("responses", {}).values():
             parameters = response.get("responseParameters", {})
             if PREFLIGHT_ORIGIN in parameters:
-                parameters[PREFLIGHT_ORIGIN] = STACK_ORIGIN
+                parameters[PREFLIGHT_ORIGIN] = origin["Access-Control-Allow-Origin"]
 
 
 def check_authenticates(template: dict[str, Any], stage: str) -> None:

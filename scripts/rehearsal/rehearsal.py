@@ -16,7 +16,7 @@ import re
 import secrets
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union
@@ -343,21 +343,14 @@ class Run:
             return answer.status, answer.headers, answer.body
 
         if self.local is not None:
-            local = self.local
-
-            def asked_locally(
-                method: str, path: str, headers: dict[str, str], body: Optional[bytes]
-            ) -> tuple[int, dict[str, str], bytes]:
-                return local.request(method, path, headers, body)
-
-            send_local = asked_locally
+            send_local = self.local.request
         else:
             assert self.reference is not None
             recorded = self.reference.answers
             order = iter(list(recorded.values()))
 
             def replayed(
-                method: str, path: str, headers: dict[str, str], body: Optional[bytes]
+                method: str, path: str, headers: Mapping[str, str], body: Optional[bytes]
             ) -> tuple[int, dict[str, str], bytes]:
                 exchange = next(order)
                 return exchange.status, exchange.headers, exchange.body
@@ -660,21 +653,13 @@ def walk(c: Conversation, run: Run) -> None:
     # a group no caller here is in: whether make run's sweeper has rejected it
     # yet must not change an inbox the conversation compares.
     cab = {"name": "CAB", "approvers": ["group:change-board"], "deadline_seconds": 1}
-    post(
-        "deadline workflow",
-        "/workflows",
-        {"name": "Change", "steps": [{**cab, "on_deadline": "reject"}]},
-        "ada",
-    )
+    change = {"name": "Change", "steps": [{**cab, "on_deadline": "reject"}]}
+    post("deadline workflow", "/workflows", change, "ada")
     start("deadline run", "deadline workflow", "CHG-7: database upgrade", "rita")
 
     # The README's walk-through, each caller with a token of their own.
-    post(
-        "po workflow",
-        "/workflows",
-        {"name": "Purchase order", "steps": ["Manager", "Finance"]},
-        "ada",
-    )
+    purchase = {"name": "Purchase order", "steps": ["Manager", "Finance"]}
+    post("po workflow", "/workflows", purchase, "ada")
     post("po step", lambda s: f"/workflows/{id_of('po workflow')(s)}/steps", {"name": "CFO"}, "ada")
     start("po run", "po workflow", "PO-1042: 12 laptops", "rita")
     decide("po approve maria", "po run", "approve", "maria", comment="Within budget")
@@ -690,13 +675,8 @@ def walk(c: Conversation, run: Run) -> None:
     tiers = ["Manager", {"name": "CFO", "when": {">": [{"var": "amount"}, 10000]}}]
     tiered = {"name": "Tiered purchase", "input_schema": schema, "steps": tiers}
     post("tiered workflow", "/workflows", tiered, "ada")
-    post(
-        "tiered refused",
-        "/runs",
-        run_of("tiered workflow", "PO-3001", input={"amount": -1}),
-        "rita",
-        400,
-    )
+    refused = run_of("tiered workflow", "PO-3001", input={"amount": -1})
+    post("tiered refused", "/runs", refused, "rita", 400)
     start("tiered run", "tiered workflow", "PO-3002: toner", "rita", input={"amount": 500})
     decide("tiered approve", "tiered run", "approve", "maria")
 
@@ -710,33 +690,22 @@ def walk(c: Conversation, run: Run) -> None:
     expenses = {"name": "Expenses", "steps": [{"name": "Manager", "approvers": ["user:maria"]}]}
     post("away workflow", "/workflows", expenses, "ada")
     start("away run", "away workflow", "EXP-12: taxi", "rita")
-    post(
-        "delegation", "/delegations", {"delegate": "dave", "reason": "On leave", **window}, "maria"
-    )
+    leave = {"delegate": "dave", "reason": "On leave", **window}
+    post("delegation", "/delegations", leave, "maria")
     post("away return", at("away run", "/return"), {"comment": "Attach the receipt"}, "dave", 200)
     post("away resubmit", at("away run", "/resubmit"), {"comment": "Receipt attached"}, "rita", 200)
     post("away approve", at("away run", "/approve"), {}, "dave", 200)
-    revoked = id_of("delegation")
-    c.ask(
-        "delegation revoked",
-        "DELETE",
-        lambda s: f"/delegations/{revoked(s)}",
-        who="maria",
-        expect=200,
-    )
+
+    def revoked(side: Side) -> str:
+        return f"/delegations/{id_of('delegation')(side)}"
+
+    c.ask("delegation revoked", "DELETE", revoked, who="maria", expect=200)
     get("away audit", at("away run", "/audit"), "rita")
 
     # The approver rules.
-    finance = {
-        "name": "Finance",
-        "approvers": ["group:finance", "user:cfo"],
-        "required_approvals": 2,
-    }
-    big = {
-        "name": "Purchase over 10k",
-        "steps": ["Manager", finance],
-        "reject_requires_comment": True,
-    }
+    finance = {"name": "Finance", "approvers": ["group:finance", "user:cfo"]}
+    steps = ["Manager", {**finance, "required_approvals": 2}]
+    big = {"name": "Purchase over 10k", "steps": steps, "reject_requires_comment": True}
     post("big workflow", "/workflows", big, "ada")
     start("big run", "big workflow", "PO-2001: servers", "ann", requested_by="ann")
     decide("big approve mo", "big run", "approve", "mo")
@@ -754,14 +723,8 @@ def walk(c: Conversation, run: Run) -> None:
     key = {"Idempotency-Key": "rehearsal-" + secrets.token_hex(8)}
     start("keyed run", "po workflow", "PO-1043: monitors", "rita", headers=key)
     start("keyed run replayed", "po workflow", "PO-1043: monitors", "rita", headers=key)
-    post(
-        "keyed run changed",
-        "/runs",
-        run_of("po workflow", "PO-1043: screens"),
-        "rita",
-        422,
-        headers=key,
-    )
+    screens = run_of("po workflow", "PO-1043: screens")
+    post("keyed run changed", "/runs", screens, "rita", 422, headers=key)
     # A keyed decision whose transaction DynamoDB fails (injected, on the
     # stack's side alone: nothing is written) answers 503 and releases its
     # key, so that its retry with the same key, asked of both sides, decides.
@@ -778,11 +741,8 @@ def walk(c: Conversation, run: Run) -> None:
     # Reading: lists and their pages, an audit, a run's events.
     get("runs page 1", "/runs?limit=2", "ada")
     get("runs page 2", after("runs page 1", "/runs?limit=2"), "ada")
-    get(
-        "completed runs",
-        lambda s: f"/runs?workflow_id={id_of('big workflow')(s)}&status=completed",
-        "ada",
-    )
+    big_workflow = id_of("big workflow")
+    get("completed runs", lambda s: f"/runs?workflow_id={big_workflow(s)}&status=completed", "ada")
     get("workflows page 1", "/workflows?limit=1", "ada")
     get("workflows page 2", after("workflows page 1", "/workflows?limit=2"), "ada")
     get("audit", at("po run", "/audit"), "rita")
