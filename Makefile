@@ -1,10 +1,7 @@
 # The two commands: `make run` serves the API locally, `make test` runs the suite.
 # `make test-fast` is the inner loop; `make lint` is ruff and mypy, and ESLint and
 # TypeScript's checker over the approvers' page (chalicelib/ui/*.js).
-# DynamoDB: `make dynamodb-table`, `make run-dynamodb`, `make package`, `make scan` (docs/deploy.md),
-# `make audit-chain` once on a table with history from before the audit chain, and
-# `make inbox-backfill` once on one with runs in progress from before the inbox (docs/storage.md);
-# `make list-indexes` on a table from before the sharded run lists (docs/deploy.md).
+# DynamoDB: `make dynamodb-table`, `make run-dynamodb`, `make package`, `make scan` (docs/deploy.md).
 # `make rehearse` runs the packaged stack as deployed, offline (docs/rehearsal.md).
 # `make bench` runs the benchmarks (bench/) and writes their figures into BENCHMARKS.md.
 # `make screenshots` writes the approvers' page's screenshots into docs/screenshots/.
@@ -31,8 +28,7 @@ PYTEST_WORKERS ?= auto
 XDIST := -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 .PHONY: run test test-fast lint format bench bench-instructions profile venv clean clean-data token \
-	dynamodb-table run-dynamodb package scan rehearse audit-chain inbox-backfill list-indexes \
-	browser screenshots
+	dynamodb-table run-dynamodb package scan rehearse browser screenshots
 
 # Serving needs only Chalice and boto3; `make run-dynamodb` adds moto's DynamoDB
 # server, and the test and benchmark tools come on top of both.
@@ -127,20 +123,6 @@ token: $(VENV)/.serve
 dynamodb-table: $(VENV)/.serve
 	WORKFLOW_TABLE=$(WORKFLOW_TABLE) $(BIN)/python scripts/create_table.py
 
-# Chains the history WORKFLOW_TABLE recorded before the audit chain existed,
-# once (docs/audit.md); safe to repeat, and beside live traffic.
-audit-chain: $(VENV)/.serve
-	WORKFLOW_TABLE=$(WORKFLOW_TABLE) $(BIN)/python scripts/backfill_audit_chain.py
-
-inbox-backfill: $(VENV)/.serve
-	WORKFLOW_TABLE=$(WORKFLOW_TABLE) $(BIN)/python scripts/backfill_inbox.py
-
-# Moves WORKFLOW_TABLE onto the sharded run lists (docs/deploy.md); safe to repeat.
-# LIST_INDEX_FLAGS=--drop-legacy deletes the old run indexes once nothing reads them.
-LIST_INDEX_FLAGS ?=
-list-indexes: $(VENV)/.serve
-	WORKFLOW_TABLE=$(WORKFLOW_TABLE) $(BIN)/python scripts/migrate_list_indexes.py $(LIST_INDEX_FLAGS)
-
 # The API on a throwaway moto DynamoDB (port MOTO_PORT); no AWS account needed.
 # Both ports are checked before moto starts. moto refuses writes once it has
 # used MOTO_MAX_MB of memory (docs/deploy.md).
@@ -151,10 +133,8 @@ run-dynamodb: $(VENV)/.moto
 		bash scripts/run_dynamodb.sh
 
 # dist/sam.json and dist/deployment.zip for CloudFormation, table included; offline.
-# INDEX_STEP=1..7: a stack from before the sharded run lists, one step of its move (docs/deploy.md).
-INDEX_STEP ?=
 package: $(VENV)/.serve
-	$(BIN)/python scripts/package.py --stage prod --out dist $(if $(INDEX_STEP),--index-step $(INDEX_STEP))
+	$(BIN)/python scripts/package.py --stage prod --out dist
 
 $(SCAN_VENV)/.created: requirements-scan.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed"'

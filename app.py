@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from chalicelib.storage import Backend
 
 app = Chalice(app_name="approval-workflows")
-# Stand-ins that `chalice package` needs; scripts/package.py replaces both with
+# Stand-ins that `chalice package` needs; deploy/stack.yaml replaces both with
 # the stack's own table stream and queue.
 RELAYED_STREAM = "arn:aws:dynamodb:us-east-1:000000000000:table/approval-workflows/stream/packaged"
 WEBHOOK_QUEUE = "arn:aws:sqs:us-east-1:000000000000:approval-workflows-webhooks"
@@ -57,7 +57,9 @@ def get_storage() -> Backend:
     """The process's storage, created on first use so cold starts stay light."""
     global _STORAGE
     if _STORAGE is None:
-        _STORAGE = engine.open_storage()
+        from chalicelib.storage import create_storage
+
+        _STORAGE = create_storage()
     return _STORAGE
 
 
@@ -328,7 +330,7 @@ def revoke_delegation(delegation_id: str) -> Delegation:
     return delegations.revoke(get_storage(), did, actor, identity.is_admin(caller))
 
 
-# -- events in the cloud (chalicelib/delivery/relay.py; wired by scripts/package.py) ------
+# -- events in the cloud (chalicelib/delivery/relay.py; wired by deploy/stack.yaml) -------
 
 
 @app.on_dynamodb_record(stream_arn=RELAYED_STREAM, batch_size=100, starting_position="TRIM_HORIZON")

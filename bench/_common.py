@@ -205,28 +205,21 @@ def gateway_event(
     path_params: Optional[dict[str, str]] = None,
     body: Optional[Any] = None,
 ) -> dict[str, Any]:
-    """An API Gateway (REST, proxy) event, as Lambda hands it to the handler."""
-    return {
-        "resource": resource,
-        "path": path,
-        "httpMethod": method,
-        "headers": {"Content-Type": "application/json", "Host": "localhost"},
-        "multiValueHeaders": {},
-        "queryStringParameters": None,
-        "multiValueQueryStringParameters": None,
-        "pathParameters": path_params,
-        "stageVariables": None,
-        "isBase64Encoded": False,
-        "body": None if body is None else json.dumps(body),
-        "requestContext": {
-            "resourcePath": resource,
-            "httpMethod": method,
-            "requestId": "c6af9ac6-7b61-11e6-9a41-93e8deadbeef",
-            "path": f"/api{path}",
-            "stage": "api",
-            "identity": {"sourceIp": "127.0.0.1"},
-        },
-    }
+    """An API Gateway (REST, proxy) event on the stage "api", as Lambda hands it
+    to the handler (scripts/gateway_events.py)."""
+    from scripts.gateway_events import proxy_event
+
+    return proxy_event(
+        method,
+        path,
+        {"Content-Type": "application/json", "Host": "localhost"},
+        None if body is None else json.dumps(body).encode(),
+        http_api=False,
+        route=resource,
+        path_parameters=path_params,
+        stage="api",
+        request_id="c6af9ac6-7b61-11e6-9a41-93e8deadbeef",
+    )
 
 
 class FakeLambdaContext:

@@ -97,7 +97,8 @@ def packaged_api_type() -> str:
     (its ApiType parameter): "http" or "rest"."""
     from scripts import package
 
-    default: str = package.parameters()[package.API_TYPE]["Default"]
+    stack = package.read_template(package.STACK_TEMPLATE.read_text(encoding="utf-8"))
+    default: str = stack["Parameters"]["ApiType"]["Default"]
     return default
 
 

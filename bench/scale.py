@@ -8,9 +8,10 @@
   approve history     an approve on a run with 1,000 actions versus 10 (goal:
                       at most 1.5x; the answer holds the whole history)
 
-Both databases are built with bulk SQL in the service's schema (the spec's,
-plus its indexes): a 3-step workflow whose runs are a third completed (three
-actions each), a third at step 2 (one action) and a third at step 1. Measured
+Both databases are built with bulk SQL in the schema the service makes, each
+history chained as the service chains it: a 3-step workflow whose runs are a
+third completed (three actions each), a third at step 2 (one action) and a
+third at step 1. Measured
 requests go through chalice.test.Client to the service, on runs picked at
 random across the whole id range. Each measured approval is undone after it
 (untimed), so the databases keep their size and every approval does the same
@@ -44,36 +45,28 @@ NOW = "2026-01-01T00:00:00.000Z"
 
 def build(path: str, runs: int) -> dict[str, Any]:
     """A database with `runs` runs of a 3-step workflow, plus two long-history runs."""
-    from chalicelib.storage.sqlite import migrations as sqlite_migrations
+    from chalicelib.storage.sqlite.adapter import SQLiteStorage
 
+    # The service's schema, made by the service as it opens the file; the rows in bulk.
+    made = SQLiteStorage(path)
+    made.list_workflows(None, 1)
+    made.close()
     conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.executescript(sqlite_migrations.SCHEMA)
     conn.execute("BEGIN")
     conn.execute("INSERT INTO workflows (id, name, created_at) VALUES (1, 'po', ?)", (NOW,))
     conn.executemany(
         "INSERT INTO workflow_steps (id, workflow_id, name, step_order) VALUES (?, 1, ?, ?)",
         [(i, f"step {i}", i) for i in (1, 2, 3)],
     )
-    runs_rows, actions_rows, at_first_step = [], [], []
+    stored = Rows(conn)
+    at_first_step = []
     for run_id in range(1, runs + 1):
         kind = run_id % 3
         status, step = [("completed", None), ("in_progress", 2), ("in_progress", 1)][kind]
-        runs_rows.append((run_id, f"PO-{run_id}", status, step))
-        for step_id in range({0: 3, 1: 1, 2: 0}[kind]):
-            actions_rows.append((run_id, step_id + 1, f"approver {step_id + 1}"))
+        approvals = [(step_id, f"step {step_id}", f"approver {step_id}") for step_id in (1, 2, 3)]
+        stored.run(run_id, 1, f"PO-{run_id}", status, step, approvals[: {0: 3, 1: 1, 2: 0}[kind]])
         if kind == 2:
             at_first_step.append(run_id)
-    conn.executemany(
-        "INSERT INTO workflow_runs (id, workflow_id, title, status, current_step_id, "
-        "created_at, updated_at) VALUES (?, 1, ?, ?, ?, ?, ?)",
-        [(*row, NOW, NOW) for row in runs_rows],
-    )
-    conn.executemany(
-        "INSERT INTO workflow_actions (run_id, step_id, action, actor, comment, "
-        "created_at) VALUES (?, ?, 'approve', ?, 'ok', ?)",
-        [(*row, NOW) for row in actions_rows],
-    )
     # A workflow long enough for a 1,000-action history, and its two runs.
     steps = HISTORY_BIG + 1
     conn.execute("INSERT INTO workflows (id, name, created_at) VALUES (2, 'long', ?)", (NOW,))
@@ -82,23 +75,76 @@ def build(path: str, runs: int) -> dict[str, Any]:
         [(100 + i, f"step {i}", i) for i in range(1, steps + 1)],
     )
     history_runs = {}
-    for count in (HISTORY_SMALL, HISTORY_BIG):
-        history_run = conn.execute(
-            "INSERT INTO workflow_runs (workflow_id, title, status, current_step_id, created_at, "
-            "updated_at) VALUES (2, 'long', 'in_progress', ?, ?, ?)",
-            (100 + count + 1, NOW, NOW),
-        ).lastrowid
-        assert history_run is not None
-        conn.executemany(
-            "INSERT INTO workflow_actions (run_id, step_id, action, actor, comment, "
-            "created_at) VALUES (?, ?, 'approve', 'approver', 'ok', ?)",
-            [(history_run, 100 + i, NOW) for i in range(1, count + 1)],
-        )
-        history_runs[count] = history_run
+    for number, count in enumerate((HISTORY_SMALL, HISTORY_BIG), start=runs + 1):
+        approvals = [(100 + i, f"step {i}", "approver") for i in range(1, count + 1)]
+        stored.run(number, 2, "long", "in_progress", 100 + count + 1, approvals)
+        history_runs[count] = number
+    stored.write()
     conn.execute("COMMIT")
     conn.execute("ANALYZE")
     conn.close()
     return {"runs": runs, "at_first_step": at_first_step, "history": history_runs}
+
+
+class Rows:
+    """Runs and their approvals as the service stores them: each action
+    chained, the run's head, and the inbox row of a run waiting at a step
+    open to anyone; written in bulk."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.runs: list[tuple[Any, ...]] = []
+        self.actions: list[tuple[Any, ...]] = []
+        self.inbox: list[tuple[Any, ...]] = []
+
+    def run(
+        self,
+        run_id: int,
+        workflow_id: int,
+        title: str,
+        status: str,
+        step_id: int | None,
+        approvals: list[tuple[int, str, str]],
+    ) -> None:
+        """A run, approved by `approvals` (step id, step name, actor) in turn."""
+        import json
+
+        from chalicelib.domain import audit, decision
+        from chalicelib.domain.models import Action, Run, Step
+
+        actions = tuple(
+            Action(len(self.actions) + seq, run_id, step, name, "approve", actor, "ok", NOW)
+            for seq, (step, name, actor) in enumerate(approvals, start=1)
+        )
+        current = Step(step_id, workflow_id, "current", 0) if step_id is not None else None
+        run = Run(run_id, workflow_id, title, status, current, NOW, NOW, actions)
+        genesis, *hashes = audit.recomputed(run)
+        self.actions += [
+            (action.id, run_id, action.step_id, action.actor, hashed)
+            for action, hashed in zip(actions, hashes, strict=True)
+        ]
+        since = NOW if current is not None else None
+        approvers = json.dumps(list(dict.fromkeys(action.actor for action in actions)))
+        head = (hashes or [genesis])[-1]
+        self.runs.append((run_id, workflow_id, title, status, step_id, head, approvers, since))
+        if current is not None:
+            self.inbox += [(key, NOW, run_id) for key in decision.awaited_by(run)]
+
+    def write(self) -> None:
+        self.conn.executemany(
+            "INSERT INTO workflow_runs (id, workflow_id, title, status, current_step_id, "
+            "head_hash, approvers, current_step_since, created_at, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(*row, NOW, NOW) for row in self.runs],
+        )
+        self.conn.executemany(
+            "INSERT INTO workflow_actions (id, run_id, step_id, action, actor, comment, "
+            "hash, created_at) VALUES (?, ?, ?, 'approve', ?, 'ok', ?, ?)",
+            [(*row, NOW) for row in self.actions],
+        )
+        self.conn.executemany(
+            "INSERT INTO run_inbox (principal, since, run_id) VALUES (?, ?, ?)", self.inbox
+        )
 
 
 class Target:
@@ -110,9 +156,7 @@ class Target:
         from chalicelib.storage.sqlite import adapter as service_sqlite
 
         self.service = service
-        from chalicelib import engine
-
-        self.storage = service_sqlite.SQLiteStorage(path, engine.UPGRADES)
+        self.storage = service_sqlite.SQLiteStorage(path)
         self.http = Client(service.app).http
         self.built = built
         self.random = random.Random(seed)

@@ -105,7 +105,7 @@ class Floor:
     """The same reads and writes as the service, with nothing around them."""
 
     def __init__(self, path: str) -> None:
-        # The service's schema, its migrations included, made by the service.
+        # The service's schema, made by the service.
         storage = sqlite.SQLiteStorage(path)
         workflow = stored_workflow(storage, "po", "", [StepRule(name) for name in STEPS], NOW)
         storage.close()

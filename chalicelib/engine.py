@@ -41,15 +41,13 @@ from chalicelib.domain.models import (
     Slice,
     Step,
     StepRule,
-    Upgrades,
     Workflow,
 )
 from chalicelib.domain.record import Record
-from chalicelib.storage import create_storage
 
 if TYPE_CHECKING:
     from chalicelib.domain.decision import Capacity
-    from chalicelib.storage import Backend, Storage
+    from chalicelib.storage import Storage
 
 WORKFLOWS = "workflows"
 # Attempts of one decision that keeps losing its conditional write (see _decide).
@@ -65,29 +63,9 @@ INBOX_READS = 8
 NO_GROUPS: frozenset[str] = frozenset()
 
 
-def _chain(run: Run) -> list[str]:
-    from chalicelib.domain import audit
-
-    return audit.recomputed(run)
-
-
-def _awaited_by(run: Run) -> tuple[str, ...]:
-    from chalicelib.domain import decision
-
-    return decision.awaited_by(run)
-
-
-# What the storage's one-time upgrades of older data need from the rules.
-UPGRADES = Upgrades(chain=_chain, awaited_by=_awaited_by)
-
 if TYPE_CHECKING:
     Clock = Callable[[], str]
     Filter = Mapping[str, Any]
-
-
-def open_storage() -> Backend:
-    """The storage the environment configures, able to upgrade older data."""
-    return create_storage(UPGRADES)
 
 
 def utc_now() -> str:

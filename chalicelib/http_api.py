@@ -1,7 +1,7 @@
 """API Gateway's HTTP API in front of the same app: the function's entry point.
 
 The packaged stack serves the API through an HTTP API by default (ApiType=http,
-scripts/package.py), with one `$default` route to the function and Lambda's
+deploy/stack.yaml), with one `$default` route to the function and Lambda's
 payload format 1.0. That event has the REST API's shape, with one difference
 Chalice cannot route around: it names no route. `resource` and
 `requestContext.resourcePath` are "$default" and `pathParameters` is null,

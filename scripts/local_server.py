@@ -13,7 +13,7 @@ Where it differs, on purpose:
 - A path that matches no route answers 404 {"error": ...} with an X-Request-Id
   and its own access line, where chalice local answers 403 {"message":
   "Missing Authentication Token"}. The shape is that of the packaged API
-  Gateway's own answers (scripts/package.py maps them to {"error": ...}); the
+  Gateway's own answers (deploy/stack.yaml maps them to {"error": ...}); the
   status is the one a missing route should have (API Gateway's own is still 403).
 - One access line per request, the service's JSON line (chalicelib/api/access_log.py):
   http.server's own "127.0.0.1 - - [...] GET ..." line is not written.
@@ -67,6 +67,7 @@ from chalicelib.api import access_log  # noqa: E402
 from chalicelib.api.http import MAX_BODY_BYTES  # noqa: E402
 from chalicelib.delivery import dispatch, webhooks  # noqa: E402
 from chalicelib.domain import errors, events  # noqa: E402
+from chalicelib.storage import create_storage  # noqa: E402
 from scripts import local_http  # noqa: E402
 
 # What an unknown path answers: no echo of the path, which may be long.
@@ -230,7 +231,7 @@ class RequestHandler(chalice.local.ChaliceRequestHandler):
         request_id = self._access_line(404, None)
         headers = {"Content-Type": "application/json", "X-Request-Id": request_id}
         # Deployed, API Gateway's answer carries the stage's allowed origin, so a
-        # page on it can read the 404 (scripts/package.py, GATEWAY_CORS).
+        # page on it can read the 404 (deploy/stack.yaml's gateway responses).
         if isinstance(self._cors, CORSConfig):
             headers["Access-Control-Allow-Origin"] = self._cors.allow_origin
         body = (
@@ -402,7 +403,7 @@ class Background:
         """Created on first use, as the app does: a storage misconfigured now
         answers 503 to requests, and is tried again here."""
         if not self._storage:
-            self._storage.append(engine.open_storage())
+            self._storage.append(create_storage())
         return self._storage[0]
 
     def start(self) -> Background:

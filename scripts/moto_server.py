@@ -41,10 +41,15 @@ from typing import Any
 
 class Fault:
     """Answer `remaining` requests of one operation with an error; with `share`
-    below 1, only that share of them, picked by a seeded random generator."""
+    below 1, only that share of them, picked by a seeded random generator. The
+    body may be a function of the request's (a dict, empty if it is not JSON)."""
 
     def __init__(
-        self, status: int, body: dict[str, Any], remaining: int = 10**6, share: float = 1.0
+        self,
+        status: int,
+        body: dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]],
+        remaining: int = 10**6,
+        share: float = 1.0,
     ) -> None:
         self.status = status
         self.body = body
@@ -258,9 +263,18 @@ class MotoServer:
         if fault is None or not fault.strikes():
             answer: Iterable[bytes] = self._moto(environ, start_response)
             return answer
-        environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
-        start_response(f"{fault.status} Fault", [("Content-Type", "application/x-amz-json-1.0")])
-        return [json.dumps(fault.body).encode()]
+        raw = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+        body = fault.body
+        if callable(body):
+            try:
+                request = json.loads(raw or b"{}")
+            except ValueError:
+                request = {}
+            body = body(request if isinstance(request, dict) else {})
+        # In the JSON protocol version the request was sent in.
+        kind = environ.get("CONTENT_TYPE") or "application/x-amz-json-1.0"
+        start_response(f"{fault.status} Fault", [("Content-Type", kind)])
+        return [json.dumps(body).encode()]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

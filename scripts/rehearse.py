@@ -27,20 +27,13 @@ from pathlib import Path
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT_DIR))
 
+from scripts.expand_template import expand  # noqa: E402
 from scripts.rehearsal import mutations as mutation_check  # noqa: E402
 from scripts.rehearsal.rehearsal import Environment, Run  # noqa: E402
 
 
 def say(line: str) -> None:
     print(line, flush=True)
-
-
-def expand(sam: Path) -> dict[str, object]:
-    """The CloudFormation the SAM template becomes on deploy (scripts/expand_template.py)."""
-    from scripts.expand_template import expand as translate
-
-    expanded: dict[str, object] = translate(json.loads(sam.read_text()))
-    return expanded
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -65,7 +58,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     started = time.monotonic()
-    body = expand(args.dist / "sam.json")
+    # The CloudFormation the SAM template becomes on deploy.
+    body = expand(json.loads((args.dist / "sam.json").read_text()))
     code = (args.dist / "deployment.zip").read_bytes()
     with tempfile.TemporaryDirectory(prefix="rehearsal-") as work:
         env = Environment(PROJECT_DIR, code, args.runtime.resolve(), Path(work), args.api_type)

@@ -5,10 +5,10 @@ the delegations, each 360 px wide (a phone) and 1280 px wide, on sample data.
 
 `make screenshots` runs it. The app is served in this process from a fresh
 SQLite file (WORKFLOW_AUTH=none), filled through the API as people would, and
-photographed by Debian's headless Chromium (scripts/browser.py). Steps get
-approvers and a quorum where the API has them, runs an input (what is being
-approved, under the workflow's input schema) and the CFO's step a condition
-where it has those, and the viewer delegations where the API takes them.
+photographed by Debian's headless Chromium (scripts/browser.py). Steps have
+approvers and a quorum, runs an input (what is being approved, under the
+workflow's input schema), the CFO's step a condition, and the viewer has
+delegations lent and lent to them.
 """
 
 from __future__ import annotations
@@ -48,15 +48,10 @@ def call(base_url: str, method: str, path: str, body: Any = None) -> Any:
 
 def sample_data(base_url: str) -> dict[str, Any]:
     """Two workflows and a few runs at different steps; the run to show."""
-    schemas = call(base_url, "GET", "/openapi.json")["components"]["schemas"]
-    rules = "required_approvals" in schemas["NewStep"]["properties"]
-    content = "input_schema" in schemas["NewWorkflow"]["properties"]
 
     def step(name: str, approvers: list[str], quorum: int = 1, when: Any = None) -> Any:
-        if not rules:
-            return name
         rule = {"name": name, "approvers": approvers, "required_approvals": quorum}
-        return {**rule, "when": when} if when and content else rule
+        return {**rule, "when": when} if when else rule
 
     schema = {
         "type": "object",
@@ -80,7 +75,7 @@ def sample_data(base_url: str) -> dict[str, Any]:
                 step("Finance", ["group:finance"], 2),
                 step("CFO", ["user:cfo"], when={">": [{"var": "amount"}, 10000]}),
             ],
-            **({"input_schema": schema} if content else {}),
+            "input_schema": schema,
         },
     )
     contract = call(
@@ -97,15 +92,11 @@ def sample_data(base_url: str) -> dict[str, Any]:
         workflow: dict[str, Any], title: str, requester: str, data: dict[str, Any]
     ) -> dict[str, Any]:
         run = {"workflow_id": workflow["id"], "title": title, "requested_by": requester}
-        if content:
-            run["input"] = data
-        started: dict[str, Any] = call(base_url, "POST", "/runs", run)
+        started: dict[str, Any] = call(base_url, "POST", "/runs", {**run, "input": data})
         return started
 
     def approve(run: dict[str, Any], actor: str, comment: str, groups: list[str]) -> None:
-        decision: dict[str, Any] = {"actor": actor, "comment": comment}
-        if rules:
-            decision["groups"] = groups
+        decision = {"actor": actor, "comment": comment, "groups": groups}
         call(base_url, "POST", f"/runs/{run['id']}/approve", decision)
 
     laptops = start(
@@ -115,8 +106,8 @@ def sample_data(base_url: str) -> dict[str, Any]:
         {"amount": 14400, "supplier": "Lisboa Tech, Lda.", "quote": "https://erp.example/q/1042"},
     )
     approve(laptops, "maria", "Within this quarter's budget.", ["managers"])
-    if rules:  # one of the two approvals Finance needs
-        approve(laptops, "fiona", "The quote matches the order.", ["finance"])
+    # One of the two approvals Finance needs.
+    approve(laptops, "fiona", "The quote matches the order.", ["finance"])
     desks = start(
         purchase, "PO-1043: standing desks", "ana", {"amount": 2600, "supplier": "Ergo Office"}
     )
@@ -134,10 +125,8 @@ def sample_data(base_url: str) -> dict[str, Any]:
     return laptops
 
 
-def sample_delegations(base_url: str) -> bool:
-    """Rights the viewer lent and was lent, where the API has delegations."""
-    if "/delegations" not in call(base_url, "GET", "/openapi.json")["paths"]:
-        return False
+def sample_delegations(base_url: str) -> None:
+    """Rights the viewer lent and was lent."""
     now = datetime.now(UTC).replace(second=0, microsecond=0)
 
     def lend(delegator: str, delegate: str, starts: int, days: int, reason: str) -> None:
@@ -151,7 +140,6 @@ def sample_delegations(base_url: str) -> bool:
 
     lend(VIEWER[0], "fiona", 14, 10, "Holiday in the Algarve")
     lend("cfo", VIEWER[0], 0, 3, "At the board meeting in Porto")
-    return True
 
 
 def main(argv: list[str]) -> int:
@@ -165,9 +153,12 @@ def main(argv: list[str]) -> int:
         app_module.use_storage(SQLiteStorage(os.path.join(data, "workflows.sqlite3")))
         with local_server.serving(app_module.app, Config.create()) as base_url:
             run = sample_data(base_url)
-            views = [("inbox", "#/inbox", None), ("run", f"#/runs/{run['id']}", run["title"])]
-            if sample_delegations(base_url):
-                views.append(("delegations", "#/delegations", "Delegations"))
+            sample_delegations(base_url)
+            views = [
+                ("inbox", "#/inbox", None),
+                ("run", f"#/runs/{run['id']}", run["title"]),
+                ("delegations", "#/delegations", "Delegations"),
+            ]
             with sync_playwright() as playwright:
                 chromium = browser.launch(playwright)
                 for width in WIDTHS:

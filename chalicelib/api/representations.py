@@ -73,7 +73,7 @@ def listed_text(run: Run) -> str:
         f'"current_step_id":{"null" if current is None else current.id},'
         f'"current_step":{"null" if current is None else step_text(current)},'
         f'"current_step_approved_by":{_strings(run.current_step_approved_by)},'
-        f'"current_step_on_behalf_of":[{",".join(map(_delegator, run.current_step_approved_for))}],'
+        f'"current_step_on_behalf_of":[{",".join(map(_delegator, run.current_step_on_behalf_of))}],'
         f'"current_step_since":{_optional(run.current_step_since)},'
         f'"current_step_due_at":{_optional(run.current_step_due_at)},'
         f'"current_step_escalated_to":{_strings(run.current_step_escalated_to)},'

@@ -144,8 +144,7 @@ def entry_of(action: Action, seq: int) -> dict[str, Any]:
 
 
 def recomputed(run: Run) -> list[str]:
-    """The genesis and the hash of each of the run's actions, from their values
-    alone (what a migration stores for history recorded before the chain)."""
+    """The genesis and the hash of each of the run's actions, from their values alone."""
     hashes = [genesis_hash(genesis_of(run))]
     for seq, action in enumerate(run.actions, start=1):
         hashes.append(entry_hash(hashes[-1], entry_of(action, seq)))
@@ -153,11 +152,11 @@ def recomputed(run: Run) -> list[str]:
 
 
 def head_of(run: Run) -> str:
-    """The head a run's next action chains to: its stored head, or, for a run
-    read without one (DynamoDB history from before the chain, until
-    scripts/backfill_audit_chain.py stores it), its recomputed head, the one
-    the backfill will store."""
-    return run.head_hash if run.head_hash is not None else recomputed(run)[-1]
+    """The head a run's next action chains to: the one stored with it. A run
+    stored without one (the service always stores one: only a hand edit
+    removes it) chains to the empty text, so that its audit shows the break
+    at that action; a head is never computed from the history on a write."""
+    return run.head_hash or ""
 
 
 def chained(action: Action, seq: int, head: str) -> Action:
@@ -171,9 +170,7 @@ def next_hash(run: Run, decision: Decision) -> str:
     """The hash of the action that `decision` appends to `run` as it was read.
 
     Only one write can append to a given head (the adapters' conditional write),
-    so the chain never forks. A run read without a head (DynamoDB history from
-    before the chain, until scripts/backfill_audit_chain.py stores it) chains
-    to its recomputed head, the one the backfill will store."""
+    so the chain never forks; the head is head_of's."""
     step = run.current_step
     assert step is not None, "only a run in progress has a decision to chain"
     entry = {
@@ -186,8 +183,7 @@ def next_hash(run: Run, decision: Decision) -> str:
         "comment": decision.comment,
         "created_at": decision.at,
     }
-    head = run.head_hash if run.head_hash is not None else recomputed(run)[-1]
-    return entry_hash(head, entry)
+    return entry_hash(head_of(run), entry)
 
 
 def tail_holds(run: Run, last: Sequence[Action]) -> bool:

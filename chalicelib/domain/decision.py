@@ -398,16 +398,15 @@ def proven(run: Run, last: Sequence[Action]) -> Run:
     them, or PROVING_TAIL and more where the history was read). Only actions
     whose entries chain to the stored head count (audit.tail_holds): an
     approval written into the state alone, or an action edited, counts for
-    nothing, and a round set by hand is the last action's (every action is
-    recorded in the round the run is in, a resubmit in the one it starts).
-    Where no action is proven (none read, or the tail does not hold), the
-    round is the stored one. History from before the chain (no head yet) is
-    taken as stored."""
+    nothing, and so does every approval of a run whose head was removed; a
+    round set by hand is the last action's (every action is recorded in the
+    round the run is in, a resubmit in the one it starts). Where no action is
+    proven (none read, or the tail does not hold), the round is the stored one."""
     step = run.current_step
     if step is None:
         return run
     countable: Sequence[Action] = ()
-    if run.head_hash is None or audit.tail_holds(run, last):
+    if audit.tail_holds(run, last):
         # The first of `last` proves the others; it counts only as the history's first.
         countable = last if len(last) == run.history_length else last[1:]
     round_ = countable[-1].round if countable else run.round
@@ -486,7 +485,7 @@ def decide(
         raise ValueError(f"unknown action {action!r}")
     if not needs_next_step(run, action):
         approved_by = (*run.current_step_approved_by, actor)
-        approved_for = (*run.current_step_approved_for, on_behalf_of or "")
+        approved_for = (*run.current_step_on_behalf_of, on_behalf_of or "")
         return Decision(
             APPROVE,
             actor,

@@ -14,7 +14,6 @@ dataclasses out of the import path of app.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Generic, Optional, TypeVar
 
 from chalicelib.domain.errors import Conflict, Forbidden, WorkflowError
@@ -142,9 +141,8 @@ class Action(Record):
     actor: str
     comment: str
     created_at: str
-    # Its link in the run's audit chain (chalicelib/domain/audit.py); None only where
-    # the chain does not reach it yet (DynamoDB history from before the chain,
-    # until scripts/backfill_audit_chain.py runs) or someone removed it.
+    # Its link in the run's audit chain (chalicelib/domain/audit.py); None only
+    # before it is chained, or where someone removed it from the store.
     hash: Optional[str] = None
     # Whom the actor decided for, through a delegation (None: for themselves).
     on_behalf_of: Optional[str] = None
@@ -165,7 +163,8 @@ class Run(Record):
     actions: tuple[Action, ...] = ()
     requested_by: Optional[str] = None
     # The last action's hash, or the genesis hash while it has none
-    # (chalicelib/domain/audit.py); None as for Action.hash.
+    # (chalicelib/domain/audit.py); None only before the run is chained, or
+    # where someone removed it from the store.
     head_hash: Optional[str] = None
     # Who approved the current step so far, in order (empty once the run ended).
     current_step_approved_by: tuple[str, ...] = ()
@@ -212,13 +211,6 @@ class Run(Record):
         return len(self.actions) if self.action_count is None else self.action_count
 
     @property
-    def current_step_approved_for(self) -> tuple[str, ...]:
-        """current_step_on_behalf_of, one entry per approval (runs stored before
-        delegations have none)."""
-        given, count = self.current_step_on_behalf_of, len(self.current_step_approved_by)
-        return (*given, *([""] * (count - len(given))))[:count]
-
-    @property
     def current_step_escalated_to(self) -> tuple[str, ...]:
         """Who may decide the current step besides its approvers: its escalate_to
         principals, once its deadline passed with on_deadline escalate."""
@@ -241,17 +233,6 @@ class RunAudit(Record):
     state_mismatches: tuple[str, ...] = ()
     # The run's input as stored, which the genesis's input_digest is of.
     input: dict[str, Any] = {}  # noqa: RUF012 (records are immutable)
-
-
-class Upgrades(Record):
-    """What the one-time upgrades of data stored before a feature need from the
-    rules, handed in by whoever opens the storage (engine.open_storage): the
-    storage stores what they compute and computes nothing itself."""
-
-    # The genesis and each action's hash of a run's history (audit.recomputed).
-    chain: Callable[[Run], list[str]]
-    # Whose inboxes hold a waiting run (decision.awaited_by).
-    awaited_by: Callable[[Run], tuple[str, ...]]
 
 
 class Decision(Record):

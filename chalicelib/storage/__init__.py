@@ -7,10 +7,9 @@ protocols.py: it writes atomically what the rules computed, and reads it back.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from chalicelib.domain.models import Upgrades
     from chalicelib.storage.protocols import Backend as Backend
     from chalicelib.storage.protocols import Outbox as Outbox
     from chalicelib.storage.protocols import Storage as Storage
@@ -28,15 +27,14 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def create_storage(upgrades: Optional[Upgrades] = None) -> Backend:
-    """The backend that the environment names (WORKFLOW_STORAGE, default sqlite),
-    upgrading a SQLite file from before a feature with `upgrades`."""
+def create_storage() -> Backend:
+    """The backend that the environment names (WORKFLOW_STORAGE, default sqlite)."""
     kind = os.environ.get("WORKFLOW_STORAGE", "sqlite").strip().lower()
     if kind == "sqlite":
         from chalicelib.storage.sqlite.adapter import SQLiteStorage
 
         path = os.environ.get("WORKFLOW_SQLITE_PATH") or default_sqlite_path()
-        return SQLiteStorage(path, upgrades)
+        return SQLiteStorage(path)
     if kind == "dynamodb":
         from chalicelib.storage.dynamodb import client
         from chalicelib.storage.dynamodb.adapter import DynamoDBStorage

@@ -1,18 +1,14 @@
-"""moto on 127.0.0.1, enforcing IAM on the resources each request touches.
+"""moto on 127.0.0.1 (scripts/moto_server.py), enforcing IAM on the resources
+each request touches, with every decision recorded, allowed or denied, with
+the principal that asked.
 
-moto 5 checks an authenticated request's action against the caller's policies
-but, for DynamoDB, DynamoDB Streams, SSM, EventBridge and CloudWatch Logs,
-against the resource "*": a statement that names a table, a parameter or a bus
-then matches nothing, and every scoped grant would be refused. Real IAM also
-authorises some requests as other actions than their name: a
-TransactWriteItems as each item's PutItem, UpdateItem, DeleteItem or
-ConditionCheckItem on its table; a BatchGetItem per table; SQS's batch calls
-as the single ones. This module gives moto what IAM evaluates, for the calls
-the stack makes, and records every decision, allowed or denied, with the
-principal that asked.
-
-moto's CloudFormation also differs from CloudFormation where the template
-relies on it; each fix below says where.
+moto 5 evaluates the actions of DynamoDB, DynamoDB Streams, SSM, EventBridge
+and CloudWatch Logs against the resource "*", where a statement that names a
+table matches nothing, and IAM authorises some requests as other actions
+than their name (a transaction's items, a batch's entries): the checks below
+give moto what IAM evaluates, for the calls the stack makes. The fixes of
+moto's CloudFormation where the template relies on it say each where.
+docs/rehearsal.md ("What moto does not evaluate") has the whole list.
 
 The server starts open (moto's default: every request allowed, as the account
 that deploys), and `enforce()` turns IAM on, for every request from then on
@@ -28,9 +24,11 @@ import json
 import threading
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Optional
+
+from scripts.moto_server import MotoServer
 
 
 def client(endpoint: str, service: str, region: str = "us-east-1", **keys: str) -> Any:
@@ -92,30 +90,20 @@ class Decision:
         return self.principal.split(":assumed-role/", 1)[1].split("/", 1)[0]
 
 
-class Fault:
-    """The next `count` requests of one operation get `answer(request body)`
-    (status, JSON body) instead of moto's."""
-
-    def __init__(self, answer: Callable[[dict[str, Any]], tuple[int, Any]], count: int) -> None:
-        self.answer = answer
-        self.remaining = count
-
-
-def entries_failed(request: dict[str, Any]) -> tuple[int, Any]:
-    """PutEvents accepting none of its entries, as EventBridge answers when it
-    throttles or fails them (200, each entry with an ErrorCode): not retried
-    by botocore, so the relay sees it at once."""
+def entries_failed(request: dict[str, Any]) -> dict[str, Any]:
+    """PutEvents accepting none of its entries, as EventBridge answers (200)
+    when it throttles or fails them: not retried by botocore, so the relay
+    sees it at once."""
     entries = request.get("Entries", [])
     failed = {"ErrorCode": "InternalFailure", "ErrorMessage": "injected by the rehearsal"}
-    return 200, {"FailedEntryCount": len(entries), "Entries": [failed for _ in entries]}
+    return {"FailedEntryCount": len(entries), "Entries": [failed for _ in entries]}
 
 
-def server_error(request: dict[str, Any]) -> tuple[int, Any]:
-    """DynamoDB's answer when it fails inside: 500, which botocore retries."""
-    return 500, {
-        "__type": "com.amazonaws.dynamodb.v20120810#InternalServerError",
-        "message": "injected by the rehearsal",
-    }
+# DynamoDB's answer (500) when it fails inside, which botocore retries.
+SERVER_ERROR = {
+    "__type": "com.amazonaws.dynamodb.v20120810#InternalServerError",
+    "message": "injected by the rehearsal",
+}
 
 
 def _body(handler: Any) -> dict[str, Any]:
@@ -214,33 +202,22 @@ def sqs_checks(handler: Any, action: str, resource: str) -> Checks:
     return [(SQS_BATCH_ACTIONS.get(action, action), resource)]
 
 
-class Cloud:
-    """moto on 127.0.0.1 (a free port), one request at a time, IAM as above."""
+class Cloud(MotoServer):
+    """moto on 127.0.0.1 (a free port), one request at a time, with faults
+    (scripts/moto_server.py), and IAM as above."""
 
     def __init__(self) -> None:
         import logging
 
-        from werkzeug.serving import make_server
-
         # One line per request on standard error would drown the rehearsal's report.
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
-
         _fix_moto()
-        from moto.server import (  # type: ignore[attr-defined]
-            DomainDispatcherApplication,
-            create_backend_app,
-        )
-
+        super().__init__()
         self.decisions: list[Decision] = []
         # The keys of an administrator of the account, for the rehearsal's own
         # reads once IAM is enforced (created by `create_deployer`).
         self.deployer: dict[str, str] = {}
-        self.faults: dict[str, Fault] = {}
         self._lock = threading.Lock()
-        self._moto = DomainDispatcherApplication(create_backend_app)
-        self._server = make_server("127.0.0.1", 0, self._app, threaded=False)
-        self.endpoint = f"http://127.0.0.1:{self._server.server_port}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         _CLOUDS.append(self)
 
     def __enter__(self) -> Cloud:
@@ -248,12 +225,11 @@ class Cloud:
 
         # moto's state is the process's: this account starts empty.
         _internal.models.moto_api_backend.reset()
-        self._thread.start()
+        super().__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        super().__exit__(*exc)
         _CLOUDS.remove(self)
         if not _CLOUDS:
             _unfix_moto()
@@ -309,9 +285,6 @@ class Cloud:
         with urllib.request.urlopen(request, timeout=10) as answer:
             answer.read()
 
-    def inject(self, operation: str, fault: Fault) -> None:
-        self.faults[operation] = fault
-
     def denials(self, since: int = 0) -> list[Decision]:
         with self._lock:
             return [d for d in self.decisions[since:] if not d.allowed]
@@ -319,22 +292,6 @@ class Cloud:
     def record(self, decision: Decision) -> None:
         with self._lock:
             self.decisions.append(decision)
-
-    def _app(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        operation = environ.get("HTTP_X_AMZ_TARGET", "").rpartition(".")[2]
-        fault = self.faults.get(operation)
-        if fault is None or fault.remaining <= 0:
-            answer: Iterable[bytes] = self._moto(environ, start_response)
-            return answer
-        fault.remaining -= 1
-        raw = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
-        try:
-            request = json.loads(raw or b"{}")
-        except ValueError:
-            request = {}
-        status, body = fault.answer(request)
-        start_response(f"{status} Fault", [("Content-Type", "application/x-amz-json-1.1")])
-        return [json.dumps(body).encode()]
 
 
 # The server whose decisions a request is recorded in (one at a time).

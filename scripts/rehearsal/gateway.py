@@ -1,19 +1,12 @@
 """API Gateway, played from the template: its REST API's definition, stage and
 responses (Gateway), or its HTTP API's routes, integration and stage (HttpGateway).
 
-A request to https://<api>.execute-api.<region>.amazonaws.com/<stage>/<path>
-is matched against the definition's paths and methods as API Gateway does
-(literal segments before {parameters}); an aws_proxy integration gets the
-REST proxy event (payload 1.0) API Gateway builds, and its answer back as
-the client would; a mock integration (the CORS preflight) answers with its
-integration response's static headers; a path or method the definition does
-not have, or a function that fails, gets the template's gateway responses.
-The function is invoked only if the template lets API Gateway invoke it
-(an AWS::Lambda::Permission whose SourceArn matches the method's ARN).
-
-Not played: throttling, payload and header limits, the 29 s integration
-timeout, API Gateway's access log, and its own header handling beyond the
-headers below (docs/rehearsal.md).
+Each request is routed as API Gateway routes it and handed to the function
+as its proxy event (scripts/gateway_events.py), if a Permission of the
+template lets API Gateway invoke it; what the function answers goes back
+as API Gateway sends it, and what API Gateway answers itself is in its own
+words. docs/rehearsal.md (step 5) says what each API does here, and what is
+not played (throttling, limits, timeouts, the access log).
 """
 
 from __future__ import annotations
@@ -23,12 +16,13 @@ import fnmatch
 import json
 import re
 import secrets
-import time
 import urllib.parse
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
+
+from scripts.gateway_events import forwarded, proxy_event
 
 ANY_METHOD = "x-amazon-apigateway-any-method"
 Invoke = Callable[[dict[str, Any]], tuple[Any, Optional[dict[str, Any]]]]
@@ -61,26 +55,6 @@ def _route(path: str, methods: Mapping[str, dict[str, Any]]) -> Route:
     return Route(path, re.compile("^" + (regex or "/") + "/?$"), methods, literal)
 
 
-def forwarded(host: str, now: float, headers: Mapping[str, str]) -> dict[str, str]:
-    """The headers API Gateway adds in front of the client's (which win)."""
-    return {
-        "Host": host,
-        "X-Forwarded-For": "127.0.0.1",
-        "X-Forwarded-Port": "443",
-        "X-Forwarded-Proto": "https",
-        "X-Amzn-Trace-Id": f"Root=1-{int(now):08x}-{secrets.token_hex(12)}",
-        **headers,
-    }
-
-
-def query_values(query: str) -> dict[str, list[str]]:
-    """Each name of a query string with its values, in order."""
-    multi_query: dict[str, list[str]] = {}
-    for name, value in urllib.parse.parse_qsl(query, keep_blank_values=True):
-        multi_query.setdefault(name, []).append(value)
-    return multi_query
-
-
 def invokes(permissions: Sequence[Mapping[str, Any]], function_arn: str, source: str) -> bool:
     """Whether one of the template's Permissions lets API Gateway invoke the
     function for a request from `source` (an execute-api ARN)."""
@@ -93,7 +67,55 @@ def invokes(permissions: Sequence[Mapping[str, Any]], function_arn: str, source:
     )
 
 
-class Gateway:
+class _Api:
+    """What API Gateway's two APIs do alike: an API of the template in front
+    of one function, which it invokes where a Permission lets it."""
+
+    def __init__(
+        self,
+        api_id: str,
+        stage: str,
+        region: str,
+        account: str,
+        invoke: Invoke,
+        function_arn: str,
+        permissions: Sequence[Mapping[str, Any]],
+    ) -> None:
+        self.stage = stage
+        self.api_id = api_id
+        self.region = region
+        self.account = account
+        self.host = f"{api_id}.execute-api.{region}.amazonaws.com"
+        self._invoke = invoke
+        self._function_arn = function_arn
+        self._permissions = permissions
+        self.invocations = 0
+
+    @property
+    def base(self) -> str:
+        """What precedes the app's routes in the URL: the stage (none for `$default`)."""
+        return "" if self.stage == "$default" else f"/{self.stage}"
+
+    @property
+    def base_url(self) -> str:
+        return f"https://{self.host}{self.base}"
+
+    def _proxied(self, event: dict[str, Any]) -> Optional[Answer]:
+        """The function's answer to `event` as the client gets it; None if it failed."""
+        self.invocations += 1
+        result, error = self._invoke(event)
+        if error is not None or not isinstance(result, dict) or "statusCode" not in result:
+            return None
+        headers = {k.lower(): str(v) for k, v in (result.get("headers") or {}).items()}
+        for name, values in (result.get("multiValueHeaders") or {}).items():
+            headers[name.lower()] = ",".join(str(v) for v in values)
+        body = result.get("body") or ""
+        raw = base64.b64decode(body) if result.get("isBase64Encoded") else body.encode("utf-8")
+        headers.setdefault("content-type", "application/json")
+        return Answer(int(result["statusCode"]), headers, raw)
+
+
+class Gateway(_Api):
     def __init__(
         self,
         definition: Mapping[str, Any],
@@ -106,14 +128,7 @@ class Gateway:
         permissions: Sequence[Mapping[str, Any]],
         endpoint_types: Sequence[str],
     ) -> None:
-        self.stage = stage
-        self.api_id = api_id
-        self.region = region
-        self.account = account
-        self.host = f"{api_id}.execute-api.{region}.amazonaws.com"
-        self._invoke = invoke
-        self._function_arn = function_arn
-        self._permissions = permissions
+        super().__init__(api_id, stage, region, account, invoke, function_arn, permissions)
         self._edge = "EDGE" in endpoint_types
         self._responses: Mapping[str, Any] = definition.get(
             "x-amazon-apigateway-gateway-responses", {}
@@ -123,21 +138,11 @@ class Gateway:
             (_route(path, methods) for path, methods in definition["paths"].items()),
             key=lambda route: -route.literal_segments,
         )
-        self.invocations = 0
 
     def _own(self, answer: Answer) -> Answer:
         """API Gateway's request id, on every answer it sends."""
         answer.headers["x-amzn-requestid"] = str(uuid.uuid4())
         return answer
-
-    @property
-    def base(self) -> str:
-        """What precedes the app's routes in the URL: the stage."""
-        return f"/{self.stage}"
-
-    @property
-    def base_url(self) -> str:
-        return f"https://{self.host}/{self.stage}"
 
     def request(
         self,
@@ -179,59 +184,23 @@ class Gateway:
         headers: Mapping[str, str],
         body: Optional[bytes],
     ) -> dict[str, Any]:
-        now = time.time()
-        request_id = str(uuid.uuid4())
         edge = {"Via": "2.0 rehearsal.cloudfront.net (CloudFront)"} if self._edge else {}
-        sent = forwarded(self.host, now, {**edge, **headers})
-        multi_query = query_values(query)
+        sent = forwarded(self.host, {**edge, **headers})
         content_type = next((v for k, v in sent.items() if k.lower() == "content-type"), "")
-        binary = body is not None and self._is_binary(content_type)
-        return {
-            "resource": route.path,
-            "path": path,
-            "httpMethod": method,
-            "headers": dict(sent),
-            "multiValueHeaders": {name: [value] for name, value in sent.items()},
-            # The last value of a repeated parameter, as API Gateway's single-value map holds.
-            "queryStringParameters": {k: v[-1] for k, v in multi_query.items()} or None,
-            "multiValueQueryStringParameters": multi_query or None,
-            "pathParameters": {k: urllib.parse.unquote(v) for k, v in parameters.items()} or None,
-            "stageVariables": None,
-            "requestContext": {
-                "resourceId": secrets.token_hex(3),
-                "resourcePath": route.path,
-                "httpMethod": method,
-                "extendedRequestId": secrets.token_urlsafe(12),
-                "requestTime": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
-                "path": f"/{self.stage}{path}",
-                "accountId": self.account,
-                "protocol": "HTTP/1.1",
-                "stage": self.stage,
-                "domainPrefix": self.api_id,
-                "requestTimeEpoch": int(now * 1000),
-                "requestId": request_id,
-                "identity": {
-                    "cognitoIdentityPoolId": None,
-                    "accountId": None,
-                    "cognitoIdentityId": None,
-                    "caller": None,
-                    "sourceIp": "127.0.0.1",
-                    "principalOrgId": None,
-                    "accessKey": None,
-                    "cognitoAuthenticationType": None,
-                    "cognitoAuthenticationProvider": None,
-                    "userArn": None,
-                    "userAgent": sent.get("User-Agent", ""),
-                    "user": None,
-                },
-                "domainName": self.host,
-                "apiId": self.api_id,
-            },
-            "body": None
-            if body is None
-            else (base64.b64encode(body).decode() if binary else body.decode("utf-8")),
-            "isBase64Encoded": binary,
-        }
+        return proxy_event(
+            method,
+            path,
+            sent,
+            body,
+            http_api=False,
+            query=query,
+            route=route.path,
+            path_parameters={k: urllib.parse.unquote(v) for k, v in parameters.items()},
+            stage=self.stage,
+            binary=body is not None and self._is_binary(content_type),
+            api_id=self.api_id,
+            account=self.account,
+        )
 
     def _is_binary(self, content_type: str) -> bool:
         kind = content_type.split(";")[0].strip().lower()
@@ -249,17 +218,10 @@ class Gateway:
         if not self._allowed(event):
             # API Gateway cannot invoke the function: 500, "Internal server error".
             return self._gateway_response("DEFAULT_5XX", 500, "Internal server error")
-        self.invocations += 1
-        result, error = self._invoke(event)
-        if error is not None or not isinstance(result, dict) or "statusCode" not in result:
+        answer = self._proxied(event)
+        if answer is None:
             return self._gateway_response("DEFAULT_5XX", 502, "Internal server error")
-        headers = {k.lower(): str(v) for k, v in (result.get("headers") or {}).items()}
-        for name, values in (result.get("multiValueHeaders") or {}).items():
-            headers[name.lower()] = ",".join(str(v) for v in values)
-        body = result.get("body") or ""
-        raw = base64.b64decode(body) if result.get("isBase64Encoded") else body.encode("utf-8")
-        headers.setdefault("content-type", "application/json")
-        return Answer(int(result["statusCode"]), headers, raw)
+        return answer
 
     def _mock(self, integration: Mapping[str, Any]) -> Answer:
         response = integration["responses"]["default"]
@@ -289,27 +251,12 @@ class Gateway:
         return Answer(int(response.get("statusCode", status)), headers, body.encode())
 
 
-TEXT_TYPES = ("text/", "application/json", "application/xml", "application/javascript")
-
-
-class HttpGateway:
-    """API Gateway's HTTP API, played from the template: its routes (a
-    `$default` route takes what no other does), its Lambda integration's
-    payload format 1.0 event, its stage, and what it answers itself.
-
-    The event is the REST API's shape as an HTTP API fills it (AWS's payload
-    1.0; a captured `$default` event): `version` "1.0", `resource` and
-    `requestContext.resourcePath` the route key, `pathParameters` null, the
-    path as requested, a named stage's prefix included. An HTTP API has no
-    gateway responses and no mock integrations: what it answers itself is
-    `{"message": ...}` in its own words, with its `apigw-requestid`, and
-    without the allowed origin, since no CORS configuration is given (the
-    function answers preflights). The function is invoked only if a
-    Lambda::Permission of the template lets API Gateway invoke it.
-
-    Not played: throttling, payload limits, the integration's timeout, the
-    access log (docs/rehearsal.md).
-    """
+class HttpGateway(_Api):
+    """API Gateway's HTTP API: its routes (a `$default` route takes what no
+    other does), its Lambda integration's payload format 1.0 event, its stage,
+    and what it answers itself: `{"message": ...}` in its own words, with its
+    `apigw-requestid`, and without the allowed origin (the function answers
+    preflights, as no CORS configuration is given)."""
 
     def __init__(
         self,
@@ -323,26 +270,9 @@ class HttpGateway:
         function_arn: str,
         permissions: Sequence[Mapping[str, Any]],
     ) -> None:
-        self.stage = stage
-        self.api_id = api_id
-        self.region = region
-        self.account = account
-        self.host = f"{api_id}.execute-api.{region}.amazonaws.com"
+        super().__init__(api_id, stage, region, account, invoke, function_arn, permissions)
         self._routes = {route["RouteKey"]: route for route in routes}
         self._integrations = integrations
-        self._invoke = invoke
-        self._function_arn = function_arn
-        self._permissions = permissions
-        self.invocations = 0
-
-    @property
-    def base(self) -> str:
-        """What precedes the app's routes in the URL: nothing on `$default`."""
-        return "" if self.stage == "$default" else f"/{self.stage}"
-
-    @property
-    def base_url(self) -> str:
-        return f"https://{self.host}{self.base}"
 
     def _own(self, answer: Answer) -> Answer:
         answer.headers["apigw-requestid"] = secrets.token_urlsafe(12)
@@ -369,17 +299,8 @@ class HttpGateway:
         event = self._event(method, route["RouteKey"], route_path, query, headers, body)
         if not self._allowed(method, route_path):
             return self._own(self._message(500, "Internal Server Error"))
-        self.invocations += 1
-        result, error = self._invoke(event)
-        if error is not None or not isinstance(result, dict) or "statusCode" not in result:
-            return self._own(self._message(500, "Internal Server Error"))
-        answer_headers = {k.lower(): str(v) for k, v in (result.get("headers") or {}).items()}
-        for name, values in (result.get("multiValueHeaders") or {}).items():
-            answer_headers[name.lower()] = ",".join(str(v) for v in values)
-        raw_body = result.get("body") or ""
-        raw = base64.b64decode(raw_body) if result.get("isBase64Encoded") else raw_body.encode()
-        answer_headers.setdefault("content-type", "application/json")
-        return self._own(Answer(int(result["statusCode"]), answer_headers, raw))
+        answer = self._proxied(event)
+        return self._own(answer or self._message(500, "Internal Server Error"))
 
     def _event(
         self,
@@ -390,60 +311,19 @@ class HttpGateway:
         headers: Mapping[str, str],
         body: Optional[bytes],
     ) -> dict[str, Any]:
-        now = time.time()
-        request_id = secrets.token_urlsafe(12)
-        sent = forwarded(self.host, now, headers)
-        multi_query = query_values(query)
-        content_type = next((v for k, v in sent.items() if k.lower() == "content-type"), "")
-        text = not content_type or content_type.lower().startswith(TEXT_TYPES)
-        full_path = f"{self.base}{path}"
-        return {
-            "version": "1.0",
-            "resource": route_key,
-            "path": full_path,
-            "httpMethod": method,
-            "headers": dict(sent),
-            "multiValueHeaders": {name: [value] for name, value in sent.items()},
-            "queryStringParameters": {k: v[-1] for k, v in multi_query.items()} or None,
-            "multiValueQueryStringParameters": multi_query or None,
-            "requestContext": {
-                "accountId": self.account,
-                "apiId": self.api_id,
-                "domainName": self.host,
-                "domainPrefix": self.api_id,
-                "extendedRequestId": request_id,
-                "httpMethod": method,
-                "identity": {
-                    "accessKey": None,
-                    "accountId": None,
-                    "caller": None,
-                    "cognitoAmr": None,
-                    "cognitoAuthenticationProvider": None,
-                    "cognitoAuthenticationType": None,
-                    "cognitoIdentityId": None,
-                    "cognitoIdentityPoolId": None,
-                    "principalOrgId": None,
-                    "sourceIp": "127.0.0.1",
-                    "user": None,
-                    "userAgent": sent.get("User-Agent", ""),
-                    "userArn": None,
-                },
-                "path": full_path,
-                "protocol": "HTTP/1.1",
-                "requestId": request_id,
-                "requestTime": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
-                "requestTimeEpoch": int(now * 1000),
-                "resourceId": route_key,
-                "resourcePath": route_key,
-                "stage": self.stage,
-            },
-            "pathParameters": None,
-            "stageVariables": None,
-            "body": None
-            if not body
-            else (body.decode("utf-8") if text else base64.b64encode(body).decode()),
-            "isBase64Encoded": bool(body) and not text,
-        }
+        return proxy_event(
+            method,
+            path,
+            forwarded(self.host, headers),
+            body,
+            http_api=True,
+            query=query,
+            route=route_key,
+            stage=self.stage,
+            api_id=self.api_id,
+            account=self.account,
+            request_id=secrets.token_urlsafe(12),
+        )
 
     def _allowed(self, method: str, path: str) -> bool:
         """A Permission of the template lets API Gateway invoke the function here."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import functools
 import hashlib
 import hmac
 import http.server
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 HOST = "127.0.0.1"
-ISSUER_PATH = "/.well-known/jwks.json"
+ISSUER_PATH = ".well-known/jwks.json"
 KEY_ID = "rehearsal-1"
 
 
@@ -72,7 +73,7 @@ class _Server:
     """An HTTPS server on a free port of 127.0.0.1, in a thread."""
 
     def __init__(
-        self, handler: type[http.server.BaseHTTPRequestHandler], tls: tuple[Path, Path]
+        self, handler: Callable[..., http.server.BaseHTTPRequestHandler], tls: tuple[Path, Path]
     ) -> None:
         self.httpd = http.server.ThreadingHTTPServer((HOST, 0), handler)
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -87,8 +88,15 @@ class _Server:
         self.httpd.server_close()
 
 
+class _Files(http.server.SimpleHTTPRequestHandler):
+    """The files of a folder, served quietly."""
+
+    def log_message(self, *args: Any) -> None:
+        """Quiet."""
+
+
 class Issuer:
-    """An OIDC issuer's key set (RS256), and the tokens it signs."""
+    """An OIDC issuer: its key set (RS256) as a static file, and the tokens it signs."""
 
     def __init__(self, tls: tuple[Path, Path]) -> None:
         from cryptography.hazmat.primitives.asymmetric import rsa
@@ -96,28 +104,13 @@ class Issuer:
 
         self._key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         jwk = json.loads(RSAAlgorithm.to_jwk(self._key.public_key()))
-        body = json.dumps({"keys": [{**jwk, "kid": KEY_ID, "use": "sig", "alg": "RS256"}]}).encode()
-        self.fetched = 0
-        issuer = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                if self.path != ISSUER_PATH:
-                    self.send_error(404)
-                    return
-                issuer.fetched += 1
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                """Quiet."""
-
-        self._server = _Server(Handler, tls)
+        root = tls[0].parent / "issuer"
+        (root / ISSUER_PATH).parent.mkdir(parents=True, exist_ok=True)
+        keys = [{**jwk, "kid": KEY_ID, "use": "sig", "alg": "RS256"}]
+        (root / ISSUER_PATH).write_text(json.dumps({"keys": keys}))
+        self._server = _Server(functools.partial(_Files, directory=str(root)), tls)
         self.url = self._server.url
-        self.jwks_url = self.url + ISSUER_PATH
+        self.jwks_url = self.url + "/" + ISSUER_PATH
 
     def token(self, actor: str, groups: tuple[str, ...] = ()) -> str:
         import jwt

@@ -1,16 +1,8 @@
-"""The mutation check: the rehearsal must fail when any one granted action is gone.
-
-Every action of every policy on a function's role (with the stack's
-conditions, so what a deploy with these parameters grants) is a mutation:
-the template without that one action, deployed as a stack of its own and
-rehearsed against the recorded answers of `make run`. It bites when IAM
-refuses that action to that role (one of them, for a policy on several),
-which fails the run. A run stops at that refusal; one that ends without it
-is a gap: the rehearsal would not notice the action missing.
-
-Before any run, the first rehearsal's record of IAM decisions says which
-granted actions it used at all: one it never used cannot bite, and is
-reported without a run.
+"""The mutation check (docs/rehearsal.md): the rehearsal must fail when any one
+granted action is gone. Each mutation (template.py) is deployed as a stack of
+its own and rehearsed against `make run`'s recorded answers; it bites when
+IAM refuses that action to (one of) its role(s). An action the first
+rehearsal never used cannot bite, and is reported without a run.
 """
 
 from __future__ import annotations

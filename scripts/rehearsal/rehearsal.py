@@ -16,13 +16,14 @@ import re
 import secrets
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
+from scripts.moto_server import Fault
 from scripts.rehearsal import template as tpl
-from scripts.rehearsal.cloud import Cloud, Decision, Fault, client, entries_failed, server_error
+from scripts.rehearsal.cloud import SERVER_ERROR, Cloud, Decision, client, entries_failed
 from scripts.rehearsal.gateway import Answer, Gateway, HttpGateway
 from scripts.rehearsal.local import Issuer, MakeRun, Receiver, certificate
 from scripts.rehearsal.runtime import Container, Invocation, check_imports
@@ -36,6 +37,9 @@ from scripts.rehearsal.scenario import (
 )
 from scripts.rehearsal.sources import QueueSource, Report, Schedule, StreamSource
 from scripts.rehearsal.stack import ACCOUNT, REGION, Stack
+
+# A path, or a path that depends on a side's earlier answers.
+Path_ = Union[str, Callable[[Side], str]]
 
 ORIGIN = "https://approvals.example.com"
 CURSOR_PARAMETER = "/approval-workflows/cursor-secret"
@@ -339,21 +343,14 @@ class Run:
             return answer.status, answer.headers, answer.body
 
         if self.local is not None:
-            local = self.local
-
-            def asked_locally(
-                method: str, path: str, headers: dict[str, str], body: Optional[bytes]
-            ) -> tuple[int, dict[str, str], bytes]:
-                return local.request(method, path, headers, body)
-
-            send_local = asked_locally
+            send_local = self.local.request
         else:
             assert self.reference is not None
             recorded = self.reference.answers
             order = iter(list(recorded.values()))
 
             def replayed(
-                method: str, path: str, headers: dict[str, str], body: Optional[bytes]
+                method: str, path: str, headers: Mapping[str, str], body: Optional[bytes]
             ) -> tuple[int, dict[str, str], bytes]:
                 exchange = next(order)
                 return exchange.status, exchange.headers, exchange.body
@@ -523,12 +520,12 @@ class Run:
 
     def fail_put_events(self, count: int) -> None:
         """The next `count` PutEvents accept none of their entries."""
-        self.env.cloud.inject("PutEvents", Fault(entries_failed, count))
+        self.env.cloud.inject("PutEvents", Fault(200, entries_failed, remaining=count))
 
     def fail_transactions(self, count: int) -> None:
         """The next `count` TransactWriteItems fail as DynamoDB does when it has
         an internal error (500, retried by botocore, then a 503 to the client)."""
-        self.env.cloud.inject("TransactWriteItems", Fault(server_error, count))
+        self.env.cloud.inject("TransactWriteItems", Fault(500, SERVER_ERROR, remaining=count))
 
     def sweep(self) -> None:
         schedule = self.schedule()
@@ -634,127 +631,54 @@ def walk(c: Conversation, run: Run) -> None:
     def run_of(workflow: str, title: str, **more: Any) -> Callable[[Side], dict[str, Any]]:
         return lambda side: {"workflow_id": id_of(workflow)(side), "title": title, **more}
 
+    def after(label: str, path: Path_) -> Callable[[Side], str]:
+        """`path` (a list's), from where the page `label` answered ended."""
+        return lambda s: f"{path(s) if callable(path) else path}&cursor={cursor_of(label)(s)}"
+
+    def get(label: str, path: Path_, who: Optional[str] = None, expect: int = 200) -> None:
+        c.ask(label, "GET", path, who=who, expect=expect)
+
+    def post(label: str, path: Path_, body: Any, who: str, expect: int = 201, **more: Any) -> None:
+        c.ask(label, "POST", path, body, who=who, expect=expect, **more)
+
+    def start(label: str, workflow: str, title: str, who: str, **more: Any) -> None:
+        headers = more.pop("headers", None)
+        post(label, "/runs", run_of(workflow, title, **more), who, headers=headers)
+
+    def decide(label: str, run: str, action: str, who: str, expect: int = 200, **body: Any) -> None:
+        """`who` decides `run` (its start's label), naming themselves as the actor."""
+        post(label, at(run, f"/{action}"), {"actor": who, **body}, who, expect)
+
     # A deadline first, so that it passes while the rest goes on. Its step awaits
     # a group no caller here is in: whether make run's sweeper has rejected it
     # yet must not change an inbox the conversation compares.
-    c.ask(
-        "deadline workflow",
-        "POST",
-        "/workflows",
-        {
-            "name": "Change",
-            "steps": [
-                {
-                    "name": "CAB",
-                    "approvers": ["group:change-board"],
-                    "deadline_seconds": 1,
-                    "on_deadline": "reject",
-                }
-            ],
-        },
-        who="ada",
-        expect=201,
-    )
-    c.ask(
-        "deadline run",
-        "POST",
-        "/runs",
-        run_of("deadline workflow", "CHG-7: database upgrade"),
-        who="rita",
-        expect=201,
-    )
+    cab = {"name": "CAB", "approvers": ["group:change-board"], "deadline_seconds": 1}
+    change = {"name": "Change", "steps": [{**cab, "on_deadline": "reject"}]}
+    post("deadline workflow", "/workflows", change, "ada")
+    start("deadline run", "deadline workflow", "CHG-7: database upgrade", "rita")
 
     # The README's walk-through, each caller with a token of their own.
-    c.ask(
-        "po workflow",
-        "POST",
-        "/workflows",
-        {"name": "Purchase order", "steps": ["Manager", "Finance"]},
-        who="ada",
-        expect=201,
-    )
-    c.ask(
-        "po step",
-        "POST",
-        lambda s: f"/workflows/{id_of('po workflow')(s)}/steps",
-        {"name": "CFO"},
-        who="ada",
-        expect=201,
-    )
-    c.ask(
-        "po run",
-        "POST",
-        "/runs",
-        run_of("po workflow", "PO-1042: 12 laptops"),
-        who="rita",
-        expect=201,
-    )
-    c.ask(
-        "po approve maria",
-        "POST",
-        at("po run", "/approve"),
-        {"actor": "maria", "comment": "Within budget"},
-        who="maria",
-        expect=200,
-    )
-    c.ask(
-        "po approve finn",
-        "POST",
-        at("po run", "/approve"),
-        {"actor": "finn"},
-        who="finn",
-        expect=200,
-    )
-    c.ask(
-        "po approve cfo", "POST", at("po run", "/approve"), {"actor": "cfo"}, who="cfo", expect=200
-    )
-    c.ask("po completed", "GET", at("po run"), who="rita", expect=200)
-    c.ask(
-        "po reject late", "POST", at("po run", "/reject"), {"actor": "late"}, who="late", expect=409
-    )
+    purchase = {"name": "Purchase order", "steps": ["Manager", "Finance"]}
+    post("po workflow", "/workflows", purchase, "ada")
+    post("po step", lambda s: f"/workflows/{id_of('po workflow')(s)}/steps", {"name": "CFO"}, "ada")
+    start("po run", "po workflow", "PO-1042: 12 laptops", "rita")
+    decide("po approve maria", "po run", "approve", "maria", comment="Within budget")
+    decide("po approve finn", "po run", "approve", "finn")
+    decide("po approve cfo", "po run", "approve", "cfo")
+    get("po completed", at("po run"), "rita")
+    decide("po reject late", "po run", "reject", "late", 409)
 
     # Content and conditions: the schema validator (a native library) loads in
     # the function, and a step whose condition does not hold is skipped.
-    c.ask(
-        "tiered workflow",
-        "POST",
-        "/workflows",
-        {
-            "name": "Tiered purchase",
-            "input_schema": {
-                "type": "object",
-                "required": ["amount"],
-                "properties": {"amount": {"type": "number", "minimum": 0}},
-            },
-            "steps": ["Manager", {"name": "CFO", "when": {">": [{"var": "amount"}, 10000]}}],
-        },
-        who="ada",
-        expect=201,
-    )
-    c.ask(
-        "tiered refused",
-        "POST",
-        "/runs",
-        run_of("tiered workflow", "PO-3001", input={"amount": -1}),
-        who="rita",
-        expect=400,
-    )
-    c.ask(
-        "tiered run",
-        "POST",
-        "/runs",
-        run_of("tiered workflow", "PO-3002: toner", input={"amount": 500}),
-        who="rita",
-        expect=201,
-    )
-    c.ask(
-        "tiered approve",
-        "POST",
-        at("tiered run", "/approve"),
-        {"actor": "maria"},
-        who="maria",
-        expect=200,
-    )
+    amount = {"amount": {"type": "number", "minimum": 0}}
+    schema = {"type": "object", "required": ["amount"], "properties": amount}
+    tiers = ["Manager", {"name": "CFO", "when": {">": [{"var": "amount"}, 10000]}}]
+    tiered = {"name": "Tiered purchase", "input_schema": schema, "steps": tiers}
+    post("tiered workflow", "/workflows", tiered, "ada")
+    refused = run_of("tiered workflow", "PO-3001", input={"amount": -1})
+    post("tiered refused", "/runs", refused, "rita", 400)
+    start("tiered run", "tiered workflow", "PO-3002: toner", "rita", input={"amount": 500})
+    decide("tiered approve", "tiered run", "approve", "maria")
 
     # Delegation and send back: a delegate returns the run for the delegator,
     # the requester resubmits it, and the delegate approves it in round 2.
@@ -763,261 +687,76 @@ def walk(c: Conversation, run: Run) -> None:
         "starts_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 60)),
         "ends_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + 86400)),
     }
-    c.ask(
-        "away workflow",
-        "POST",
-        "/workflows",
-        {"name": "Expenses", "steps": [{"name": "Manager", "approvers": ["user:maria"]}]},
-        who="ada",
-        expect=201,
-    )
-    c.ask(
-        "away run", "POST", "/runs", run_of("away workflow", "EXP-12: taxi"), who="rita", expect=201
-    )
-    c.ask(
-        "delegation",
-        "POST",
-        "/delegations",
-        {"delegate": "dave", "reason": "On leave", **window},
-        who="maria",
-        expect=201,
-    )
-    c.ask(
-        "away return",
-        "POST",
-        at("away run", "/return"),
-        {"comment": "Attach the receipt"},
-        who="dave",
-        expect=200,
-    )
-    c.ask(
-        "away resubmit",
-        "POST",
-        at("away run", "/resubmit"),
-        {"comment": "Receipt attached"},
-        who="rita",
-        expect=200,
-    )
-    c.ask("away approve", "POST", at("away run", "/approve"), {}, who="dave", expect=200)
-    c.ask(
-        "delegation revoked",
-        "DELETE",
-        lambda side: f"/delegations/{id_of('delegation')(side)}",
-        who="maria",
-        expect=200,
-    )
-    c.ask("away audit", "GET", at("away run", "/audit"), who="rita", expect=200)
+    expenses = {"name": "Expenses", "steps": [{"name": "Manager", "approvers": ["user:maria"]}]}
+    post("away workflow", "/workflows", expenses, "ada")
+    start("away run", "away workflow", "EXP-12: taxi", "rita")
+    leave = {"delegate": "dave", "reason": "On leave", **window}
+    post("delegation", "/delegations", leave, "maria")
+    post("away return", at("away run", "/return"), {"comment": "Attach the receipt"}, "dave", 200)
+    post("away resubmit", at("away run", "/resubmit"), {"comment": "Receipt attached"}, "rita", 200)
+    post("away approve", at("away run", "/approve"), {}, "dave", 200)
+
+    def revoked(side: Side) -> str:
+        return f"/delegations/{id_of('delegation')(side)}"
+
+    c.ask("delegation revoked", "DELETE", revoked, who="maria", expect=200)
+    get("away audit", at("away run", "/audit"), "rita")
 
     # The approver rules.
-    c.ask(
-        "big workflow",
-        "POST",
-        "/workflows",
-        {
-            "name": "Purchase over 10k",
-            "steps": [
-                "Manager",
-                {
-                    "name": "Finance",
-                    "approvers": ["group:finance", "user:cfo"],
-                    "required_approvals": 2,
-                },
-            ],
-            "reject_requires_comment": True,
-        },
-        who="ada",
-        expect=201,
-    )
-    c.ask(
-        "big run",
-        "POST",
-        "/runs",
-        run_of("big workflow", "PO-2001: servers", requested_by="ann"),
-        who="ann",
-        expect=201,
-    )
-    c.ask(
-        "big approve mo", "POST", at("big run", "/approve"), {"actor": "mo"}, who="mo", expect=200
-    )
-    c.ask(
-        "big approve ann",
-        "POST",
-        at("big run", "/approve"),
-        {"actor": "ann"},
-        who="ann",
-        expect=403,
-    )
-    c.ask(
-        "big approve gus",
-        "POST",
-        at("big run", "/approve"),
-        {"actor": "gus"},
-        who="gus",
-        expect=403,
-    )
-    c.ask("inbox fay", "GET", "/inbox", who="fay", expect=200)
-    c.ask(
-        "big approve fay",
-        "POST",
-        at("big run", "/approve"),
-        {"actor": "fay"},
-        who="fay",
-        expect=200,
-    )
-    c.ask(
-        "big approve fay again",
-        "POST",
-        at("big run", "/approve"),
-        {"actor": "fay"},
-        who="fay",
-        expect=409,
-    )
-    c.ask(
-        "big approve cfo",
-        "POST",
-        at("big run", "/approve"),
-        {"actor": "cfo"},
-        who="cfo",
-        expect=200,
-    )
-    c.ask(
-        "big2 run",
-        "POST",
-        "/runs",
-        run_of("big workflow", "PO-2002: racks"),
-        who="rita",
-        expect=201,
-    )
-    c.ask(
-        "big2 reject without reason",
-        "POST",
-        at("big2 run", "/reject"),
-        {"actor": "mo"},
-        who="mo",
-        expect=422,
-    )
-    c.ask(
-        "big2 reject",
-        "POST",
-        at("big2 run", "/reject"),
-        {"actor": "mo", "comment": "Not this quarter"},
-        who="mo",
-        expect=200,
-    )
+    finance = {"name": "Finance", "approvers": ["group:finance", "user:cfo"]}
+    steps = ["Manager", {**finance, "required_approvals": 2}]
+    big = {"name": "Purchase over 10k", "steps": steps, "reject_requires_comment": True}
+    post("big workflow", "/workflows", big, "ada")
+    start("big run", "big workflow", "PO-2001: servers", "ann", requested_by="ann")
+    decide("big approve mo", "big run", "approve", "mo")
+    decide("big approve ann", "big run", "approve", "ann", 403)
+    decide("big approve gus", "big run", "approve", "gus", 403)
+    get("inbox fay", "/inbox", "fay")
+    decide("big approve fay", "big run", "approve", "fay")
+    decide("big approve fay again", "big run", "approve", "fay", 409)
+    decide("big approve cfo", "big run", "approve", "cfo")
+    start("big2 run", "big workflow", "PO-2002: racks", "rita")
+    decide("big2 reject without reason", "big2 run", "reject", "mo", 422)
+    decide("big2 reject", "big2 run", "reject", "mo", comment="Not this quarter")
 
     # Safe retries, a minimal answer, a cancel.
     key = {"Idempotency-Key": "rehearsal-" + secrets.token_hex(8)}
-    c.ask(
-        "keyed run",
-        "POST",
-        "/runs",
-        run_of("po workflow", "PO-1043: monitors"),
-        who="rita",
-        headers=key,
-        expect=201,
-    )
-    c.ask(
-        "keyed run replayed",
-        "POST",
-        "/runs",
-        run_of("po workflow", "PO-1043: monitors"),
-        who="rita",
-        headers=key,
-        expect=201,
-    )
-    c.ask(
-        "keyed run changed",
-        "POST",
-        "/runs",
-        run_of("po workflow", "PO-1043: screens"),
-        who="rita",
-        headers=key,
-        expect=422,
-    )
+    start("keyed run", "po workflow", "PO-1043: monitors", "rita", headers=key)
+    start("keyed run replayed", "po workflow", "PO-1043: monitors", "rita", headers=key)
+    screens = run_of("po workflow", "PO-1043: screens")
+    post("keyed run changed", "/runs", screens, "rita", 422, headers=key)
     # A keyed decision whose transaction DynamoDB fails (injected, on the
     # stack's side alone: nothing is written) answers 503 and releases its
     # key, so that its retry with the same key, asked of both sides, decides.
     retried = {"Prefer": "return=minimal", "Idempotency-Key": "rehearsal-" + secrets.token_hex(8)}
     run.fail_transactions(1000)
-    c.ask_deployed(
-        "keyed approve failed",
-        "POST",
-        at("keyed run", "/approve"),
-        {},
-        who="maria",
-        headers=retried,
-        expect=503,
-    )
+    approve_keyed = at("keyed run", "/approve")
+    c.ask_deployed("keyed approve failed", "POST", approve_keyed, {}, "maria", retried, 503)
     run.fail_transactions(0)
-    c.ask(
-        "keyed approve minimal",
-        "POST",
-        at("keyed run", "/approve"),
-        {},
-        who="maria",
-        headers=retried,
-        expect=200,
-    )
-    c.ask(
-        "cancel run",
-        "POST",
-        "/runs",
-        run_of("po workflow", "PO-1044: chairs"),
-        who="rita",
-        expect=201,
-    )
-    c.ask("cancel by gus", "POST", at("cancel run", "/cancel"), {}, who="gus", expect=403)
-    c.ask(
-        "cancel",
-        "POST",
-        at("cancel run", "/cancel"),
-        {"reason": "Ordered elsewhere"},
-        who="rita",
-        expect=200,
-    )
+    post("keyed approve minimal", approve_keyed, {}, "maria", 200, headers=retried)
+    start("cancel run", "po workflow", "PO-1044: chairs", "rita")
+    post("cancel by gus", at("cancel run", "/cancel"), {}, "gus", 403)
+    post("cancel", at("cancel run", "/cancel"), {"reason": "Ordered elsewhere"}, "rita", 200)
 
     # Reading: lists and their pages, an audit, a run's events.
-    c.ask("runs page 1", "GET", "/runs?limit=2", who="ada", expect=200)
-    c.ask(
-        "runs page 2",
-        "GET",
-        lambda s: f"/runs?limit=2&cursor={cursor_of('runs page 1')(s)}",
-        who="ada",
-        expect=200,
-    )
-    c.ask(
-        "completed runs",
-        "GET",
-        lambda s: f"/runs?workflow_id={id_of('big workflow')(s)}&status=completed",
-        who="ada",
-        expect=200,
-    )
-    c.ask("workflows page 1", "GET", "/workflows?limit=1", who="ada", expect=200)
-    c.ask(
-        "workflows page 2",
-        "GET",
-        lambda s: f"/workflows?limit=2&cursor={cursor_of('workflows page 1')(s)}",
-        who="ada",
-        expect=200,
-    )
-    c.ask("audit", "GET", at("po run", "/audit"), who="rita", expect=200)
-    c.ask("events page 1", "GET", at("po run", "/events?limit=3"), who="rita", expect=200)
-    c.ask(
-        "events page 2",
-        "GET",
-        lambda s: f"{at('po run', '/events?limit=3')(s)}&cursor={cursor_of('events page 1')(s)}",
-        who="rita",
-        expect=200,
-    )
+    get("runs page 1", "/runs?limit=2", "ada")
+    get("runs page 2", after("runs page 1", "/runs?limit=2"), "ada")
+    big_workflow = id_of("big workflow")
+    get("completed runs", lambda s: f"/runs?workflow_id={big_workflow(s)}&status=completed", "ada")
+    get("workflows page 1", "/workflows?limit=1", "ada")
+    get("workflows page 2", after("workflows page 1", "/workflows?limit=2"), "ada")
+    get("audit", at("po run", "/audit"), "rita")
+    get("events page 1", at("po run", "/events?limit=3"), "rita")
+    get("events page 2", after("events page 1", at("po run", "/events?limit=3")), "rita")
 
     # What is refused before any route runs, or by the gateway.
     c.ask("no token", "POST", "/runs", {"title": "x"}, expect=401)
-    c.ask("no such run", "GET", "/runs/999999", who="ada", expect=404)
-    c.ask("no such route", "GET", "/reports", who="ada", expect=404)
+    get("no such run", "/runs/999999", "ada", 404)
+    get("no such route", "/reports", "ada", 404)
     c.ask("no such method", "DELETE", "/runs", who="ada", expect=405)
 
     # The contract, the page and its assets, and a browser's preflight from the allowed origin.
-    c.ask("openapi", "GET", "/openapi.json", expect=200)
+    get("openapi", "/openapi.json")
     local_page, deployed_page = c.ask("page", "GET", "/", expect=200)
     from scripts.rehearsal.scenario import assets_of
 
@@ -1025,42 +764,23 @@ def walk(c: Conversation, run: Run) -> None:
     deployed_assets = assets_of(deployed_page.body.decode())
     if len(local_assets) != len(deployed_assets) or not local_assets:
         run.outcome.failures.append(f"the page names assets {local_assets} / {deployed_assets}")
-    for index, (local_url, deployed_url) in enumerate(
-        zip(local_assets, deployed_assets, strict=False)
-    ):
-        c.ask(
-            f"page asset {index}",
-            "GET",
-            _either(local_url, deployed_url),
-            expect=200,
-        )
-    c.ask(
-        "preflight",
-        "OPTIONS",
-        at("big run", "/approve"),
-        headers={
-            "Access-Control-Request-Method": "POST",
-            "Access-Control-Request-Headers": "authorization,content-type,idempotency-key",
-        },
-        expect=200,
-    )
+    for index, urls in enumerate(zip(local_assets, deployed_assets, strict=False)):
+        get(f"page asset {index}", _either(*urls))
+    preflight = {
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization,content-type,idempotency-key",
+    }
+    c.ask("preflight", "OPTIONS", at("big run", "/approve"), headers=preflight, expect=200)
 
     # Events: the stream to the relay, the bus to the queue. A relay that cannot
     # put its events on the bus (PutEvents failing) parks the batch in the dead-
     # letter queue; the run's next event brings them all to the webhook, in order.
     run.relay()
     run.fail_put_events(10**6)
-    c.ask(
-        "parked run",
-        "POST",
-        "/runs",
-        run_of("po workflow", "PO-1045: desks"),
-        who="rita",
-        expect=201,
-    )
+    start("parked run", "po workflow", "PO-1045: desks", "rita")
     run.relay(expect_failures=True)
     run.fail_put_events(0)
-    c.ask("parked approve", "POST", at("parked run", "/approve"), {}, who="maria", expect=200)
+    post("parked approve", at("parked run", "/approve"), {}, "maria", 200)
     run.relay()
 
     # The deadline: the schedule's event to the sweeper, once the step is due.
@@ -1070,25 +790,18 @@ def walk(c: Conversation, run: Run) -> None:
     run.relay()
     if run.local is not None:
         local = run.local
-        wait_for(
-            lambda: (
-                json.loads(
-                    local.request(
-                        "GET",
-                        at("deadline run")(c.local),
-                        {"Authorization": f"Bearer {c.tokens['rita']}"},
-                        None,
-                    )[2]
-                ).get("status")
-                == "rejected"
-            ),
-            15,
-        )
-    c.ask("deadline rejected", "GET", at("deadline run"), who="rita", expect=200)
+        bearer = {"Authorization": f"Bearer {c.tokens['rita']}"}
+
+        def rejected() -> bool:
+            answer = local.request("GET", at("deadline run")(c.local), bearer, None)
+            return bool(json.loads(answer[2]).get("status") == "rejected")
+
+        wait_for(rejected, 15)
+    get("deadline rejected", at("deadline run"), "rita")
 
     # The webhook queue to the sender, until nothing is left (one delivery fails once).
     run.drain()
-    c.ask("every run", "GET", "/runs?limit=100", who="ada", expect=200)
+    get("every run", "/runs?limit=100", "ada")
 
 
 def _either(local: str, deployed: str) -> Callable[[Side], str]:

@@ -83,10 +83,6 @@ class Invocation:
     shipping_error: Optional[str] = None
 
 
-class InvocationFailed(Exception):
-    """The function raised, timed out or could not start."""
-
-
 class Container:
     """One execution environment of one function."""
 

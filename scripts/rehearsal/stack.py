@@ -1,14 +1,8 @@
-"""A stack of the template on the rehearsal's moto: created as a deploy creates it,
-checked against the template, and its functions' roles assumed as Lambda does.
-
-The deploy is the documented one (docs/deploy.md): the code uploaded where
-`aws cloudformation package` puts it, then the stack created with the
-template and its parameters. moto's CloudFormation creates what it can
-(template.py), the rehearsal applies the rest through the services' APIs,
-and then reads back what exists: the table's keys, indexes, stream and Time
-to Live, the queues, the bus and its rule, the log groups, and each role's
-policies, each compared with the template. A difference stops the rehearsal
-before any function runs.
+"""A stack of the template on the rehearsal's moto: created as a deploy creates it
+(docs/deploy.md), checked against the template, and its functions' roles
+assumed as Lambda does. docs/rehearsal.md (step 3) says what is created where,
+and what is read back and compared; a difference stops the rehearsal before
+any function runs.
 """
 
 from __future__ import annotations
@@ -131,15 +125,9 @@ class Stack:
                 attributes[(name, "Arn")] = (
                     f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{function_name}"
                 )
-            elif kind == "AWS::ApiGateway::RestApi":
-                physical[name] = "".join(
-                    secrets.choice(string.ascii_lowercase + string.digits) for _ in range(10)
-                )
+            elif kind in ("AWS::ApiGateway::RestApi", "AWS::ApiGatewayV2::Api"):
+                physical[name] = _suffix(10).lower()
                 attributes[(name, "RootResourceId")] = secrets.token_hex(5)
-            elif kind == "AWS::ApiGatewayV2::Api":
-                physical[name] = "".join(
-                    secrets.choice(string.ascii_lowercase + string.digits) for _ in range(10)
-                )
                 attributes[(name, "ApiEndpoint")] = (
                     f"https://{physical[name]}.execute-api.{REGION}.amazonaws.com"
                 )

@@ -17,6 +17,7 @@ outputs the rehearsal adds for every attribute a played resource names).
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -25,21 +26,12 @@ from typing import Any, Optional
 
 PLAYED_PREFIXES = ("AWS::Lambda::", "AWS::ApiGateway::", "AWS::ApiGatewayV2::")
 REHEARSAL_APPLIES = ("AWS::SQS::QueuePolicy",)
-PSEUDO = ("AWS::Region", "AWS::AccountId", "AWS::Partition", "AWS::StackName", "AWS::URLSuffix")
 NO_VALUE = "AWS::NoValue"
 _SUB = re.compile(r"\$\{([^}!][^}]*)\}")
 
 
 class TemplateError(Exception):
     """The template holds something the rehearsal cannot rehearse yet."""
-
-
-class _NoValue:
-    def __repr__(self) -> str:
-        return NO_VALUE
-
-
-REMOVED = _NoValue()
 
 
 def referenced(node: Any) -> Iterator[tuple[str, Optional[str]]]:
@@ -151,7 +143,11 @@ class Template:
 
 
 class Resolver:
-    """Intrinsic functions, as CloudFormation resolves them for one stack."""
+    """Intrinsic functions, as CloudFormation resolves them for one stack: moto's
+    own resolution (the one its CloudFormation applies to what it creates),
+    over this stack's parameters and names, and the attributes of its
+    resources, the played ones included. A value that resolves to
+    AWS::NoValue is left out, in a list too (as CloudFormation does)."""
 
     def __init__(
         self,
@@ -161,39 +157,33 @@ class Resolver:
         physical: Mapping[str, str],
         attributes: Mapping[tuple[str, str], str],
     ) -> None:
+        from moto.cloudformation.parsing import LazyDict, parse_condition
+
         self.template = template
-        self.parameters = dict(parameters)
-        self.pseudo = dict(pseudo)
-        self.physical = dict(physical)
+        # What Ref gives, the first of: pseudo parameters, parameters, resources.
+        self._refs = {**physical, **parameters, **pseudo}
         self.attributes = dict(attributes)
-        self._conditions: dict[str, bool] = {}
+        # The map moto's functions read conditions from, each evaluated once.
+        self.lazy_condition_map = LazyDict()
+        stack: Any = self
+        for name, condition in template.body.get("Conditions", {}).items():
+            self.lazy_condition_map[name] = functools.partial(
+                parse_condition, condition, stack, self.lazy_condition_map
+            )
 
     def __call__(self, node: Any) -> Any:
-        resolved = self._resolve(node)
-        return None if resolved is REMOVED else resolved
+        from moto.cloudformation import parsing
+
+        stack: Any = self
+        return _present(parsing.clean_json(node, stack))
 
     def condition(self, name: str) -> bool:
-        if name not in self._conditions:
-            self._conditions[name] = bool(
-                self._evaluate(self.template.body.get("Conditions", {})[name])
-            )
-        return self._conditions[name]
+        return bool(self.lazy_condition_map[name])
 
     def present(self, name: str) -> bool:
         """Whether the resource exists in this stack (its Condition, if any, holds)."""
         condition = self.template.resources[name].get("Condition")
         return condition is None or self.condition(condition)
-
-    def ref(self, name: str) -> Any:
-        if name == NO_VALUE:
-            return REMOVED
-        if name in self.pseudo:
-            return self.pseudo[name]
-        if name in self.parameters:
-            return self.parameters[name]
-        if name in self.physical:
-            return self.physical[name]
-        raise TemplateError(f"Ref {name}: no such parameter or resource in the stack")
 
     def get_attribute(self, name: str, attribute: str) -> Any:
         try:
@@ -201,63 +191,38 @@ class Resolver:
         except KeyError:
             raise TemplateError(f"Fn::GetAtt {name}.{attribute} is not known") from None
 
-    def _evaluate(self, node: Any) -> Any:
-        if isinstance(node, dict) and len(node) == 1:
-            ((function, arguments),) = node.items()
-            if function == "Fn::Equals":
-                left, right = (str(self._resolve(a)) for a in arguments)
-                return left == right
-            if function == "Fn::Not":
-                return not self._evaluate(arguments[0])
-            if function == "Fn::And":
-                return all(self._evaluate(a) for a in arguments)
-            if function == "Fn::Or":
-                return any(self._evaluate(a) for a in arguments)
-            if function == "Condition":
-                return self.condition(arguments)
-        return self._resolve(node)
+    # -- what moto's clean_json asks of the stack ----------------------------------
 
-    def _resolve(self, node: Any) -> Any:
-        if isinstance(node, list):
-            values = (self._resolve(value) for value in node)
-            return [value for value in values if value is not REMOVED]
-        if not isinstance(node, dict):
-            return node
-        if len(node) == 1:
-            ((key, argument),) = node.items()
-            if key == "Ref":
-                return self.ref(argument)
-            if key == "Fn::GetAtt":
-                name, attribute = argument if isinstance(argument, list) else argument.split(".", 1)
-                return self.get_attribute(name, attribute)
-            if key == "Fn::Sub":
-                return self._sub(argument)
-            if key == "Fn::If":
-                condition, if_true, if_false = argument
-                return self._resolve(if_true if self.condition(condition) else if_false)
-            if key == "Fn::Join":
-                separator, values = argument
-                return separator.join(str(v) for v in self._resolve(values))
-            if key == "Fn::Select":
-                index, values = argument
-                return self._resolve(values)[int(self._resolve(index))]
-            if key.startswith("Fn::"):
-                raise TemplateError(f"{key} is not resolved by the rehearsal yet")
-        resolved = {key: self._resolve(value) for key, value in node.items()}
-        return {key: value for key, value in resolved.items() if value is not REMOVED}
+    def __getitem__(self, name: str) -> Any:
+        """Ref `name`."""
+        if name == NO_VALUE:
+            return None
+        try:
+            return self._refs[name]
+        except KeyError:
+            raise TemplateError(f"Ref {name}: no such parameter or resource in the stack") from None
 
-    def _sub(self, argument: Any) -> str:
-        text, variables = argument if isinstance(argument, list) else (argument, {})
-        values = {name: self._resolve(value) for name, value in variables.items()}
+    def get(self, name: str) -> Any:
+        """The resource Fn::GetAtt reads an attribute of."""
+        return _Attributes(self, name)
 
-        def value(match: re.Match[str]) -> str:
-            name = match.group(1)
-            if name in values:
-                return str(values[name])
-            logical, _, attribute = name.partition(".")
-            return str(self.get_attribute(logical, attribute) if attribute else self.ref(logical))
 
-        return _SUB.sub(value, text).replace("${!", "${")
+@dataclass(frozen=True)
+class _Attributes:
+    resolve: Resolver
+    name: str
+
+    def get_cfn_attribute(self, attribute: str) -> Any:
+        return self.resolve.get_attribute(self.name, attribute)
+
+
+def _present(value: Any) -> Any:
+    """`value` without the list entries that resolved to AWS::NoValue (None)."""
+    if isinstance(value, list):
+        return [_present(item) for item in value if item is not None]
+    if isinstance(value, dict):
+        return {key: _present(item) for key, item in value.items()}
+    return value
 
 
 def role_policies(template: Template, resolve: Resolver, role: str) -> dict[str, dict[str, Any]]:

@@ -16,6 +16,7 @@ from chalice.test import Client
 
 import app as app_module
 from chalicelib.api import page
+from scripts.gateway_events import proxy_event
 from tests.support.api import Api
 
 PAGE_HEADERS = {
@@ -53,26 +54,18 @@ def gateway_event(
     method: str, path: str, resource: str, body: Optional[Any] = None, **path_parameters: str
 ) -> dict[str, Any]:
     """The event API Gateway's REST proxy sends for `path` on the stage "api"."""
-    return {
-        "resource": resource,
-        "path": path.removeprefix("/api") or "/",
-        "httpMethod": method,
-        "headers": {"Content-Type": "application/json", "Host": "x.execute-api.test"},
-        "multiValueHeaders": {},
-        "queryStringParameters": None,
-        "multiValueQueryStringParameters": None,
-        "pathParameters": path_parameters or None,
-        "stageVariables": None,
-        "requestContext": {
-            "resourcePath": resource,
-            "httpMethod": method,
-            "path": path,
-            "stage": "api",
-            "requestId": "gateway-request-1",
-        },
-        "body": None if body is None else json.dumps(body),
-        "isBase64Encoded": False,
-    }
+    event = proxy_event(
+        method,
+        path.removeprefix("/api") or "/",
+        {"Content-Type": "application/json", "Host": "x.execute-api.test"},
+        None if body is None else json.dumps(body).encode(),
+        http_api=False,
+        route=resource,
+        path_parameters=path_parameters,
+        stage="api",
+    )
+    event["requestContext"]["path"] = path  # as requested: /api, or /api/
+    return event
 
 
 @pytest.mark.parametrize("path, content_type", FILES)

@@ -16,11 +16,9 @@ from chalicelib.domain import errors
 from chalicelib.storage.dynamodb import adapter as dynamodb
 from chalicelib.storage.dynamodb import client as dynamodb_client
 from chalicelib.storage.dynamodb import ids as dynamodb_ids
-from chalicelib.storage.dynamodb import keys as dynamodb_keys
 from scripts.moto_server import Fault, MotoServer
 from tests.support.backends import dynamodb_race_backend, moto_server
 from tests.support.dynamodb_requests import RequestLog
-from tests.support.stored import rules, stored_run, stored_workflow
 
 JSON = {"Content-Type": "application/json"}
 # Enough calls to average over (an id block is one request per 1,000 ids); more would
@@ -410,21 +408,6 @@ def test_each_kind_of_id_counts_from_1_as_on_sqlite(ddb: dynamodb.DynamoDBStorag
     assert [s["id"] for s in workflow["steps"]] + [step["id"]] == [1, 2, 3]
     assert run["id"] == 1
     assert decided["actions"][0]["id"] == 1
-
-
-def test_a_table_from_the_one_counter_days_hands_out_ids_above_it(
-    ddb: dynamodb.DynamoDBStorage,
-) -> None:
-    # Tables made before each kind had its counter kept one counter for all.
-    ddb.client.put_item(
-        TableName=ddb.table, Item={**dynamodb_keys.LEGACY_COUNTER_KEY, "next_id": {"N": "2000"}}
-    )
-    storage = dynamodb.DynamoDBStorage(ddb.client, ddb.table)
-
-    workflow = stored_workflow(storage, "Old table", "", rules("a"), "2030-01-01T00:00:00.000Z")
-    run = stored_run(storage, workflow, "t", "2030-01-01T00:00:00.000Z")
-
-    assert min(workflow.id, workflow.steps[0].id, run.id) > 2000
 
 
 def test_a_decision_whose_transaction_is_sent_twice_is_recorded_once(

@@ -101,37 +101,24 @@ def test_decisions_move_sharded_entries_and_leave_none_behind(
     assert set().union(*partitions(sharded, "INBOX#").values()) == {run.id for run in runs[3:]}
 
 
-def test_deadlines_are_spread_over_the_shards_and_those_from_before_still_apply(
-    sharded: dynamodb.DynamoDBStorage,
-) -> None:
+def test_deadlines_are_spread_over_the_shards(sharded: dynamodb.DynamoDBStorage) -> None:
     deadline = Deadline(60, "remind")
     workflow = stored_workflow(sharded, "Due", "", [StepRule("Ops", deadline=deadline)], NOW)
     runs = [stored_run(sharded, workflow, "r", NOW) for _ in range(6)]
-    legacy = runs[0]
-    # A run written before the shards: in the one partition deadlines had.
-    sharded.client.update_item(
-        TableName=sharded.table,
-        Key={"PK": {"S": f"RUN#{legacy.id}"}, "SK": {"S": "#RUN"}},
-        UpdateExpression=f"SET {DUE_KEY} = :legacy, {DUE_AT} = :soon",
-        ExpressionAttributeValues={":legacy": {"S": "DEADLINE"}, ":soon": {"S": NOW}},
-    )
     keys = {
         int(item["PK"]["S"].removeprefix("RUN#")): item[DUE_KEY]["S"]
         for item in sharded.client.scan(TableName=sharded.table)["Items"]
         if DUE_KEY in item and item["PK"]["S"].startswith("RUN#")
     }
     deadline_shards = SHARDS * dynamodb_keys.DEADLINE_SHARDS_PER_SHARD
-    assert keys == {
-        run.id: "DEADLINE" if run is legacy else f"DEADLINE#{run.id % deadline_shards}"
-        for run in runs
-    }
+    assert keys == {run.id: f"DEADLINE#{run.id % deadline_shards}" for run in runs}
     log = QueryLog(sharded)
 
     due = sharded.due_runs(FAR_FUTURE, 4)
 
-    assert log.counts["Query"] == 1 + deadline_shards
-    # The soonest first: the legacy one was made due at NOW, the rest a minute later.
-    assert due == [legacy.id, *sorted(run.id for run in runs[1:])[:3]]
+    assert log.counts["Query"] == deadline_shards
+    # The soonest first: all fall due at once, in id order.
+    assert due == sorted(run.id for run in runs)[:4]
     assert engine.sweep(sharded, clock=lambda: FAR_FUTURE) == len(runs)
     assert sharded.due_runs(FAR_FUTURE, 10) == []
 

@@ -14,7 +14,8 @@ from tests.support.processes import PROJECT_DIR, command_env
 # Defines a workflow on the storage the environment names, from another directory.
 DEFINE = (
     "from chalicelib import engine\n"
-    "engine.create_workflow(engine.open_storage(), 'W', steps=['A'])\n"
+    "from chalicelib.storage import create_storage\n"
+    "engine.create_workflow(create_storage(), 'W', steps=['A'])\n"
 )
 
 

@@ -64,6 +64,24 @@ def test_an_approval_taken_out_of_the_state_still_counts(storage: Backend) -> No
     assert moved.current_step is not None and moved.current_step.name == "Sign-off"
 
 
+@pytest.mark.parametrize("history", [True, False], ids=["whole", "minimal"])
+def test_a_run_whose_head_was_removed_counts_no_approval_and_shows_the_break(
+    storage: Backend, history: bool
+) -> None:
+    """Its approvals chain to no stored head: none counts, and its next
+    action chains to none, which its audit shows (a head is never computed
+    from the history on a write)."""
+    run_id = at_the_board(storage, "p", "q")
+    tamper.remove_head(storage, run_id)
+    assert engine.audit_run(storage, run_id).first_invalid_seq == 3
+
+    after = engine.approve(storage, run_id, "s", clock=lambda: NOW, history=history)
+
+    assert (after.status, after.current_step_approved_by) == (IN_PROGRESS, ("s",))
+    assert after.current_step is not None and after.current_step.name == "Board"
+    assert engine.audit_run(storage, run_id).first_invalid_seq == 3
+
+
 def test_a_status_set_by_hand_shows_in_the_audit(storage: Backend) -> None:
     run_id = at_the_board(storage, "p")
     tamper.set_run_state(storage, run_id, status=COMPLETED)

@@ -58,7 +58,7 @@ def test_an_unknown_path_answers_404_in_the_error_shape_with_a_request_id(
 def test_an_unknown_path_names_the_allowed_origin_as_the_deployed_api_does(
     tmp_path: Path, serve: None, monkeypatch: pytest.MonkeyPatch, origin: str | None
 ) -> None:
-    """Deployed, API Gateway's 404 carries the stage's origin (scripts/package.py),
+    """Deployed, API Gateway's 404 carries the stage's origin (deploy/stack.yaml),
     so that a page on it can read the error; `make run`'s does too."""
     if origin is None:
         monkeypatch.delenv("WORKFLOW_CORS_ORIGIN", raising=False)

@@ -102,7 +102,7 @@ def copy_of_the_project(project: Path) -> Path:
     """The files `make package` reads, with a requirements.txt that keeps pip offline."""
     skip = shutil.ignore_patterns("__pycache__", "deployments", "venv")
     shutil.copy(PROJECT_DIR / "app.py", project)
-    for folder in ("chalicelib", "scripts", ".chalice"):
+    for folder in ("chalicelib", "scripts", ".chalice", "deploy"):
         shutil.copytree(PROJECT_DIR / folder, project / folder, ignore=skip)
     (project / "requirements.txt").write_text("# no packages: pip stays offline\n")
     return project
@@ -601,44 +601,6 @@ def test_role_policies_name_only_real_iam_actions(each: dict[str, Any]) -> None:
             assert name in known[service]["Actions"], action
 
 
-def test_indexes_in_table_keys_reach_table_and_policy() -> None:
-    package = load_script("package")
-    keys = {
-        "KeySchema": [
-            {"AttributeName": "PK", "KeyType": "HASH"},
-            {"AttributeName": "SK", "KeyType": "RANGE"},
-        ],
-        "AttributeDefinitions": [
-            {"AttributeName": name, "AttributeType": "S"} for name in ("PK", "SK", "GSI1PK")
-        ],
-        "BillingMode": "PAY_PER_REQUEST",
-        "GlobalSecondaryIndexes": [
-            {
-                "IndexName": "GSI1",
-                "KeySchema": [{"AttributeName": "GSI1PK", "KeyType": "HASH"}],
-                "Projection": {"ProjectionType": "ALL"},
-            }
-        ],
-    }
-    merged = package.merge_template(keys)["Resources"]
-    assert merged[TABLE]["Properties"]["GlobalSecondaryIndexes"] == keys["GlobalSecondaryIndexes"]
-    statements = merged["WorkflowTableAccess"]["Properties"]["PolicyDocument"]["Statement"]
-    assert {
-        "Effect": "Allow",
-        "Sid": "WorkflowTableIndexes",
-        "Action": ["dynamodb:Query"],
-        "Resource": [INDEX_ARNS],
-    } in statements
-
-
-def test_table_keys_cloudformation_spells_otherwise_are_refused() -> None:
-    package = load_script("package")
-    with pytest.raises(ValueError, match="SSESpecification"):
-        package.merge_template(
-            {"BillingMode": "PAY_PER_REQUEST", "SSESpecification": {"SSEEnabled": True}}
-        )
-
-
 def test_create_table_is_idempotent(aws: None, capsys: pytest.CaptureFixture[str]) -> None:
     import boto3
 
@@ -942,19 +904,6 @@ def test_every_event_function_names_only_real_iam_actions(template: dict[str, An
         for action in grants(template, function):
             service, name = action.lower().split(":", 1)
             assert name in known[service]["Actions"], action
-
-
-def test_an_index_step_packages_the_table_with_that_step_s_indexes(tmp_path: Path) -> None:
-    from chalicelib.storage.dynamodb import schema as dynamodb_schema
-
-    project = copy_of_the_project(tmp_path)
-    packaged = run_package(project, "--index-step", "2")
-    assert packaged.returncode == 0, packaged.stderr
-    table = json.loads((project / "dist" / "sam.json").read_text())["Resources"][TABLE]
-    step = dynamodb_schema.migration_table_keys(2)
-    assert table["Properties"]["GlobalSecondaryIndexes"] == step["GlobalSecondaryIndexes"]
-    assert table["Properties"]["AttributeDefinitions"] == step["AttributeDefinitions"]
-    assert run_package(project, "--index-step", "8").returncode != 0
 
 
 # -- the API: an HTTP API by default, the REST API as a parameter ---------------------

@@ -3,10 +3,8 @@ for its one `$default` route, handed to the packaged entry point
 (chalicelib/http_api.py), and answers as the HTTP API returns them.
 
 The event is the one AWS documents for payload 1.0 and a captured one shows
-for a `$default` route on the `$default` stage: `version` "1.0", `resource`
-and `requestContext.resourcePath` "$default", `pathParameters` null, the
-path as requested (a named stage's prefix included), single- and multi-value
-headers and query parameters, a text body as sent and any other base64.
+for a `$default` route (scripts/gateway_events.py, which the rehearsal's
+HTTP API builds it with too).
 
 `HttpApiClient` has chalice.test.Client's `http.request`, so that a session
 written for the REST API's test client can be played through the HTTP API.
@@ -16,15 +14,15 @@ from __future__ import annotations
 
 import base64
 import itertools
-import time
-import urllib.parse
 from collections.abc import Mapping
 from typing import Any, Optional
 
 from chalice.test import HTTPResponse
 
+from scripts.gateway_events import proxy_event
+
 _requests = itertools.count(1)
-TEXT_TYPES = ("text/", "application/json", "application/xml", "application/javascript")
+API_ID = "abcdef1234"
 
 
 def event(
@@ -37,54 +35,24 @@ def event(
     """The payload 1.0 event of one request; `path` may carry a query, and
     is prefixed with a named stage as the HTTP API names it."""
     route_path, _, query = path.partition("?")
-    full_path = route_path if stage == "$default" else f"/{stage}{route_path}"
-    pairs = urllib.parse.parse_qsl(query, keep_blank_values=True)
-    multi_query: dict[str, list[str]] = {}
-    for name, value in pairs:
-        multi_query.setdefault(name, []).append(value)
     sent = {
-        "Host": "abcdef1234.execute-api.us-east-1.amazonaws.com",
+        "Host": f"{API_ID}.execute-api.us-east-1.amazonaws.com",
         "X-Forwarded-For": "127.0.0.1",
         "X-Forwarded-Port": "443",
         "X-Forwarded-Proto": "https",
         **(headers or {}),
     }
-    content_type = next((v for k, v in sent.items() if k.lower() == "content-type"), "")
-    text = content_type.startswith(TEXT_TYPES) or not content_type
-    request_id = f"http-api-{next(_requests)}"
-    return {
-        "version": "1.0",
-        "resource": "$default",
-        "path": full_path,
-        "httpMethod": method,
-        "headers": dict(sent),
-        "multiValueHeaders": {name: [value] for name, value in sent.items()},
-        "queryStringParameters": {k: v[-1] for k, v in multi_query.items()} or None,
-        "multiValueQueryStringParameters": multi_query or None,
-        "requestContext": {
-            "accountId": "123456789012",
-            "apiId": "abcdef1234",
-            "domainName": sent["Host"],
-            "domainPrefix": "abcdef1234",
-            "extendedRequestId": request_id,
-            "httpMethod": method,
-            "identity": {"sourceIp": "127.0.0.1", "userAgent": sent.get("User-Agent", "")},
-            "path": full_path,
-            "protocol": "HTTP/1.1",
-            "requestId": request_id,
-            "requestTime": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime()),
-            "requestTimeEpoch": int(time.time() * 1000),
-            "resourceId": "$default",
-            "resourcePath": "$default",
-            "stage": stage,
-        },
-        "pathParameters": None,
-        "stageVariables": None,
-        "body": None
-        if not body
-        else (body.decode("utf-8") if text else base64.b64encode(body).decode("ascii")),
-        "isBase64Encoded": bool(body) and not text,
-    }
+    return proxy_event(
+        method,
+        route_path,
+        sent,
+        body,
+        http_api=True,
+        query=query,
+        stage=stage,
+        api_id=API_ID,
+        request_id=f"http-api-{next(_requests)}",
+    )
 
 
 def answer(result: Mapping[str, Any]) -> HTTPResponse:

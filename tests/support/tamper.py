@@ -125,6 +125,20 @@ def _attribute(value: object) -> dict[str, object]:
     return {"S": str(value)}
 
 
+def remove_head(storage: Backend, run_id: int) -> None:
+    """Remove the run's stored head (head_hash)."""
+    if isinstance(storage, SQLiteStorage):
+        with _sqlite(storage) as conn:
+            conn.execute("UPDATE workflow_runs SET head_hash = NULL WHERE id = ?", (run_id,))
+        return
+    assert isinstance(storage, dynamodb.DynamoDBStorage)
+    storage.client.update_item(
+        TableName=storage.table,
+        Key={"PK": {"S": f"RUN#{run_id}"}, "SK": {"S": "#RUN"}},
+        UpdateExpression="REMOVE head_hash",
+    )
+
+
 def edit_input(storage: Backend, run_id: int, data: dict[str, object]) -> None:
     """Set the run's stored input (what the run is about) to `data`."""
     text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

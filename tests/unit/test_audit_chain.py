@@ -138,14 +138,17 @@ def test_the_next_hash_extends_the_head_as_read_whatever_the_action_kind(kind: s
     assert audit.next_hash(run, decision) == expected
 
 
-def test_a_run_read_without_a_head_chains_to_its_recomputed_head() -> None:
+def test_a_run_stored_without_a_head_chains_to_the_empty_text() -> None:
+    """Never to a head recomputed from its history: its audit shows the break."""
     chained = run_with(("approve", "maria", ""))._replace(current_step=STEPS[1])
-    legacy = chained._replace(
-        head_hash=None, actions=tuple(a._replace(hash=None) for a in chained.actions)
-    )
+    headless = chained._replace(head_hash=None)
     decision = Decision(APPROVE, "finn", "", IN_PROGRESS, STEPS[2], LATER)
 
-    assert audit.next_hash(legacy, decision) == audit.next_hash(chained, decision)
+    assert audit.head_of(headless) == ""
+    assert audit.next_hash(headless, decision) == audit.next_hash(
+        chained._replace(head_hash=""), decision
+    )
+    assert audit.next_hash(headless, decision) != audit.next_hash(chained, decision)
 
 
 # -- verifying -----------------------------------------------------------------------

@@ -104,7 +104,8 @@ def test_reading_a_run_by_id_loads_no_parser_rule_or_migration(tmp_path: Path) -
     env = sqlite_env(tmp_path)
     setup = (
         "from chalicelib import engine\n"
-        "storage = engine.open_storage()\n"
+        "from chalicelib.storage import create_storage\n"
+        "storage = create_storage()\n"
         "workflow = engine.create_workflow(storage, 'W', steps=['A'])\n"
         "engine.start_run(storage, workflow.id, 'T')\n"
     )

@@ -90,7 +90,9 @@ def runs(draw: Any) -> Run:
         deadline_passed=draw(st.booleans()),
         input=draw(st.dictionaries(ANY_TEXT, JSON_VALUES, max_size=3)),
         round=draw(st.integers(min_value=1, max_value=9)),
-        current_step_on_behalf_of=tuple(draw(st.lists(ANY_TEXT, max_size=len(approved_by)))),
+        current_step_on_behalf_of=tuple(
+            draw(st.lists(ANY_TEXT, min_size=len(approved_by), max_size=len(approved_by)))
+        ),
     )
 
 
@@ -147,7 +149,7 @@ def test_a_runs_text_is_its_listed_fields_and_its_history(run: Run, behalf: Opti
         "current_step_id": current.id if current else None,
         "current_step": step_fields(current) if current else None,
         "current_step_approved_by": list(run.current_step_approved_by),
-        "current_step_on_behalf_of": [name or None for name in run.current_step_approved_for],
+        "current_step_on_behalf_of": [name or None for name in run.current_step_on_behalf_of],
         "current_step_since": run.current_step_since,
         "current_step_due_at": run.current_step_due_at,
         "current_step_escalated_to": list(run.current_step_escalated_to),

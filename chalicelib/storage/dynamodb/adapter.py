@@ -287,10 +287,7 @@ class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState, Delegations):
             head = self.requests.read_item(s(keys.run_pk(run_id)), s(keys.RUN_SK))
             if head is None:
                 raise errors.run_not_found(run_id)
-            # A run whose history is not chained yet chains the next action to
-            # the head its history gives (audit.next_hash): that needs it read.
-            if head.get("head_hash", {}).get("S"):
-                return items.run_of(head, ())._replace(action_count=int(head["seq"]["N"]))
+            return items.run_of(head, ())._replace(action_count=int(head["seq"]["N"]))
         stored = list(self.requests.query_partition(keys.run_pk(run_id)))
         head = next((item for item in stored if item["SK"]["S"] == keys.RUN_SK), None)
         if head is None:
@@ -415,22 +412,15 @@ class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState, Delegations):
         checks where an action item carries them)."""
         remove = f" REMOVE {', '.join(removed)}" if removed else ""
         sets = ", ".join(f"#{name} = :{name}" for name in moved)
-        deadline = (
-            "deadline_passed = :passed"
-            if before.deadline_passed
-            else "(attribute_not_exists(deadline_passed) OR deadline_passed = :passed)"
-        )
-        told = (
-            "#event_seq = :read_event_seq"
-            if before.event_seq
-            else "(attribute_not_exists(#event_seq) OR #event_seq = :read_event_seq)"
-        )
         return {
             "Update": {
                 "TableName": self.table,
                 "Key": items.key(keys.run_pk(before.id), keys.RUN_SK),
                 "UpdateExpression": f"SET {sets}{remove}",
-                "ConditionExpression": f"#seq = :read_seq AND {deadline} AND {told}",
+                "ConditionExpression": (
+                    "#seq = :read_seq AND deadline_passed = :passed "
+                    "AND #event_seq = :read_event_seq"
+                ),
                 "ExpressionAttributeNames": {
                     "#seq": "seq",
                     "#event_seq": "event_seq",
@@ -503,8 +493,8 @@ class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState, Delegations):
         ]
 
     def _inbox_deletes(self, run: Run, principals: Sequence[str]) -> list[dict[str, Any]]:
-        """The deletes of `run`'s entries in the inboxes of `principals` (of
-        nothing, harmlessly, for a run from before the inbox, which has none)."""
+        """The deletes of `run`'s entries in the inboxes of `principals` (none
+        for a run that waits for no decision, which has none)."""
         since = run.current_step_since
         if run.current_step is None or since is None:
             return []

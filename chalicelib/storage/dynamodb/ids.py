@@ -3,9 +3,7 @@ counter item of its own (COUNTER#<kind>), as SQLite's tables do.
 
 Ids come from the counter in blocks: one counter write per block, so the
 counter stays far from its partition's write limit however many containers
-run, and ids stay unique across them. Tables made when one counter served
-every kind start the kinds' counters above it (keys.LEGACY_COUNTER_KEY), so
-no id comes twice.
+run, and ids stay unique across them.
 """
 
 from __future__ import annotations
@@ -13,7 +11,6 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
-from typing import Optional
 
 from chalicelib.storage.dynamodb import keys
 from chalicelib.storage.dynamodb.client import Requests, n, s
@@ -51,7 +48,6 @@ class Counters:
 
     def __init__(self, requests: Requests, block: int = ID_BLOCK) -> None:
         self.requests = requests
-        self._legacy_top: Optional[int] = None
         self.blocks = {
             kind: IdBlocks(functools.partial(self.reserve, kind), block) for kind in ID_KINDS
         }
@@ -66,17 +62,8 @@ class Counters:
             "update_item",
             TableName=self.requests.table,
             Key={"PK": s(keys.counter_pk(kind)), "SK": s(keys.COUNTER_SK)},
-            UpdateExpression="SET next_id = if_not_exists(next_id, :start) + :n",
-            ExpressionAttributeValues={":n": n(count), ":start": n(self._legacy_ids())},
+            UpdateExpression="ADD next_id :n",
+            ExpressionAttributeValues={":n": n(count)},
             ReturnValues="UPDATED_NEW",
         )
         return int(answer["Attributes"]["next_id"]["N"])
-
-    def _legacy_ids(self) -> int:
-        """The last id of the one counter older tables have (0 if none): read
-        once per storage, at its first block."""
-        if self._legacy_top is None:
-            legacy = keys.LEGACY_COUNTER_KEY
-            item = self.requests.read_item(legacy["PK"], legacy["SK"])
-            self._legacy_top = int(item["next_id"]["N"]) if item else 0
-        return self._legacy_top

@@ -1,9 +1,9 @@
 """DynamoDB items <-> records: every attribute the adapter writes, and what it reads back.
 
-Items written before a feature read with its defaults: a workflow without
-policy flags has none set, a step without a quorum needs one approval, a run
-without current_step_since reached its step with its last update, an item
-without event_seq has recorded no event.
+An attribute that is absent stands for its record's default only where the
+writer leaves it out for that default (a run's empty input, a first round, an
+action for nobody else, a step without a deadline or a condition); the rest
+are always written, and read as such.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import Any, Optional
 
 from chalicelib.domain.models import (
-    DEFAULT_MAX_RETURNS,
     IN_PROGRESS,
     Action,
     Deadline,
@@ -147,13 +146,13 @@ def workflow_of(item: Item) -> Workflow:
 
 
 def max_returns_of(item: Item) -> int:
-    """A workflow's (or a run's) max_returns; the default on items from before it."""
-    return int(item["max_returns"]["N"]) if "max_returns" in item else DEFAULT_MAX_RETURNS
+    """A workflow's (or a run's) max_returns."""
+    return int(item["max_returns"]["N"])
 
 
 def policy_of(item: Item) -> Policy:
-    """The policy flags an item holds (none, on a workflow from before them)."""
-    return Policy(*(item.get(flag, {}).get("BOOL", False) for flag in Policy._fields))
+    """The policy flags an item holds."""
+    return Policy(*(item[flag]["BOOL"] for flag in Policy._fields))
 
 
 def step_entry(step: Step) -> dict[str, Item]:
@@ -190,7 +189,7 @@ CURRENT_STEP_ATTRIBUTES = (
 
 
 def step_of(item: Item, workflow_id: int, names: tuple[str, ...] = STEP_ATTRIBUTES) -> Step:
-    """The step `item` holds under `names` (items from before quorums: one approval)."""
+    """The step `item` holds under `names`."""
     step_id, name, order, approvers, required, deadline, when = names
     return Step(
         int(item[step_id]["N"]),
@@ -198,7 +197,7 @@ def step_of(item: Item, workflow_id: int, names: tuple[str, ...] = STEP_ATTRIBUT
         item[name]["S"],
         int(item[order]["N"]),
         texts(item, approvers),
-        int(item[required]["N"]) if required in item else 1,
+        int(item[required]["N"]),
         deadline_of(item, deadline),
         json_of(item, when),
     )
@@ -261,10 +260,9 @@ def current_step_state(run: Run, shards: int) -> tuple[Item, list[str]]:
 def run_of(item: Item, actions: tuple[Action, ...]) -> Run:
     workflow_id = int(item["workflow_id"]["N"])
     current = step_of(item, workflow_id, CURRENT_STEP_ATTRIBUTES) if "step_id" in item else None
-    # A run from before quorums reached its step with its last decision; a
-    # returned one waits for no decision.
+    # A returned run keeps its step, but waits for no decision.
     waiting = current is not None and item["status"]["S"] == IN_PROGRESS
-    since = item.get("current_step_since", item["updated_at"])["S"] if waiting else None
+    since = item["current_step_since"]["S"] if waiting else None
     return Run(
         int(item["id"]["N"]),
         workflow_id,
@@ -275,14 +273,15 @@ def run_of(item: Item, actions: tuple[Action, ...]) -> Run:
         item["updated_at"]["S"],
         actions,
         item["requested_by"]["S"] if "requested_by" in item else None,
+        # Always written: absent only where someone removed it (the audit shows it).
         item["head_hash"]["S"] if "head_hash" in item else None,
         texts(item, "approved_by"),
         since,
-        policy_of(item.get("policy", {}).get("M", {})),
+        policy_of(item["policy"]["M"]),
         texts(item, "approvers"),
         event_seq(item),
         item["current_step_due_at"]["S"] if "current_step_due_at" in item else None,
-        item.get("deadline_passed", {}).get("BOOL", False),
+        item["deadline_passed"]["BOOL"],
         None,
         json_of(item, "input", {}),
         int(item["round"]["N"]) if "round" in item else 1,
@@ -364,9 +363,8 @@ def carried_delivered(item: Item) -> int:
 
 
 def event_seq(item: Item) -> int:
-    """The sequence of the last event of the stream whose counter `item` keeps
-    (0 for items written before events were)."""
-    return int(item["event_seq"]["N"]) if "event_seq" in item else 0
+    """The sequence of the last event of the stream whose counter `item` keeps."""
+    return int(item["event_seq"]["N"])
 
 
 def event_item(event: Event, time: str, in_due_index: bool) -> Item:

@@ -117,8 +117,6 @@ STEP_COUNT_SK = "#STEPS"
 COUNTER_SK = "#ID"
 # The partition of the `all` index that lists workflows.
 WORKFLOWS_PK = "WORKFLOWS"
-# The one counter older tables have, before each kind had its own.
-LEGACY_COUNTER_KEY = {"PK": {"S": "COUNTER"}, "SK": {"S": COUNTER_SK}}
 INBOX_PREFIX = "INBOX#"
 
 SHARDS_VARIABLE = "WORKFLOW_LIST_SHARDS"
@@ -267,10 +265,8 @@ def deadline_pk(run_id: int, shards: int) -> str:
 
 
 def deadline_pks(shards: int) -> list[str]:
-    """Every due index partition of deadlines; the first, unsharded, holds those
-    of tables from before the shards."""
-    count = shards * DEADLINE_SHARDS_PER_SHARD
-    return [DEADLINE_DUE, *(f"{DEADLINE_DUE}#{shard}" for shard in range(count))]
+    """Every due index partition of deadlines."""
+    return [f"{DEADLINE_DUE}#{shard}" for shard in range(shards * DEADLINE_SHARDS_PER_SHARD)]
 
 
 # -- the run lists -----------------------------------------------------------------------

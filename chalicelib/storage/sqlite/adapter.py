@@ -1,4 +1,4 @@
-"""SQLite storage: the spec's schema (migrations.py), one connection per thread, WAL.
+"""SQLite storage: the schema of migrations.py, one connection per thread, WAL.
 
 Every change is one write transaction, taken with BEGIN IMMEDIATE: its write
 lock makes the store's allocations (ids, event sequence numbers, a step's
@@ -25,7 +25,6 @@ from chalicelib.domain.models import (
     Run,
     Slice,
     Step,
-    Upgrades,
     Workflow,
 )
 from chalicelib.storage.sqlite import rows
@@ -56,8 +55,8 @@ class SQLiteStorage(Connections):
     runs, its events and their delivery (the Outbox), its Idempotency-Keys (the
     KeyStore) and the delegations; the rows each writes are rows.py's."""
 
-    def __init__(self, path: str, upgrades: Optional[Upgrades] = None) -> None:
-        super().__init__(path, upgrades)
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
         # workflow id -> its steps, as last read or written, for steps_after: a
         # decision then reads its run and nothing else, as on DynamoDB. Steps
         # are only ever appended, so every step known is right, and a step

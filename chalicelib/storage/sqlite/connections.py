@@ -25,20 +25,19 @@ from contextlib import contextmanager
 from typing import Optional
 
 from chalicelib.domain import errors
-from chalicelib.domain.models import Upgrades
 
 BUSY_TIMEOUT_MS = 10_000
-# How many changes the spec's schema has had: len(migrations.MIGRATIONS).
+# The version of the latest schema: migrations.version(), the first release's
+# plus one for each change since (kept here so that opening a file at it
+# loads no more than this module).
 SCHEMA_VERSION = 8
 
 
 class Connections:
-    """The connections to one SQLite file, shared safely by threads and
-    processes; data from before a feature is upgraded with `upgrades` (migrations.py)."""
+    """The connections to one SQLite file, shared safely by threads and processes."""
 
-    def __init__(self, path: str, upgrades: Optional[Upgrades] = None) -> None:
+    def __init__(self, path: str) -> None:
         self.path = path
-        self.upgrades = upgrades
         self._local = threading.local()
         self._schema_lock = threading.Lock()
         self._schema_ready = False
@@ -97,7 +96,7 @@ class Connections:
             if self._schema_ready:
                 return
             use_wal(conn)
-            migrate(conn, self.upgrades)
+            migrate(conn)
             self._schema_ready = True
 
     @contextmanager
@@ -128,14 +127,14 @@ def next_id(conn: sqlite3.Connection, table: str) -> int:
     return (row[0] if row else 0) + 1
 
 
-def migrate(conn: sqlite3.Connection, upgrades: Optional[Upgrades]) -> None:
+def migrate(conn: sqlite3.Connection) -> None:
     """Bring the file to the latest schema in one write transaction (nothing
     to write, and one PRAGMA read, for a file already there)."""
     if conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
         return
     from chalicelib.storage.sqlite import migrations
 
-    migrations.upgrade(conn, upgrades)
+    migrations.upgrade(conn)
 
 
 def is_busy(exc: BaseException) -> bool:

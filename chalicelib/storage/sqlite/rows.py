@@ -94,13 +94,12 @@ def listed_run(
 
 
 def step(row: Sequence[Any]) -> Step:
-    """A step from a row of STEP_COLUMNS (or of its first nine, before steps
-    had conditions: the inboxes' migration reads those)."""
+    """A step from a row of STEP_COLUMNS."""
     step_id, workflow_id, name, order, approvers, required, seconds, action, escalate_to = row[:9]
     deadline = (
         Deadline(seconds, action, strings(escalate_to or "[]")) if seconds is not None else None
     )
-    when = json_of(row[9]) if len(row) > 9 else None
+    when = json_of(row[9])
     return Step(step_id, workflow_id, name, order, strings(approvers), required, deadline, when)
 
 
