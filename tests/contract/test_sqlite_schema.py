@@ -111,9 +111,9 @@ def test_the_next_change_reaches_a_file_at_the_baseline_and_a_new_file_alike(
     monkeypatch.setattr(sqlite_connections, "SCHEMA_VERSION", sqlite_migrations.version())
 
     after = tmp_path / "after.sqlite3"
-    for path in (before, after, before):
+    for opening, path in enumerate((before, after, before)):
         stored = SQLiteStorage(str(path))
-        engine.create_workflow(stored, f"New {path.stem} {id(stored)}", clock=lambda: NOW)
+        engine.create_workflow(stored, f"New {path.stem} {opening}", clock=lambda: NOW)
         stored.close()
 
     for path in (before, after):
