@@ -1,5 +1,6 @@
 """A webhook receiver on 127.0.0.1 for the delivery tests: it records every
-request, checks its Standard Webhooks signature, and answers what the test says."""
+request, checks its Standard Webhooks signature, and answers what the test says
+(a redirect names MOVED, which answers 204 to any method)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import json
 import threading
 from typing import Any, NamedTuple
 
+MOVED = "/moved"
 SECRET = "whsec_" + base64.b64encode(b"a test key of thirty-two bytes!!").decode()
 
 
@@ -18,6 +20,8 @@ class Received(NamedTuple):
     headers: dict[str, str]
     body: bytes
     status: int
+    method: str = "POST"
+    path: str = "/hooks"
 
     @property
     def event(self) -> dict[str, Any]:
@@ -38,12 +42,13 @@ def verify(secret: str, headers: dict[str, str], body: bytes) -> bool:
 
 
 class Receiver:
-    """Answers `status` (500 while `failing`), records what it got."""
+    """Answers 204 (500 while `failing`, `answer` where set), records what it got."""
 
     def __init__(self, secret: str = SECRET) -> None:
         self.secret = secret
         self.received: list[Received] = []
         self.failing = False
+        self.answer: int | None = None
         self.lock = threading.Lock()
         receiver = self
 
@@ -52,11 +57,18 @@ class Receiver:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 headers = {name.lower(): value for name, value in self.headers.items()}
                 with receiver.lock:
-                    status = 500 if receiver.failing else 204
-                    receiver.received.append(Received(headers, body, status))
+                    status = 500 if receiver.failing else receiver.answer or 204
+                    if self.path == MOVED:
+                        status = 204
+                    got = Received(headers, body, status, self.command, self.path)
+                    receiver.received.append(got)
                 self.send_response(status)
+                if 300 <= status < 400:
+                    self.send_header("Location", MOVED)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
+
+            do_GET = do_POST
 
             def log_message(self, *args: Any) -> None:
                 """Quiet."""
