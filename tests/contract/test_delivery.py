@@ -60,12 +60,7 @@ def test_every_event_goes_once_in_order_per_subject(storage: Backend) -> None:
     assert len(sink.sent) == 7
     assert [
         json.loads(event.body)["sequence"] for event in sink.sent if event.subject == first
-    ] == [
-        1,
-        2,
-        3,
-        4,
-    ]
+    ] == [f"{n:020d}" for n in (1, 2, 3, 4)]
 
 
 def test_a_failure_holds_its_subject_back_until_its_retry_is_due(storage: Backend) -> None:

@@ -108,7 +108,8 @@ class Receiver:
             received = list(self.received)
         for got in received:
             event = got.event
+            sequence = int(event["sequence"])
             done = accepted.get(event["subject"], 0)
-            assert event["sequence"] <= done + 1, (event["subject"], event["sequence"], done)
+            assert sequence <= done + 1, (event["subject"], sequence, done)
             if got.status < 300:
-                accepted[event["subject"]] = max(done, event["sequence"])
+                accepted[event["subject"]] = max(done, sequence)
