@@ -154,33 +154,32 @@ def when_served_locally(app: Chalice) -> None:
     """Start the background work on the first request that chalice's local
     server (`chalice local`) hands `app`, and write one access line per request
     there. Nothing at all where chalice.local is not loaded (Lambda)."""
-    if "chalice.local" not in sys.modules:
+    # Taken from the modules loaded, not imported: the deployment package
+    # ships chalice's runtime alone, without chalice.local.
+    local: Any = sys.modules.get("chalice.local")
+    if local is None:
         return
-    import chalice.local
-
     answered = threading.local()
     # Only chalice's own handler is changed, which serves `chalice local`
     # alone: make run's overrides what it changes, chalice.test uses none.
-    _one_access_line(chalice.local.ChaliceRequestHandler, answered)
+    _one_access_line(local.ChaliceRequestHandler, answered)
     checked: list[bool] = []
 
     def first_request(request: Request, get_response: Callable[[Request], Response]) -> Response:
         answered.by_app = True
         if not checked:
-            checked.append(_served_by_chalice(app))
+            checked.append(_served_by_chalice(app, local.LocalChalice))
         return get_response(request)
 
     app.register_middleware(first_request, "http")
 
 
-def _served_by_chalice(app: Chalice) -> bool:
+def _served_by_chalice(app: Chalice, local_class: type) -> bool:
     """Whether chalice's own local server serves `app` (`chalice local` gives
-    the app its LocalChalice class; chalice.test.Client does not, and make
-    run's server says it leaves nothing to the app): if so, start the
+    the app its `local_class`, LocalChalice; chalice.test.Client does not, and
+    make run's server says it leaves nothing to the app): if so, start the
     background work."""
-    import chalice.local
-
-    if _left_to_server or not isinstance(app, chalice.local.LocalChalice):
+    if _left_to_server or not isinstance(app, local_class):
         return False
     try:
         start_once()
