@@ -17,9 +17,9 @@ MOTO_PORT ?= 5000
 # Flags for scripts/local_server.py, which serves `make run` and `make run-dynamodb`
 # (chalice local's stage handling; the deployed API's 404 for unknown paths; one
 # access line per request). No reloading by default: chalice's reloader polls
-# every file under the project (.venv and the SQLite file in .data included) and
-# restarts the server, dropping requests in flight, whenever one changes: every
-# write would do. `--autoreload` turns it on; restart by hand otherwise.
+# every file under the project (.venv included) and restarts the server, dropping
+# requests in flight, whenever one changes. `--autoreload` turns it on; restart by
+# hand otherwise.
 CHALICE_LOCAL_FLAGS ?=
 WORKFLOW_TABLE ?= approval-workflows
 # Tests run on every core (pytest-xdist); the longest (fuzzing) start first, and
@@ -195,10 +195,15 @@ BACKEND ?= sqlite
 profile: $(VENV)/.dev
 	$(BIN)/python -m bench.profile_hot_path $(BACKEND)
 
-# Removes the virtualenvs, node_modules and caches; keeps the local database (.data/).
+# Removes the virtualenvs, node_modules and caches; keeps the local database (make clean-data).
 clean:
 	rm -rf $(VENV) $(SCAN_VENV) $(LAMBDA_RUNTIME) node_modules .mypy_cache .ruff_cache dist
 
-# Removes the local database (.data/): every workflow and run `make run` stored.
+# Removes the local database: every workflow and run that `make run` and `chalice
+# local` stored where WORKFLOW_SQLITE_PATH names no file (this clone's, in your data
+# directory: docs/configuration.md); and .data/ (moto's log, the database's old place).
 clean-data:
+	@path="$$($(PYTHON) -c 'from chalicelib.storage import default_sqlite_path as p; print(p())')" \
+		&& echo "Removing $$path" && rm -f "$$path" "$$path-wal" "$$path-shm" \
+		&& { rmdir "$$(dirname "$$path")" 2>/dev/null || true; }
 	rm -rf .data

@@ -10,10 +10,18 @@ a cold start that serves a read by id loads neither.
 from __future__ import annotations
 
 import gc
+import os
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Optional
 
 from chalice.app import Chalice, CloudWatchEvent, DynamoDBEvent, Rate, Response, SQSEvent
+
+# Under `chalice local`'s reloader (in the worker it starts, CHALICE_WORKER is
+# set), any new file in the project restarts the server, dropping the requests
+# in flight: the bytecode of a module that a request imports first would be one.
+if os.environ.get("CHALICE_WORKER"):
+    sys.dont_write_bytecode = True
 
 # The service's modules and their records live as long as the process:
 # collecting among them while they load is wasted work on a cold start (about
@@ -21,7 +29,7 @@ from chalice.app import Chalice, CloudWatchEvent, DynamoDBEvent, Rate, Response,
 # loaded, and leaves them out of every later collection (gc.freeze).
 gc.disable()
 try:
-    from chalicelib import engine
+    from chalicelib import background, engine
     from chalicelib.api import access_log, http, identity, paths, representations
     from chalicelib.domain.models import (
         Awaiting,
@@ -49,6 +57,9 @@ RELAYED_STREAM = "arn:aws:dynamodb:us-east-1:000000000000:table/approval-workflo
 WEBHOOK_QUEUE = "arn:aws:sqs:us-east-1:000000000000:approval-workflows-webhooks"
 app.api.cors = http.cors()
 access_log.install(app)
+# Served by `chalice local`: the event dispatch and deadline sweeps that
+# `make run` starts itself start on the first request (nothing on Lambda).
+background.when_served_locally(app)
 
 _STORAGE: Optional[Backend] = None
 

@@ -85,7 +85,7 @@ STEPS = ("Manager", "Finance", "CFO")
 EVENT = (
     '{"specversion":"1.0","id":"%s","source":"/approval-workflows/dev","type":"%s",'
     '"subject":"runs/%d","time":"' + NOW + '","datacontenttype":"application/json",'
-    '"sequence":%d,"data":{"run_id":%d,"workflow_id":%d,"title":"PO-1","requested_by":null,'
+    '"sequence":"%020d","data":{"run_id":%d,"workflow_id":%d,"title":"PO-1","requested_by":null,'
     '"status":"%s","step":%s,"actor":%s,"head_hash":"%s","input_digest":null,"round":1%s}}'
 )
 STEP_JSON = (

@@ -15,8 +15,10 @@ Where it differs, on purpose:
   "Missing Authentication Token"}. The shape is that of the packaged API
   Gateway's own answers (deploy/stack.yaml maps them to {"error": ...}); the
   status is the one a missing route should have (API Gateway's own is still 403).
-- One access line per request, the service's JSON line (chalicelib/api/access_log.py):
-  http.server's own "127.0.0.1 - - [...] GET ..." line is not written.
+- One access line per request, the service's JSON line (chalicelib/api/access_log.py),
+  also for what the server answers itself; http.server's own "127.0.0.1 - -
+  [...] GET ..." line is not written (under `chalice local` the app quiets it:
+  chalicelib/background.py).
 - Each request is read within bounds (scripts/local_http.py): chunked bodies
   are decoded; a request line over 64 KiB answers 414, header fields over
   64 KiB 431, a body over the app's 1 MiB 413 (unread), a bad framing 400, a
@@ -27,14 +29,15 @@ Where it differs, on purpose:
 - A port in use, or an address that cannot be listened on, is one line on
   standard error and exit status 1, not a traceback.
 - No reloading on code changes unless --autoreload is given (chalice's
-  reloader watches every file in the project, the SQLite file included).
+  reloader restarts the server, dropping requests in flight, on every change
+  of a file under the project).
+- The background work starts with the server, not on the first request.
 
 And what the deployed stack does with functions of their own, it does with
-threads of the serving process: the event dispatcher sends the events each
-change recorded (chalicelib/delivery/dispatch.py: WORKFLOW_EVENTS, WORKFLOW_WEBHOOK_URL,
-WORKFLOW_WEBHOOK_SECRET) within a second of their commit, and the deadline
-sweeper (engine.sweep) runs every WORKFLOW_SWEEP_SECONDS (default 10).
-WORKFLOW_STAGE is the --stage, for the events' source.
+threads of the serving process (chalicelib/background.py): the event
+dispatcher sends the events each change recorded within a second of their
+commit, and the deadline sweeper runs every WORKFLOW_SWEEP_SECONDS (default
+10). WORKFLOW_STAGE is the --stage, for the events' source.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
@@ -62,12 +65,10 @@ import chalice.local  # noqa: E402
 from chalice.app import Chalice, CORSConfig  # noqa: E402
 from chalice.config import Config  # noqa: E402
 
-from chalicelib import engine, log_lines  # noqa: E402
+from chalicelib import background, log_lines  # noqa: E402
 from chalicelib.api import access_log  # noqa: E402
 from chalicelib.api.http import MAX_BODY_BYTES  # noqa: E402
-from chalicelib.delivery import dispatch, webhooks  # noqa: E402
-from chalicelib.domain import errors, events  # noqa: E402
-from chalicelib.storage import create_storage  # noqa: E402
+from chalicelib.domain import events  # noqa: E402
 from scripts import local_http  # noqa: E402
 
 # What an unknown path answers: no echo of the path, which may be long.
@@ -277,6 +278,9 @@ class RequestHandler(chalice.local.ChaliceRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         """Not written: the access line says what each request was answered."""
 
+    def log_request(self, code: Any = "-", size: Any = "-") -> None:
+        """Not written: the app, or this handler, wrote the request's access line."""
+
 
 class HTTPServer(chalice.local.ThreadedHTTPServer):
     """chalice local's server (a thread per connection), with a backlog."""
@@ -296,6 +300,8 @@ class DevServer(chalice.local.LocalDevServer):
 def build_server(app: Chalice, config: Config, host: str, port: int) -> DevServer:
     """`app` on an HTTP server bound to host:port (0: a free port), not yet serving.
     OSError if it cannot listen there."""
+    # This server starts the background work itself (or, in tests, none).
+    background.leave_to_server()
     # As chalice.local.create_local_server does: the app's current_request
     # becomes per thread (the server answers each connection on its own thread).
     if not isinstance(app, chalice.local.LocalChalice):
@@ -345,87 +351,6 @@ def stage_server(
     return build_server(app, config, host, port)
 
 
-# How often the dispatcher looks for events to send: well within a second.
-DISPATCH_SECONDS = 0.25
-SWEEP_VARIABLE = "WORKFLOW_SWEEP_SECONDS"
-DEFAULT_SWEEP_SECONDS = 10.0
-# A thread whose storage cannot answer tries again after this long (the
-# storage's own log line says why; requests answer 503 meanwhile).
-STORAGE_RETRY_SECONDS = 5.0
-
-
-class Repeating:
-    """A daemon thread that calls `task` every `interval` seconds until stopped."""
-
-    def __init__(self, name: str, task: Callable[[], object], interval: float) -> None:
-        self._task = task
-        self._interval = interval
-        self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-
-    def start(self) -> Repeating:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopped.set()
-        self._thread.join(30)
-
-    def _run(self) -> None:
-        while not self._stopped.is_set():
-            wait = self._interval
-            try:
-                self._task()
-            except errors.Unavailable:
-                wait = max(wait, STORAGE_RETRY_SECONDS)
-            self._stopped.wait(wait)
-
-
-def sweep_seconds() -> float:
-    raw = os.environ.get(SWEEP_VARIABLE, "").strip()
-    try:
-        seconds = float(raw) if raw else DEFAULT_SWEEP_SECONDS
-    except ValueError:
-        seconds = 0.0
-    if not 0 < seconds <= 86400:
-        raise ValueError(f"{SWEEP_VARIABLE} is {raw!r}: set it to seconds, from 0.1 to 86400")
-    return seconds
-
-
-class Background:
-    """The threads that serve beside the HTTP server, stopped with it."""
-
-    def __init__(self) -> None:
-        self.threads: list[Repeating] = []
-        self._storage: list[Any] = []
-
-    def storage(self) -> Any:
-        """Created on first use, as the app does: a storage misconfigured now
-        answers 503 to requests, and is tried again here."""
-        if not self._storage:
-            self._storage.append(create_storage())
-        return self._storage[0]
-
-    def start(self) -> Background:
-        """Start them, as the environment configures them; ValueError, saying
-        what to set, if it names something that cannot work."""
-        sink = dispatch.configured_sink()
-        every = sweep_seconds()
-
-        def deliver() -> None:
-            dispatch.deliver_due(self.storage(), sink, time.time, webhooks.retry_delay)
-
-        self.threads += [
-            Repeating("event-dispatcher", deliver, DISPATCH_SECONDS).start(),
-            Repeating("deadline-sweeper", lambda: engine.sweep(self.storage()), every).start(),
-        ]
-        return self
-
-    def stop(self) -> None:
-        for thread in self.threads:
-            thread.stop()
-
-
 def cannot_listen(host: str, port: int, exc: OSError) -> str:
     if exc.errno == errno.EADDRINUSE:
         return f"Port {port} on {host} is already in use; choose another with PORT=..."
@@ -449,12 +374,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ["AWS_CHALICE_CLI_MODE"] = "true"
 
     os.environ.setdefault(events.STAGE_VARIABLE, args.stage)
-    background = Background()
 
     def server() -> chalice.local.LocalDevServer:
         local = stage_server(args.project_dir, args.stage, args.host, args.port)
         # After the stage's environment_variables are in os.environ.
-        background.start()
+        background.start_once()
         return local
 
     if args.autoreload:

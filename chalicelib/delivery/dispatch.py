@@ -16,7 +16,8 @@ Sinks: `log` writes each event as one JSON line on standard output (whole:
 chalicelib/log_lines.py);
 `webhook` POSTs it, signed (WORKFLOW_WEBHOOK_URL, WORKFLOW_WEBHOOK_SECRET).
 WORKFLOW_EVENTS picks one; without it, `webhook` when a URL is set, else `log`.
-The same code sends locally (the dispatcher thread of scripts/local_server.py)
+The same code sends locally (the dispatcher thread of chalicelib/background.py,
+under make run or chalice local)
 and in the cloud (app.deliver_events, fed by SQS).
 """
 

@@ -162,7 +162,9 @@ def deliver_messages(
         event = json.loads(record["body"])["detail"]
         now = clock()
         blocked = dispatch.deliver_subject(outbox, event["subject"], sink, now, delay)
-        if blocked is None or blocked.event.sequence > event["sequence"]:
+        # `sequence` is the CloudEvent's zero-padded string (a number in
+        # events recorded before it was one): its number either way.
+        if blocked is None or blocked.event.sequence > int(event["sequence"]):
             continue  # delivered, now or before
         wait = dispatch.seconds_until(blocked.until, now)
         hide(record["receiptHandle"], max(1, min(MAX_VISIBILITY_SECONDS, round(wait))))

@@ -9,7 +9,9 @@
 The secret is `whsec_` + base64 of the key (WORKFLOW_WEBHOOK_SECRET); the
 body is the CloudEvent exactly as stored. Any answer but 2xx, or none within
 TIMEOUT_SECONDS, is a failure, retried later (chalicelib/delivery/dispatch.py) with
-the same id and body.
+the same id and body. A redirect (3xx) is a failure too, as the specification
+says, and is not followed: urllib would follow a 301, 302 or 303 as a GET
+without the body, and the event would count as delivered without arriving.
 """
 
 from __future__ import annotations
@@ -37,6 +39,24 @@ CONTENT_TYPE = "application/cloudevents+json"
 FIRST_RETRY_SECONDS = 5.0
 MAX_RETRY_SECONDS = 3600.0
 LOGGER = logging.getLogger("approval-workflows.events")
+
+
+class NoRedirects(urllib.request.HTTPRedirectHandler):
+    """Leaves every 3xx to the error handlers: urlopen raises it as an HTTPError."""
+
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+def answer_of(request: urllib.request.Request, timeout: float) -> tuple[int, str]:
+    """The status `request` is answered, and where a redirect points ("" if it
+    is none); OSError if there is no answer."""
+    try:
+        with urllib.request.build_opener(NoRedirects).open(request, timeout=timeout) as answer:
+            return int(answer.status), ""
+    except urllib.error.HTTPError as exc:
+        with exc:
+            return exc.code, exc.headers.get("Location", "") if 300 <= exc.code < 400 else ""
 
 
 class InvalidSecret(ValueError):
@@ -94,13 +114,16 @@ class Webhook(Record):
             },
         )
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as answer:
-                status = int(answer.status)
-        except urllib.error.HTTPError as exc:
-            status = exc.code
+            status, moved = answer_of(request, self.timeout)
         except (OSError, ValueError) as exc:  # refused, unreachable, timed out, bad URL
             LOGGER.warning("webhook %s: event %s not delivered: %s", self.url, event.id, exc)
             return False
-        if not 200 <= status < 300:
+        if moved:
+            LOGGER.warning(
+                "webhook %s: event %s answered %s to %s: redirects are not followed, "
+                "set the webhook URL to where it points",
+                *(self.url, event.id, status, moved),
+            )
+        elif not 200 <= status < 300:
             LOGGER.warning("webhook %s: event %s answered %s", self.url, event.id, status)
         return 200 <= status < 300

@@ -9,7 +9,9 @@ subject's stream (models.EventDraft), which the storage fills in.
 
 Streams: a run's events have the subject `runs/<id>`, a workflow's
 `workflows/<id>`; each stream numbers its events from 1, gap-free, in the
-extension attribute `sequence`, which the storage assigns inside the write.
+extension attribute `sequence`, which the storage assigns inside the write:
+as the CloudEvents Sequence extension defines it, a string that sorts as
+text, the number zero-padded to 20 digits (models.sequence_text).
 
     transition                      events, in order
     POST /workflows                 workflow.created

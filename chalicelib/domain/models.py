@@ -323,6 +323,21 @@ class Event(Record):
     body: str
 
 
+# A CloudEvent's `sequence` (the Sequence extension) is a string that sorts as
+# text in the order of the events: the number, zero-padded to SEQUENCE_DIGITS,
+# enough for any number a 64-bit integer holds (SQLite's, and far beyond what
+# a stream on DynamoDB could ever count to).
+SEQUENCE_DIGITS = 20
+SEQUENCE_END = 10**SEQUENCE_DIGITS
+
+
+def sequence_text(sequence: int) -> str:
+    """The `sequence` attribute of a subject's `sequence`th event: "00000000000000000001"."""
+    if not 0 < sequence < SEQUENCE_END:
+        raise ValueError(f"a sequence is from 1 to {SEQUENCE_DIGITS} digits, not {sequence}")
+    return f"{sequence:0{SEQUENCE_DIGITS}d}"
+
+
 class EventDraft(Record):
     """An event made but for its place in its subject's stream, which the storage
     allocates inside the write that records it: its CloudEvent's JSON text is
@@ -341,7 +356,7 @@ class EventDraft(Record):
 
     def body(self, sequence: int) -> str:
         """The event's CloudEvent as the `sequence`th of its subject."""
-        return f"{self.head}{sequence}{self.tail}"
+        return f'{self.head}"{sequence_text(sequence)}"{self.tail}'
 
 
 class Pending(Record):

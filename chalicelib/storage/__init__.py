@@ -49,12 +49,23 @@ def create_storage() -> Backend:
 
 
 def default_sqlite_path() -> str:
-    """.data/workflows.sqlite3 in the project, for a process that names no file.
+    """The file of a process that names none: workflows.sqlite3 in the user's
+    data directory ($XDG_DATA_HOME, else ~/.local/share), in a folder of its
+    own for each clone of the project (approval-workflows/<folder>-<crc32 of
+    its path>), so that `make run` and `chalice local` share it, and two clones
+    never do.
 
-    Found when asked, not on every import: a deployed function's variables
-    name its file or its table, and resolving the path is an lstat for each
-    of its parts."""
+    Outside the project: `chalice local`'s reloader restarts the server on
+    every change of a file under it, and every write would be one. Found when
+    asked, not on every import: a deployed function's variables name its file
+    or its table, and resolving the path is an lstat for each of its parts."""
+    import zlib
+
     # os.path, not pathlib: pathlib is not imported by Chalice, and importing it
     # cost every cold start 1.2 ms.
     project = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
-    return os.path.join(project, ".data", "workflows.sqlite3")
+    data = os.environ.get("XDG_DATA_HOME", "")
+    if not os.path.isabs(data):  # unset, or relative: the XDG specification ignores it
+        data = os.path.join(os.path.expanduser("~"), ".local", "share")
+    clone = f"{os.path.basename(project)}-{zlib.crc32(project.encode()):08x}"
+    return os.path.join(data, "approval-workflows", clone, "workflows.sqlite3")

@@ -67,6 +67,9 @@ export function stepWhen(step, run) {
     return said ? el("p", { class: "step-when" }, "Skipped: it applies only if ", el("code", { class: "condition" }, said), ", which does not hold for this run.") : el("p", { class: "step-when" }, "Skipped: its condition does not hold for this run.");
   }
   if (!words) return null;
-  const reached = run && (run.current_step_id === step.id || run.actions.some((action) => action.step_id === step.id));
+  // Held for this round's input, the input in force: the step is current, or
+  // decided in this round. A resubmit names the step where the last round was
+  // sent back, which that round's input (not this one's) reached.
+  const reached = run && (run.current_step_id === step.id || run.actions.some((action) => action.step_id === step.id && action.action !== "resubmit"));
   return el("p", { class: "step-when" }, "Applies only if ", el("code", { class: "condition" }, words), reached ? ", which holds for this run." : ".");
 }

@@ -34,6 +34,7 @@ from scripts.rehearsal.scenario import (
     compare_json,
     cursor_of,
     wait_for,
+    wait_while_growing,
 )
 from scripts.rehearsal.sources import QueueSource, Report, Schedule, StreamSource
 from scripts.rehearsal.stack import ACCOUNT, REGION, Stack
@@ -60,7 +61,17 @@ CALLERS = {
 }
 # Lines in a function's log that fail the rehearsal wherever they appear.
 ALARMS = re.compile(r"Traceback|AccessDenied|ModuleNotFoundError|ImportError| ERROR[: ]")
-DRAIN_SECONDS = 40.0
+# The webhook queue is drained until it is empty; it is stuck if its messages
+# stay hidden, none to receive, this long: longer than the hide of any retry
+# a rehearsal makes (the first within 5 s, then 10, 20). The time the sender
+# works is not counted: a loaded machine slows it down, and must not change
+# the verdict (a bound on the whole drain once failed a rehearsal so).
+DRAIN_IDLE_SECONDS = 40.0
+# make run's deliveries must reach the stack's; they are late if they stop
+# growing this long. Its sweeper (every second) must reject the deadline's run
+# within LOCAL_SWEEP_SECONDS.
+LOCAL_IDLE_SECONDS = 30.0
+LOCAL_SWEEP_SECONDS = 60.0
 
 
 class Stop(Exception):
@@ -542,9 +553,10 @@ class Run:
     def drain(self) -> None:
         started = time.monotonic()
         report = self.reports.setdefault("queue", Report())
-        if not self.queue.drain(report, DRAIN_SECONDS):
+        if not self.queue.drain(report, DRAIN_IDLE_SECONDS):
             self.outcome.failures.append(
-                f"the webhook queue still held messages after {DRAIN_SECONDS:.0f} s"
+                "the webhook queue still held messages, hidden, none to receive for "
+                f"{DRAIN_IDLE_SECONDS:.0f} s"
             )
         self._timed("drain", started)
         self._check_watch()
@@ -582,7 +594,11 @@ class Run:
             )
         deployed_events = _by_subject(receiver.delivered())
         if local_receiver is not None:
-            wait_for(lambda: len(local_receiver.delivered()) >= len(receiver.delivered()), 15)
+            wait_while_growing(
+                lambda: len(local_receiver.delivered()),
+                len(receiver.delivered()),
+                LOCAL_IDLE_SECONDS,
+            )
             local_events = local_receiver.delivered()
             assert self.outcome.reference is None
             self.outcome.reference = Reference(dict(conversation.local.answers), local_events)
@@ -796,7 +812,7 @@ def walk(c: Conversation, run: Run) -> None:
             answer = local.request("GET", at("deadline run")(c.local), bearer, None)
             return bool(json.loads(answer[2]).get("status") == "rejected")
 
-        wait_for(rejected, 15)
+        wait_for(rejected, LOCAL_SWEEP_SECONDS)
     get("deadline rejected", at("deadline run"), "rita")
 
     # The webhook queue to the sender, until nothing is left (one delivery fails once).

@@ -329,6 +329,22 @@ def cursor_of(label: str) -> Callable[[Side], str]:
     return cursor
 
 
+def wait_while_growing(
+    count: Callable[[], int], target: int, idle: float, every: float = 0.2
+) -> bool:
+    """Wait until `count()` reaches `target`; False once it has not grown for
+    `idle` seconds. A loaded machine makes it grow slower, not stop."""
+    last, since = count(), time.monotonic()
+    while last < target:
+        if time.monotonic() - since > idle:
+            return False
+        time.sleep(every)
+        now = count()
+        if now > last:
+            last, since = now, time.monotonic()
+    return True
+
+
 def wait_for(check: Callable[[], bool], within: float, every: float = 0.2) -> bool:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:

@@ -257,15 +257,24 @@ class QueueSource:
             )
         return len(records)
 
-    def drain(self, report: Report, within: float) -> bool:
-        """Poll until the queue is empty, hidden messages included; False if it is not by then."""
-        deadline = time.monotonic() + within
-        while time.monotonic() < deadline:
+    def drain(self, report: Report, idle: float, most: float = 600.0) -> bool:
+        """Poll until the queue is empty, hidden messages included; False if it
+        held messages and had none to receive for `idle` seconds in a row (a
+        message hidden for longer than any retry the rehearsal makes waits for:
+        stuck), or after `most` seconds in all (a sender that never finishes).
+
+        The time the sender takes is not held against it: on a loaded machine
+        it works slower, and only waiting is a sign that nothing will come."""
+        started = waiting = time.monotonic()
+        while time.monotonic() - started < most:
             if self.poll_once(report):
+                waiting = time.monotonic()
                 continue
             visible, hidden = self._counts()
             if visible == 0 and hidden == 0:
                 return True
+            if time.monotonic() - waiting > idle:
+                return False
             time.sleep(0.25)
         return False
 

@@ -63,7 +63,7 @@ def test_a_runs_events_tell_each_transition_in_order(api: Api) -> None:
         "step.approved",
         "run.completed",
     ]
-    assert [event["sequence"] for event in found] == [1, 2, 3, 4, 5, 6]
+    assert [event["sequence"] for event in found] == [f"{n:020d}" for n in range(1, 7)]
     for event in found:
         assert set(event) == ENVELOPE
         assert event["specversion"] == "1.0"

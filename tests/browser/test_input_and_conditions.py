@@ -360,6 +360,42 @@ def test_a_step_whose_condition_does_not_hold_shows_as_skipped(
     assert "system:conditions" not in " ".join(history)
 
 
+def test_after_a_resubmit_a_step_to_come_is_judged_by_the_input_in_force(
+    tab: PageUnderTest, api: Api
+) -> None:
+    # CFO held for round 1's input and was reached there, then sent the run
+    # back; round 2's input is below its threshold, so the service will skip it.
+    steps = ["Manager", {"name": "CFO", "when": {">": [{"var": "amount"}, 10000]}}]
+    schema = {"type": "object", "properties": {"amount": {"type": "number"}}}
+    po = workflow(api, steps=steps, schema=schema)
+    run = api.post(
+        "/runs",
+        {
+            "workflow_id": po["id"],
+            "title": "PO-9",
+            "requested_by": "rita",
+            "input": {"amount": 12000},
+        },
+    ).json_body
+    assert api.approve(run["id"], "maria")["current_step"]["name"] == "CFO"
+    back = api.post(f"/runs/{run['id']}/return", {"actor": "cfo", "comment": "Split it"})
+    assert back.status_code == 200, back.body
+    again = api.post(f"/runs/{run['id']}/resubmit", {"actor": "rita", "input": {"amount": 4000}})
+    assert again.status_code == 200, again.body
+
+    tab.act_as("maria")
+    tab.open_run(run)
+
+    assert tab.steps() == ["Manager Current step", "CFO To come"]
+    cfo = tab.page.locator("ol.timeline > li").nth(1)
+    expect(cfo.locator(".step-when")).to_have_text("Applies only if amount > 10000.")
+    tab.decide("Approve")
+    expect(tab.status).to_contain_text("Skipped, as its condition does not hold: CFO.")
+    expect(cfo.locator(".step-when")).to_have_text(
+        "Skipped: it applies only if amount > 10000, which does not hold for this run."
+    )
+
+
 # -- accessible ------------------------------------------------------------------------
 
 

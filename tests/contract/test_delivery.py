@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from chalicelib.delivery import dispatch
+from chalicelib.delivery import dispatch, webhooks
 from chalicelib.domain.models import Event
 from chalicelib.storage import Backend
 from tests.support.backends import Opener
+from tests.support.receiver import SECRET, Receiver
 from tests.support.stored import NOW, decide, stored_run, workflow_with_steps
 
 T = 1_900_000_000.0
@@ -59,12 +60,7 @@ def test_every_event_goes_once_in_order_per_subject(storage: Backend) -> None:
     assert len(sink.sent) == 7
     assert [
         json.loads(event.body)["sequence"] for event in sink.sent if event.subject == first
-    ] == [
-        1,
-        2,
-        3,
-        4,
-    ]
+    ] == [f"{n:020d}" for n in (1, 2, 3, 4)]
 
 
 def test_a_failure_holds_its_subject_back_until_its_retry_is_due(storage: Backend) -> None:
@@ -137,3 +133,21 @@ def test_marking_twice_is_harmless(storage: Backend) -> None:
     storage.mark_failed(head, dispatch.iso(T + 100))
     after = storage.first_pending(first)
     assert after is not None and after.event.sequence == 2 and after.attempts == 0
+
+
+def test_a_webhook_that_redirects_gets_the_event_again_until_it_accepts_it(
+    storage: Backend,
+) -> None:
+    first, _ = two_runs(storage)
+    with Receiver() as receiver:
+        hook = webhooks.Webhook(receiver.url, webhooks.secret_key(SECRET))
+        receiver.answer = 302
+        dispatch.deliver_subject(storage, first, hook.send, T, delay)
+        head = storage.first_pending(first)
+        assert head is not None and head.event.sequence == 1 and head.attempts == 1
+        receiver.answer = None
+        dispatch.deliver_subject(storage, first, hook.send, T + 10, delay)
+    assert storage.first_pending(first) is None
+    tried = [(got.path, got.status, got.headers["webhook-id"]) for got in receiver.received]
+    assert tried[:2] == [("/hooks", 302, head.event.id), ("/hooks", 204, head.event.id)]
+    assert len(tried) == 5  # then the run's three other events, once each

@@ -95,7 +95,7 @@ def test_an_approval_writes_its_events_in_its_action_item(ddb: dynamodb.DynamoDB
         assert (body["id"], body["type"], body["sequence"]) == (
             event.id,
             event.type,
-            event.sequence,
+            f"{event.sequence:020d}",
         )
 
 

@@ -28,7 +28,9 @@ def _stream(storage: Storage, subject: str) -> list[dict[str, Any]]:
     found = storage.list_events(subject, None, 100)
     assert not found.more
     bodies = [json.loads(event.body) for event in found.items]
-    assert [event.sequence for event in found.items] == [body["sequence"] for body in bodies]
+    assert [f"{event.sequence:020d}" for event in found.items] == [
+        body["sequence"] for body in bodies
+    ]
     return bodies
 
 
@@ -43,7 +45,7 @@ def test_a_run_records_an_event_per_transition_in_order(storage: Storage) -> Non
     decided = decide(storage, run, actor="bob")
 
     stream = _stream(storage, f"runs/{run.id}")
-    assert [body["sequence"] for body in stream] == [1, 2, 3, 4, 5, 6]
+    assert [body["sequence"] for body in stream] == [f"{n:020d}" for n in range(1, 7)]
     assert [body["type"] for body in stream] == [
         events.RUN_STARTED,
         events.STEP_ACTIVATED,
@@ -86,9 +88,9 @@ def test_a_workflow_stream_numbers_creation_and_appended_steps(storage: Storage)
 
     stream = _stream(storage, f"workflows/{workflow.id}")
     assert [(body["sequence"], body["type"]) for body in stream] == [
-        (1, events.WORKFLOW_CREATED),
-        (2, events.STEP_ADDED),
-        (3, events.STEP_ADDED),
+        ("00000000000000000001", events.WORKFLOW_CREATED),
+        ("00000000000000000002", events.STEP_ADDED),
+        ("00000000000000000003", events.STEP_ADDED),
     ]
     assert [step["name"] for step in stream[0]["data"]["workflow"]["steps"]] == ["A", "B"]
     assert stream[2]["data"]["step"]["name"] == "D" and stream[2]["time"] == LATER

@@ -180,7 +180,7 @@ def test_the_sender_delivers_each_subject_in_order_whatever_order_sqs_keeps(
     hidden: list[tuple[str, int]] = []
 
     # Newest first, and each message twice: SQS promises neither order nor once.
-    backwards = sorted(messages, key=lambda m: -json.loads(m["body"])["detail"]["sequence"])
+    backwards = sorted(messages, key=lambda m: -int(json.loads(m["body"])["detail"]["sequence"]))
     answer = relay.deliver_messages(
         backwards + messages,
         cloud.storage,

@@ -268,4 +268,4 @@ def test_every_event_arrives_signed_in_order_once_across_failures_and_a_kill(
     }
     for run_id in run_ids:
         sequences = [e["sequence"] for e in got if e["subject"] == f"runs/{run_id}"]
-        assert sequences == list(range(1, len(sequences) + 1))
+        assert sequences == [f"{n:020d}" for n in range(1, len(sequences) + 1)]

@@ -15,7 +15,7 @@ def stream(storage: Storage, subject: str) -> list[dict[str, Any]]:
     found = storage.list_events(subject, None, 1000)
     assert not found.more
     bodies = [json.loads(event.body) for event in found.items]
-    assert [body["sequence"] for body in bodies] == list(range(1, len(bodies) + 1))
+    assert [body["sequence"] for body in bodies] == [f"{n:020d}" for n in range(1, len(bodies) + 1)]
     assert len({body["id"] for body in bodies}) == len(bodies)
     return bodies
 

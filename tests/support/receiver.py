@@ -1,5 +1,6 @@
 """A webhook receiver on 127.0.0.1 for the delivery tests: it records every
-request, checks its Standard Webhooks signature, and answers what the test says."""
+request, checks its Standard Webhooks signature, and answers what the test says
+(a redirect names MOVED, which answers 204 to any method)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from typing import Any, NamedTuple
 # The Standard Webhooks check, written from the specification, not from the service's code.
 from scripts.rehearsal.local import verify
 
+MOVED = "/moved"
+
 SECRET = "whsec_" + base64.b64encode(b"a test key of thirty-two bytes!!").decode()
 
 
@@ -19,6 +22,8 @@ class Received(NamedTuple):
     headers: dict[str, str]
     body: bytes
     status: int
+    method: str = "POST"
+    path: str = "/hooks"
 
     @property
     def event(self) -> dict[str, Any]:
@@ -27,12 +32,13 @@ class Received(NamedTuple):
 
 
 class Receiver:
-    """Answers `status` (500 while `failing`), records what it got."""
+    """Answers 204 (500 while `failing`, `answer` where set), records what it got."""
 
     def __init__(self, secret: str = SECRET) -> None:
         self.secret = secret
         self.received: list[Received] = []
         self.failing = False
+        self.answer: int | None = None
         self.lock = threading.Lock()
         receiver = self
 
@@ -41,11 +47,18 @@ class Receiver:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 headers = {name.lower(): value for name, value in self.headers.items()}
                 with receiver.lock:
-                    status = 500 if receiver.failing else 204
-                    receiver.received.append(Received(headers, body, status))
+                    status = 500 if receiver.failing else receiver.answer or 204
+                    if self.path == MOVED:
+                        status = 204
+                    got = Received(headers, body, status, self.command, self.path)
+                    receiver.received.append(got)
                 self.send_response(status)
+                if 300 <= status < 400:
+                    self.send_header("Location", MOVED)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
+
+            do_GET = do_POST
 
             def log_message(self, *args: Any) -> None:
                 """Quiet."""
@@ -85,7 +98,8 @@ class Receiver:
             received = list(self.received)
         for got in received:
             event = got.event
+            sequence = int(event["sequence"])
             done = accepted.get(event["subject"], 0)
-            assert event["sequence"] <= done + 1, (event["subject"], event["sequence"], done)
+            assert sequence <= done + 1, (event["subject"], sequence, done)
             if got.status < 300:
-                accepted[event["subject"]] = max(done, event["sequence"])
+                accepted[event["subject"]] = max(done, sequence)

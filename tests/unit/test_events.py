@@ -154,10 +154,23 @@ def test_a_recorded_event_is_a_cloudevent_with_its_sequence(
         "subject": "runs/7",
         "time": T0,
         "datacontenttype": "application/json",
-        "sequence": 4,
+        "sequence": "00000000000000000004",
         "data": draft.data,
     }
     assert listed_event(event) == json.loads(event.body)
+
+
+def test_the_sequence_is_a_string_of_20_digits_that_sorts_as_text_as_the_events_do() -> None:
+    # The CloudEvents Sequence extension: a lexicographically-orderable string.
+    draft = events.run_started(RUN)[0]
+    numbers = [1, 2, 9, 10, 11, 99, 100, 12345, 2**63 - 1, 10**20 - 1]
+    texts = [json.loads(events.recorded(draft, n).body)["sequence"] for n in numbers]
+    assert texts[:4] == ["0" * 19 + "1", "0" * 19 + "2", "0" * 19 + "9", "0" * 18 + "10"]
+    assert all(isinstance(text, str) and len(text) == 20 for text in texts)
+    assert sorted(texts) == texts and [int(text) for text in texts] == numbers
+    for beyond in (0, 10**20):
+        with pytest.raises(ValueError):
+            events.recorded(draft, beyond)
 
 
 def test_ids_are_unique_and_the_stage_defaults_to_dev(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -182,7 +195,7 @@ def test_an_event_body_is_the_compact_unescaped_json_of_its_cloudevent(
         "subject": draft.subject,
         "time": draft.time,
         "datacontenttype": "application/json",
-        "sequence": 12,
+        "sequence": "00000000000000000012",
         "data": draft.data,
     }
     assert event.body == json.dumps(envelope, separators=(",", ":"), ensure_ascii=False)

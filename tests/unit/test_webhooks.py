@@ -52,6 +52,19 @@ def test_a_webhook_is_signed_and_only_2xx_is_delivered() -> None:
     assert second.headers["webhook-id"] == "evt-1" and second.status == 500
 
 
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_a_redirect_is_a_failure_and_is_not_followed(status: int) -> None:
+    # Standard Webhooks: a 3xx is a failure. Followed, a 301, 302 or 303 would
+    # turn the POST into a GET without the event, and count as delivered.
+    with Receiver() as receiver:
+        receiver.answer = status
+        hook = webhooks.Webhook(receiver.url, webhooks.secret_key(SECRET))
+        assert not hook.send(EVENT, 1_900_000_000.0)
+    assert [(got.method, got.path, got.status) for got in receiver.received] == [
+        ("POST", "/hooks", status)
+    ]
+
+
 def test_no_answer_in_time_or_nobody_listening_is_a_failure() -> None:
     with Receiver() as receiver:
         url = receiver.url

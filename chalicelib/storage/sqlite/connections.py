@@ -64,7 +64,8 @@ class Connections:
             raise unavailable(
                 f"The SQLite database {self.path!r} (WORKFLOW_SQLITE_PATH) cannot be used: "
                 f"{exc}. Set WORKFLOW_SQLITE_PATH to a file in a writable directory, "
-                "or leave it unset for .data/workflows.sqlite3 in the project"
+                "or leave it unset for the default in your data directory "
+                "(docs/configuration.md)"
             ) from exc
 
     def _open(self) -> sqlite3.Connection:
