@@ -499,7 +499,8 @@ class Histories:
         ]
         from chalicelib.storage.dynamodb import carried
 
-        told = run.event_seq  # its start's events
+        told = run.revision  # its start's events: the storage's revision of the run
+        assert isinstance(told, int)
         self._put(
             [
                 {

@@ -385,7 +385,7 @@ def _as_proven(storage: Storage, run: Run) -> Run:
     from chalicelib.domain import decision
 
     count = decision.proving_actions(run)
-    if run.action_count is None:  # the history was read
+    if not run.unread_actions:  # the history was read whole
         last = run.actions[-max(count, decision.PROVING_TAIL) :] if run.actions else ()
     elif count:
         last = storage.last_actions(run.id, count)

@@ -174,18 +174,19 @@ class Run(Record):
     policy: Policy = DEFAULT_POLICY
     # Everyone who approved a step of it, once each, in order.
     approvers: tuple[str, ...] = ()
-    # The sequence of the run's last event (chalicelib/domain/events.py), where the
-    # storage keeps it with the run (DynamoDB); 0 where it counts otherwise.
-    event_seq: int = 0
+    # The storage's own mark of the run as it read it, for its conditional
+    # write (DynamoDB: the sequence of the run's last event): passed on
+    # untouched by the rules, which never read it.
+    revision: object = None
     # When the current step's deadline passes (None: it has none, or the run
     # ended), and whether it has passed and its action (remind, escalate) was
     # applied: chalicelib/domain/deadlines.py.
     current_step_due_at: Optional[str] = None
     deadline_passed: bool = False
-    # How many actions its history holds, where the storage read the run
-    # without them (a decision whose answer leaves them out); None: count
-    # `actions`.
-    action_count: Optional[int] = None
+    # How many of its first actions were not read: `actions` are its last
+    # ones (all of them, where its history was read; none, or those a change
+    # recorded, where the storage read the run without it).
+    unread_actions: int = 0
     # What is being approved: a JSON object given at the start (empty when none
     # was given), changed only by a resubmit that gives a new one; the audit
     # chain binds it (its genesis, and that resubmit's entry).
@@ -208,7 +209,7 @@ class Run(Record):
     @property
     def history_length(self) -> int:
         """How many actions the run's history holds, read or not."""
-        return len(self.actions) if self.action_count is None else self.action_count
+        return self.unread_actions + len(self.actions)
 
     @property
     def current_step_escalated_to(self) -> tuple[str, ...]:

@@ -279,10 +279,12 @@ def run_of(item: Item, actions: tuple[Action, ...]) -> Run:
         since,
         policy_of(item["policy"]["M"]),
         texts(item, "approvers"),
+        # Its revision: the sequence of its last event, which its next write
+        # numbers on from and is conditional on.
         event_seq(item),
         item["current_step_due_at"]["S"] if "current_step_due_at" in item else None,
         item["deadline_passed"]["BOOL"],
-        None,
+        0,
         json_of(item, "input", {}),
         int(item["round"]["N"]) if "round" in item else 1,
         texts(item, "on_behalf_of"),
