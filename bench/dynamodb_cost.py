@@ -480,7 +480,8 @@ class Histories:
 
     def run(self, actions: int) -> int:
         """A run of the long workflow with `actions` approvals recorded."""
-        from chalicelib.domain.models import APPROVE, Action
+        from chalicelib.domain.lifecycle import ActionKind
+        from chalicelib.domain.models import Action
 
         run = stored_run(self.storage, self.workflow, "long", "2026-01-01T00:00:00.000Z")
         history = [
@@ -489,7 +490,7 @@ class Histories:
                 run.id,
                 step.id,
                 step.name,
-                APPROVE,
+                ActionKind.APPROVE,
                 "maria.rossi@example.com",
                 "Within budget",
                 "2026-01-01T00:00:00.000Z",
@@ -499,7 +500,8 @@ class Histories:
         ]
         from chalicelib.storage.dynamodb import carried
 
-        told = run.event_seq  # its start's events
+        told = run.revision  # its start's events: the storage's revision of the run
+        assert isinstance(told, int)
         self._put(
             [
                 {

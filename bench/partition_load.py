@@ -85,13 +85,14 @@ WORKLOADS = (
 def step_rules(workload: Workload, workflow: int, steps: int) -> list[Any]:
     """The steps of one workflow of `workload`: each with a deadline, and
     (named) a group as its approvers, groups taken in turn across workflows."""
+    from chalicelib.domain.lifecycle import OnDeadline
     from chalicelib.domain.models import Deadline, StepRule
 
     return [
         StepRule(
             f"s{i}",
             (f"group:{GROUPS[(workflow + i) % len(GROUPS)]}",) if workload.named else (),
-            deadline=Deadline(DEADLINE_SECONDS, "remind"),
+            deadline=Deadline(DEADLINE_SECONDS, OnDeadline.REMIND),
         )
         for i in range(steps)
     ]

@@ -110,14 +110,17 @@ class Rows:
         import json
 
         from chalicelib.domain import audit, decision
+        from chalicelib.domain.lifecycle import ActionKind, RunStatus
         from chalicelib.domain.models import Action, Run, Step
 
         actions = tuple(
-            Action(len(self.actions) + seq, run_id, step, name, "approve", actor, "ok", NOW)
+            Action(
+                len(self.actions) + seq, run_id, step, name, ActionKind.APPROVE, actor, "ok", NOW
+            )
             for seq, (step, name, actor) in enumerate(approvals, start=1)
         )
         current = Step(step_id, workflow_id, "current", 0) if step_id is not None else None
-        run = Run(run_id, workflow_id, title, status, current, NOW, NOW, actions)
+        run = Run(run_id, workflow_id, title, RunStatus(status), current, NOW, NOW, actions)
         genesis, *hashes = audit.recomputed(run)
         self.actions += [
             (action.id, run_id, action.step_id, action.actor, hashed)

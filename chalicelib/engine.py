@@ -20,15 +20,9 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from chalicelib.domain import errors
 from chalicelib.domain.models import (
-    ACTIONS,
-    APPROVE,
-    CANCEL,
     DEFAULT_MAX_RETURNS,
     DEFAULT_POLICY,
     MAX_ID,
-    REJECT,
-    RESUBMIT,
-    RETURN,
     Awaiting,
     Delegation,
     Event,
@@ -47,6 +41,7 @@ from chalicelib.domain.record import Record
 
 if TYPE_CHECKING:
     from chalicelib.domain.decision import Capacity
+    from chalicelib.domain.lifecycle import ActionKind
     from chalicelib.storage import Storage
 
 WORKFLOWS = "workflows"
@@ -150,10 +145,11 @@ def get_run(storage: Storage, run_id: int) -> Run:
 def audit_run(storage: Storage, run_id: int) -> RunAudit:
     """The run's history as its hash chain, recomputed from the stored values,
     and the state it implies under its workflow's steps against the stored one."""
-    from chalicelib.domain import audit
+    from chalicelib.domain import audit, replay
 
     run = storage.get_run(run_id)
-    return audit.audit_of(run, storage.get_workflow(run.workflow_id).steps)
+    steps = storage.get_workflow(run.workflow_id).steps
+    return audit.audit_of(run, replay.state_mismatches(run, steps))
 
 
 class Seen(Record):
@@ -185,7 +181,10 @@ def approve(
     its history, or (not `history`) only counting it."""
 
     seen = seen._replace(step_id=expected_step_id) if expected_step_id is not None else seen
-    return _decide(storage, run_id, APPROVE, actor, groups, comment, seen, clock, history=history)
+    from chalicelib.domain.lifecycle import ActionKind
+
+    kind = ActionKind.APPROVE
+    return _decide(storage, run_id, kind, actor, groups, comment, seen, clock, history=history)
 
 
 def reject(
@@ -202,7 +201,10 @@ def reject(
     """Reject the current step as `actor`, a member of `groups`: the run ends as
     rejected (with its history, or only counting it, as for approve)."""
     seen = seen._replace(step_id=expected_step_id) if expected_step_id is not None else seen
-    return _decide(storage, run_id, REJECT, actor, groups, comment, seen, clock, history=history)
+    from chalicelib.domain.lifecycle import ActionKind
+
+    kind = ActionKind.REJECT
+    return _decide(storage, run_id, kind, actor, groups, comment, seen, clock, history=history)
 
 
 def return_run(
@@ -218,7 +220,10 @@ def return_run(
     """Send the run back for changes, as `actor`, who may decide its current
     step: it waits, returned, for its requester; its round's approvals stop
     counting and its deadline pauses."""
-    return _decide(storage, run_id, RETURN, actor, groups, comment, seen, clock, history=history)
+    from chalicelib.domain.lifecycle import ActionKind
+
+    kind = ActionKind.RETURN
+    return _decide(storage, run_id, kind, actor, groups, comment, seen, clock, history=history)
 
 
 def resubmit(
@@ -234,11 +239,12 @@ def resubmit(
     """Resubmit a returned run, as its requester (or an administrator), with a
     new input or its own: a new round from the first step that applies."""
     from chalicelib.domain import decision, transitions
+    from chalicelib.domain.lifecycle import ActionKind
 
     for _ in range(DECISION_ATTEMPTS):
         stored = storage.get_run(run_id, history)
         run = _as_proven(storage, stored)
-        decision.check_requesters_action(run, RESUBMIT, actor, admin)
+        decision.check_requesters_action(run, ActionKind.RESUBMIT, actor, admin)
         workflow = storage.get_workflow(run.workflow_id)
         change = transitions.resubmit(run, workflow, actor, comment, data, clock())
         try:
@@ -259,15 +265,26 @@ def cancel(
 ) -> Run:
     """Withdraw a run in progress or returned: its requester may, or an
     administrator (with its history, or only counting it, as for approve)."""
+    from chalicelib.domain.lifecycle import ActionKind
+
     return _decide(
-        storage, run_id, CANCEL, actor, NO_GROUPS, reason, NOT_SEEN, clock, admin, history
+        storage,
+        run_id,
+        ActionKind.CANCEL,
+        actor,
+        NO_GROUPS,
+        reason,
+        NOT_SEEN,
+        clock,
+        admin,
+        history,
     )
 
 
 def _decide(
     storage: Storage,
     run_id: int,
-    action: str,
+    action: ActionKind,
     actor: str,
     groups: frozenset[str],
     comment: str,
@@ -289,24 +306,26 @@ def _decide(
     is written.
     """
     from chalicelib.domain import decision, transitions
+    from chalicelib.domain.lifecycle import ActionKind
 
+    cancel = action == ActionKind.CANCEL
     for _ in range(DECISION_ATTEMPTS):
         stored = storage.get_run(run_id, history)
         run = _as_proven(storage, stored)
         on_behalf_of, current = None, run.current_step
         own: Optional[Capacity] = None
         lent: tuple[Delegation, ...] = ()
-        if action != CANCEL:
+        if not cancel:
             current = decision.step_to_decide(run, seen.step_id, seen.round)
             own, lent = _own_or_lent(storage, run, action, actor, groups, seen.on_behalf_of)
         following = (
             storage.steps_after(run.workflow_id, current.step_order)
-            if current is not None and action == APPROVE and decision.needs_next_step(run, action)
+            if current is not None and decision.needs_next_step(run, action)
             else ()
         )
         now = clock()  # after every read: the decision is made on the state as read now
-        if action == CANCEL:
-            decision.check_requesters_action(run, CANCEL, actor, admin)
+        if cancel:
+            decision.check_requesters_action(run, action, actor, admin)
         else:
             on_behalf_of = decision.check_decider(
                 run, action, actor, groups, comment, lent, seen.on_behalf_of, now, own
@@ -333,13 +352,14 @@ def permissions(
     they may not: the rule the decision routes and the inbox apply
     (decision.capacity); for `on_behalf_of` only, where given."""
     from chalicelib.domain import decision
+    from chalicelib.domain.lifecycle import CALLER_ACTIONS
 
     run = _as_proven(storage, storage.get_run(run_id, history=False))
     now = clock()
     lent = delegations_to(storage, actor, groups)
     held = tuple(
         decision.capacity(run, action, actor, groups, admin, lent, on_behalf_of, now)
-        for action in ACTIONS
+        for action in CALLER_ACTIONS
     )
     return Permissions(
         run.id,
@@ -361,7 +381,7 @@ def delegations_to(storage: Storage, actor: str, groups: frozenset[str]) -> tupl
 def _own_or_lent(
     storage: Storage,
     run: Run,
-    action: str,
+    action: ActionKind,
     actor: str,
     groups: frozenset[str],
     on_behalf_of: Optional[str],
@@ -385,7 +405,7 @@ def _as_proven(storage: Storage, run: Run) -> Run:
     from chalicelib.domain import decision
 
     count = decision.proving_actions(run)
-    if run.action_count is None:  # the history was read
+    if not run.unread_actions:  # the history was read whole
         last = run.actions[-max(count, decision.PROVING_TAIL) :] if run.actions else ()
     elif count:
         last = storage.last_actions(run.id, count)
@@ -412,6 +432,7 @@ def inbox(
     INBOX_READS reads did not reach them: then the page is shorter and
     next_cursor continues where the reading stopped."""
     from chalicelib.domain import decision
+    from chalicelib.domain.lifecycle import ActionKind
 
     filters = inbox_filters(actor, groups)
     after = cursor_position(cursor, INBOX, filters)
@@ -423,7 +444,7 @@ def inbox(
     for _ in range(INBOX_READS):
         found = storage.inbox(keys, position, limit + 1 - len(waiting))
         for run in found.items:
-            held = decision.capacity(run, APPROVE, actor, groups, False, lent, None, now)
+            held = decision.capacity(run, ActionKind.APPROVE, actor, groups, False, lent, None, now)
             if held.refused is None:
                 waiting.append(Awaiting(run, held.on_behalf_of))
         if len(waiting) > limit:

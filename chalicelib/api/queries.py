@@ -9,12 +9,15 @@ in bodies (chalicelib/api/validation.py).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from chalicelib.api.validation import MAX_GROUPS, delegate_name, principal_name
 from chalicelib.domain import errors
-from chalicelib.domain.models import GROUP_PREFIX, MAX_ID, RUN_STATUSES
+from chalicelib.domain.models import GROUP_PREFIX, MAX_ID
 from chalicelib.domain.record import Record
+
+if TYPE_CHECKING:
+    from chalicelib.domain.lifecycle import RunStatus
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 100
@@ -51,7 +54,7 @@ class WorkflowQuery(Record):
 
 class RunQuery(Record):
     workflow_id: Optional[int]
-    status: Optional[str]
+    status: Optional[RunStatus]
     limit: int
     cursor: Optional[str]
 
@@ -68,9 +71,19 @@ def run_query(query: Mapping[str, Any]) -> RunQuery:
     params = _query(query, ("workflow_id", "status", "limit", "cursor"))
     workflow_id = _positive(params, "workflow_id")
     status = params.get("status")
-    if status is not None and status not in RUN_STATUSES:
-        raise errors.InvalidInput(f"'status' must be one of {', '.join(RUN_STATUSES)}")
-    return RunQuery(workflow_id, status, _limit(params), params.get("cursor"))
+    return RunQuery(workflow_id, _status(status), _limit(params), params.get("cursor"))
+
+
+def _status(given: Optional[str]) -> Optional[RunStatus]:
+    """The run status `given` names (None: none given); 400 for another text."""
+    if given is None:
+        return None
+    from chalicelib.domain.lifecycle import RunStatus  # only a list filtered by status
+
+    try:
+        return RunStatus(given)
+    except ValueError:
+        raise errors.InvalidInput(f"'status' must be one of {', '.join(RunStatus)}") from None
 
 
 def event_query(query: Mapping[str, Any]) -> WorkflowQuery:

@@ -14,7 +14,6 @@ from json.encoder import encode_basestring_ascii
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from chalicelib.domain.models import (
-    ACTIONS,
     Action,
     Awaiting,
     Delegation,
@@ -120,7 +119,9 @@ def audit_shape(audit: RunAudit) -> dict[str, Any]:
 
 
 def permissions_shape(permissions: Permissions) -> dict[str, Any]:
-    behalf = permissions.on_behalf_of or (None,) * len(ACTIONS)
+    from chalicelib.domain.lifecycle import CALLER_ACTIONS
+
+    behalf = permissions.on_behalf_of or (None,) * len(CALLER_ACTIONS)
     return {
         "run_id": permissions.run_id,
         "actor": permissions.actor,
@@ -131,7 +132,9 @@ def permissions_shape(permissions: Permissions) -> dict[str, Any]:
                 "message": refused.message if refused else None,
                 "on_behalf_of": whom if refused is None else None,
             }
-            for action, refused, whom in zip(ACTIONS, permissions.refusals, behalf, strict=True)
+            for action, refused, whom in zip(
+                CALLER_ACTIONS, permissions.refusals, behalf, strict=True
+            )
         },
     }
 

@@ -16,11 +16,8 @@ from chalicelib.api import json_numbers
 from chalicelib.api.paths import shown
 from chalicelib.domain import errors
 from chalicelib.domain.models import (
-    DEADLINE_ACTIONS,
     DEFAULT_MAX_RETURNS,
-    ESCALATE,
     GROUP_PREFIX,
-    REMIND,
     USER_PREFIX,
     Deadline,
     Policy,
@@ -269,19 +266,24 @@ def step_deadline(fields: Mapping[str, Any]) -> Optional[Deadline]:
         raise errors.InvalidInput(
             f"'deadline_seconds' must be from 1 to {MAX_DEADLINE_SECONDS:,} (a year)"
         )
-    action = REMIND if action is None else action
-    if action not in DEADLINE_ACTIONS:
-        raise errors.InvalidInput(f"'on_deadline' must be one of {', '.join(DEADLINE_ACTIONS)}")
-    if action != ESCALATE:
+    from chalicelib.domain.lifecycle import OnDeadline  # only steps with a deadline
+
+    try:
+        outcome = OnDeadline.REMIND if action is None else OnDeadline(action)
+    except (ValueError, TypeError):
+        raise errors.InvalidInput(f"'on_deadline' must be one of {', '.join(OnDeadline)}") from None
+    escalate = OnDeadline.ESCALATE
+    if outcome != escalate:
         if escalate_to is not None:
-            raise errors.InvalidInput("'escalate_to' is only for on_deadline 'escalate'")
-        return Deadline(seconds, action)
+            raise errors.InvalidInput(f"'escalate_to' is only for on_deadline '{escalate}'")
+        return Deadline(seconds, outcome)
     escalated = _principals(escalate_to, "escalate_to", MAX_ESCALATE_TO)
     if not escalated:
         raise errors.InvalidInput(
-            f"'escalate_to' must list 1 to {MAX_ESCALATE_TO} principals for on_deadline 'escalate'"
+            f"'escalate_to' must list 1 to {MAX_ESCALATE_TO} principals "
+            f"for on_deadline '{escalate}'"
         )
-    return Deadline(seconds, action, escalated)
+    return Deadline(seconds, outcome, escalated)
 
 
 def _principals(value: Any, name: str, most: int) -> tuple[str, ...]:

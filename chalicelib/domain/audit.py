@@ -16,7 +16,9 @@ Pure: no storage, no HTTP. The transitions (chalicelib/domain/transitions.py)
 chain each action they record, `audit_of` recomputes a stored run's chain for
 GET /runs/{id}/audit, and `python -m chalicelib.domain.audit verify FILE` checks a
 saved answer of that route offline, with nothing but this module. Any action
-kind is chained alike: the chain knows fields, not the state machine.
+kind is chained alike: the chain knows fields, not the state machine, which
+this module never imports (the state the history leads to is replayed by
+chalicelib/domain/replay.py, through the transitions themselves).
 
 hashlib is imported inside the functions that hash: `import app` stays light
 (tests/unit/test_cold_start.py).
@@ -30,25 +32,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 from chalicelib.domain.canonical_json import canonical as _canonical
-from chalicelib.domain.models import (
-    APPROVE,
-    CANCEL,
-    CANCELLED,
-    COMPLETED,
-    IN_PROGRESS,
-    REJECT,
-    REJECTED,
-    RESUBMIT,
-    RETURN,
-    RETURNED,
-    SKIP,
-    Action,
-    Decision,
-    Run,
-    RunAudit,
-    Step,
-)
-from chalicelib.domain.names import same
+from chalicelib.domain.models import Action, Decision, Run, RunAudit
 
 GENESIS_FIELDS = ("run_id", "workflow_id", "title", "requested_by", "created_at")
 # In the genesis of a run whose input is not empty: what binds the chain to it.
@@ -229,11 +213,11 @@ def first_invalid_seq(
     return hashes.index(head_hash) + 1 if head_hash in hashes else len(entries) + 1
 
 
-def audit_of(run: Run, steps: Optional[Sequence[Step]] = None) -> RunAudit:
+def audit_of(run: Run, state_mismatches: tuple[str, ...] = ()) -> RunAudit:
     """The run's chain recomputed from its stored values, against its stored
-    hashes, and its stored input against the digest the chain binds; with its
-    workflow's `steps`, the state the chain implies too, against the state
-    stored (`state_mismatches`)."""
+    hashes, and its stored input against the digest the chain binds; with the
+    fields of its stored state that its history does not lead to, where the
+    caller replayed it (chalicelib/domain/replay.py)."""
     genesis = genesis_of(run)
     entries = tuple(
         {**entry_of(action, seq), "hash": action.hash}
@@ -254,7 +238,7 @@ def audit_of(run: Run, steps: Optional[Sequence[Step]] = None) -> RunAudit:
         run.head_hash,
         min(broken, default=None),
         entries,
-        state_mismatches(run, steps) if steps is not None else (),
+        state_mismatches,
         run.input,
     )
 
@@ -277,147 +261,6 @@ def input_unbound_at(
     # A resubmit binds even an empty input; the genesis binds none ({}).
     digest = sha256_hex(canonical(data)) if at else input_digest(data)
     return None if digest == bound else max(at, 1)
-
-
-# The state a decision reads, which the chain implies: what `state_mismatches`
-# compares. The input a decision reads is the chain's own (input_unbound_at).
-STATE_FIELDS = (
-    "status",
-    "current_step_id",
-    "current_step_approved_by",
-    "current_step_on_behalf_of",
-    "approvers",
-    "round",
-    "head_hash",
-)
-
-
-def state_mismatches(run: Run, steps: Sequence[Step]) -> tuple[str, ...]:
-    """The fields of STATE_FIELDS whose stored value is not the one the run's
-    history, replayed under its workflow's steps, leads to.
-
-    A replay starts at the first step, in round 1; an approval counts toward
-    its step (with whom it was for, and among the round's approvers), and the
-    step's quorum moves the run on to the next step by order, or completes it
-    after the last, as a skip (its condition did not hold) does; a return
-    sends it back, a resubmit starts the next round at the first step; a
-    reject or cancel ends it so. Every action is recorded in the round the
-    run is in then (a resubmit in the one it starts). One reading is allowed
-    that the history cannot tell apart: a run stored as completed once the
-    quorum of a step was met, though steps follow that one now (a step
-    appended after the run completed)."""
-    replayed = _replayed(run, sorted(steps, key=lambda step: step.step_order))
-    stored = (
-        run.status,
-        run.current_step_id,
-        run.current_step_approved_by,
-        _attributed(run.current_step_on_behalf_of),
-        run.approvers,
-        run.round,
-        run.head_hash,
-    )
-    return tuple(
-        name
-        for name, ought, held in zip(STATE_FIELDS, replayed, stored, strict=True)
-        if ought != held
-    )
-
-
-def _attributed(on_behalf_of: Sequence[str]) -> tuple[str, ...]:
-    """Whom each approval was for, without the trailing ones for themselves
-    (runs stored before delegations keep none)."""
-    kept = tuple(on_behalf_of)
-    while kept and not kept[-1]:
-        kept = kept[:-1]
-    return kept
-
-
-class _Replay:
-    """The state a run's history implies, action by action (_replayed)."""
-
-    def __init__(self, steps: Sequence[Step]) -> None:
-        self.steps = steps
-        self.at: Optional[int] = 0 if steps else None
-        self.status, self.round = IN_PROGRESS, 1
-        self.approved: list[Action] = []
-        self.approvers: list[str] = []
-        self.moved_on_last = False
-
-    def possible(self, action: Action) -> bool:
-        """Whether the state machine could have recorded `action` now: at the
-        step the run is at, in its round (a resubmit in the next)."""
-        at, kind = self.at, action.action
-        in_round = self.round + 1 if kind == RESUBMIT else self.round
-        return (
-            at is not None
-            and action.step_id == self.steps[at].id
-            and _possible(self.status, kind)
-            and action.round == in_round
-        )
-
-    def apply(self, action: Action) -> None:
-        self.moved_on_last = False
-        kind = action.action
-        if kind == RETURN:
-            self.status, self.approved = RETURNED, []
-        elif kind == RESUBMIT:
-            self.status, self.at, self.round = IN_PROGRESS, 0, self.round + 1
-            self.approved, self.approvers = [], []
-        elif kind in (SKIP, APPROVE):
-            self._approve_or_skip(action)
-        else:
-            self.status = REJECTED if kind == REJECT else CANCELLED
-            self.at, self.approved = None, []
-
-    def _approve_or_skip(self, action: Action) -> None:
-        at = self.at
-        assert at is not None
-        if action.action == APPROVE:
-            self.approved.append(action)
-            for person in (action.actor, action.on_behalf_of):
-                if person and not any(same(person, known) for known in self.approvers):
-                    self.approvers.append(person)
-        if action.action == SKIP or len(self.approved) >= self.steps[at].required_approvals:
-            self.approved = []
-            if at + 1 < len(self.steps):
-                self.at, self.moved_on_last = at + 1, True
-            else:
-                self.at, self.status = None, COMPLETED
-
-    def state(self, run: Run, head: str) -> tuple[Any, ...]:
-        """The values of STATE_FIELDS, in order."""
-        if self.moved_on_last and run.status == COMPLETED and run.current_step is None:
-            self.status, self.at = COMPLETED, None  # the steps after it may have come after it
-        return (
-            self.status,
-            self.steps[self.at].id if self.at is not None else None,
-            tuple(action.actor for action in self.approved),
-            _attributed([action.on_behalf_of or "" for action in self.approved]),
-            tuple(self.approvers),
-            self.round,
-            head,
-        )
-
-
-def _replayed(run: Run, steps: Sequence[Step]) -> tuple[Any, ...]:
-    """The values of STATE_FIELDS as the history implies them."""
-    head = recomputed(run)[-1]
-    replay = _Replay(steps)
-    for action in run.actions:
-        if not replay.possible(action):
-            # An action the state machine could not have recorded here: no
-            # stored state can be the one the history leads to.
-            return (*(None for _ in STATE_FIELDS[:-1]), head)
-        replay.apply(action)
-    return replay.state(run, head)
-
-
-def _possible(status: str, action: str) -> bool:
-    """Whether a run in `status` can record `action`: a returned run only its
-    resubmit or its cancel; one in progress all but a resubmit."""
-    if status == RETURNED:
-        return action in (RESUBMIT, CANCEL)
-    return status == IN_PROGRESS and action != RESUBMIT
 
 
 def verify_document(document: Any) -> tuple[bool, str]:

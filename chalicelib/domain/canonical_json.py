@@ -40,11 +40,12 @@ def canonical(value: Any) -> str:
     list or tuple, str, int, float, bool, None); ValueError for a number no
     JSON text holds (NaN, an infinity, an integer beyond every double),
     TypeError for anything else."""
-    try:
-        write = _WRITERS[type(value)]
-    except KeyError:
-        raise TypeError(f"{type(value).__name__} is not a JSON value") from None
-    return write(value)
+    write = _WRITERS.get(type(value))
+    if write is not None:
+        return write(value)
+    if isinstance(value, str):  # a StrEnum's member (domain/lifecycle.py): its text
+        return _string(value)
+    raise TypeError(f"{type(value).__name__} is not a JSON value")
 
 
 def number(value: float) -> str:

@@ -27,7 +27,7 @@ class RunChange(Record):
 
     before: Run
     # The run as the change leaves it; the actions it records are last in its
-    # history (where the history was read), their ids 0 until the storage gives them.
+    # history, their ids 0 until the storage gives them.
     after: Run
     actions: tuple[Action, ...]
     events: tuple[EventDraft, ...]
@@ -59,8 +59,8 @@ class Started(Record):
 
 
 def _with_ids(run: Run, new: tuple[Action, ...], ids: Sequence[int]) -> Run:
-    """`run`, its last actions (`new`) with these ids, where its history was read."""
-    if not new or run.action_count is not None:
+    """`run`, its last actions (`new`) with these ids."""
+    if not new:
         return run
     named = tuple(action._replace(id=action_id) for action, action_id in zip(new, ids, strict=True))
     return run._replace(actions=(*run.actions[: -len(new)], *named))

@@ -18,16 +18,17 @@ from __future__ import annotations
 from typing import Optional
 
 from chalicelib.domain.events import DEADLINE_ACTOR
-from chalicelib.domain.models import IN_PROGRESS, REJECT, REJECTED, Decision, Run, Step
+from chalicelib.domain.lifecycle import ActionKind, OnDeadline, RunStatus
+from chalicelib.domain.models import Decision, Run, Step
 
 EXPIRED_COMMENT = "The step's deadline passed"
 
 
-def action_due(run: Run, now: str) -> Optional[str]:
+def action_due(run: Run, now: str) -> Optional[OnDeadline]:
     """The deadline action due on `run` at `now` (ISO 8601 UTC): remind,
     escalate or reject; None when nothing is due."""
     step = run.current_step
-    if run.status != IN_PROGRESS or step is None or step.deadline is None:
+    if run.status != RunStatus.IN_PROGRESS or step is None or step.deadline is None:
         return None
     if run.deadline_passed or run.current_step_due_at is None or run.current_step_due_at > now:
         return None
@@ -36,7 +37,9 @@ def action_due(run: Run, now: str) -> Optional[str]:
 
 def expiry(at: str) -> Decision:
     """The rejection a passed `reject` deadline records."""
-    return Decision(REJECT, DEADLINE_ACTOR, EXPIRED_COMMENT, REJECTED, None, at)
+    return Decision(
+        ActionKind.REJECT, DEADLINE_ACTOR, EXPIRED_COMMENT, RunStatus.REJECTED, None, at
+    )
 
 
 def step_due_at(step: Optional[Step], since: str) -> Optional[str]:

@@ -30,23 +30,14 @@ routes cannot disagree.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Optional
+from typing import Optional, assert_never
 
 from chalicelib.domain import audit, errors
 from chalicelib.domain.changes import RunChange
+from chalicelib.domain.lifecycle import ActionKind, RunStatus
 from chalicelib.domain.models import (
     ANYONE,
-    APPROVE,
-    CANCEL,
-    CANCELLED,
-    COMPLETED,
     GROUP_PREFIX,
-    IN_PROGRESS,
-    REJECT,
-    REJECTED,
-    RESUBMIT,
-    RETURN,
-    RETURNED,
     USER_PREFIX,
     Action,
     Decision,
@@ -69,11 +60,11 @@ def step_to_decide(
     or is returned for changes, StaleRun if it is not in `expected_round` or
     not at `expected_step_id` (where the caller names them: a page of an
     earlier round names the same step ids)."""
-    if run.status == RETURNED:
-        raise errors.Conflict(IS_RETURNED)
-    if run.status != IN_PROGRESS or run.current_step is None:
-        raise errors.Conflict(NOT_IN_PROGRESS)
+    refused = _waiting_refusal(run)
+    if refused is not None:
+        raise refused.error()
     step = run.current_step
+    assert step is not None
     if expected_round is not None and run.round != expected_round:
         raise errors.StaleRun(
             f"Run is in round {run.round}, not in round {expected_round}",
@@ -142,8 +133,6 @@ REASONS = (
     RETURNS_EXHAUSTED,
     DELEGATION_NOT_ACTIVE,
 )
-# The actions that decide the current step, by its approvers' rights.
-DECIDING = (APPROVE, REJECT, RETURN)
 
 
 class Capacity(Record):
@@ -156,7 +145,7 @@ class Capacity(Record):
 
 def refusal(
     run: Run,
-    action: str,
+    action: ActionKind,
     actor: str,
     groups: frozenset[str],
     admin: bool = False,
@@ -173,7 +162,7 @@ def refusal(
 
 def capacity(
     run: Run,
-    action: str,
+    action: ActionKind,
     actor: str,
     groups: frozenset[str],
     admin: bool = False,
@@ -187,10 +176,29 @@ def capacity(
     `on_behalf_of`, for that delegator only. A delegated right is the
     delegator's own right as a named user (their groups are the caller's to
     know only): it adds rights and removes none, and is not lent again."""
-    if action == RESUBMIT:
-        return Capacity(_resubmit_refusal(run, actor, admin))
-    if action == CANCEL:
-        return Capacity(_cancel_refusal(run, actor, admin))
+    match action:
+        case ActionKind.RESUBMIT:
+            return Capacity(_resubmit_refusal(run, actor, admin))
+        case ActionKind.CANCEL:
+            return Capacity(_cancel_refusal(run, actor, admin))
+        case ActionKind.APPROVE | ActionKind.REJECT | ActionKind.RETURN:
+            return _deciders_capacity(run, action, actor, groups, delegations, on_behalf_of, at)
+        case ActionKind.SKIP:
+            raise ValueError("a skip is the service's, no caller's")
+        case _:
+            assert_never(action)
+
+
+def _deciders_capacity(
+    run: Run,
+    action: ActionKind,
+    actor: str,
+    groups: frozenset[str],
+    delegations: Sequence[Delegation],
+    on_behalf_of: Optional[str],
+    at: str,
+) -> Capacity:
+    """capacity for a decision of the current step, by its approvers' rights."""
     state = _state_refusal(run, action)
     if state is not None:
         return Capacity(state)
@@ -221,13 +229,30 @@ def _lending(run: Run, delegations: Sequence[Delegation], at: str) -> list[Deleg
     return [d for d in delegations if d.active_at(at) and d.covers(run.workflow_id)]
 
 
-def _state_refusal(run: Run, action: str) -> Optional[Refusal]:
+def decidable(run: Run) -> bool:
+    """Whether the run waits for a decision of its current step."""
+    return _waiting_refusal(run) is None
+
+
+def _waiting_refusal(run: Run) -> Optional[Refusal]:
+    """Why the run waits for no decision of a step now (None: it waits for one)."""
+    match run.status:
+        case RunStatus.IN_PROGRESS if run.current_step is not None:
+            return None
+        case RunStatus.RETURNED:
+            return Refusal(RUN_RETURNED, IS_RETURNED, conflict=True)
+        case RunStatus.IN_PROGRESS | RunStatus.COMPLETED | RunStatus.REJECTED | RunStatus.CANCELLED:
+            return Refusal(RUN_NOT_IN_PROGRESS, NOT_IN_PROGRESS, conflict=True)
+        case _:
+            assert_never(run.status)
+
+
+def _state_refusal(run: Run, action: ActionKind) -> Optional[Refusal]:
     """Why the run's state admits no decision of its current step now."""
-    if run.status == RETURNED:
-        return Refusal(RUN_RETURNED, IS_RETURNED, conflict=True)
-    if run.status != IN_PROGRESS or run.current_step is None:
-        return Refusal(RUN_NOT_IN_PROGRESS, NOT_IN_PROGRESS, conflict=True)
-    if action == RETURN and returns_made(run) >= run.max_returns:
+    waiting = _waiting_refusal(run)
+    if waiting is not None:
+        return waiting
+    if action == ActionKind.RETURN and returns_made(run) >= run.max_returns:
         return Refusal(
             RETURNS_EXHAUSTED,
             f"Run was sent back for changes {returns_made(run)} times, as often as its "
@@ -240,11 +265,11 @@ def _state_refusal(run: Run, action: str) -> Optional[Refusal]:
 def returns_made(run: Run) -> int:
     """How many times the run was sent back: one per round after the first,
     and the one it is returned for now."""
-    return run.round - 1 + (run.status == RETURNED)
+    return run.round - 1 + (run.status == RunStatus.RETURNED)
 
 
 def _cancel_refusal(run: Run, actor: str, admin: bool) -> Optional[Refusal]:
-    if run.status not in (IN_PROGRESS, RETURNED):
+    if run.status not in (RunStatus.IN_PROGRESS, RunStatus.RETURNED):
         return Refusal(RUN_NOT_IN_PROGRESS, NOT_IN_PROGRESS, conflict=True)
     if run.requested_by is not None and not same(actor, run.requested_by) and not admin:
         return Refusal(
@@ -255,7 +280,7 @@ def _cancel_refusal(run: Run, actor: str, admin: bool) -> Optional[Refusal]:
 
 
 def _resubmit_refusal(run: Run, actor: str, admin: bool) -> Optional[Refusal]:
-    if run.status != RETURNED:
+    if run.status != RunStatus.RETURNED:
         return Refusal(RUN_NOT_RETURNED, "Run is not returned for changes", conflict=True)
     if run.requested_by is not None and not same(actor, run.requested_by) and not admin:
         return Refusal(
@@ -266,7 +291,7 @@ def _resubmit_refusal(run: Run, actor: str, admin: bool) -> Optional[Refusal]:
 
 
 def _person_refusal(
-    run: Run, action: str, actor: str, groups: frozenset[str], delegator: Optional[str]
+    run: Run, action: ActionKind, actor: str, groups: frozenset[str], delegator: Optional[str]
 ) -> Optional[Refusal]:
     """Why `actor` may not `action` the current step for `delegator` (None:
     for themselves, with `groups`), every human counted once."""
@@ -289,7 +314,7 @@ def _person_refusal(
         return Refusal(
             REQUESTER_MAY_NOT_DECIDE, f"{why}: its workflow does not allow self-approval"
         )
-    if action != APPROVE:
+    if action != ActionKind.APPROVE:
         return None
     if run.policy.distinct_approvers:
         for person in people:
@@ -311,7 +336,7 @@ def _person_refusal(
 
 def check_decider(
     run: Run,
-    action: str,
+    action: ActionKind,
     actor: str,
     groups: frozenset[str],
     comment: str = "",
@@ -331,7 +356,7 @@ def check_decider(
         held = capacity(run, action, actor, groups, False, delegations, on_behalf_of, at)
     if held.refused is not None:
         raise held.refused.error()
-    if action == REJECT and run.policy.reject_requires_comment and is_blank(comment):
+    if action == ActionKind.REJECT and run.policy.reject_requires_comment and is_blank(comment):
         raise errors.Unprocessable("This workflow requires a comment that says why it is rejected")
     return held.on_behalf_of
 
@@ -345,7 +370,8 @@ def awaits(
 ) -> bool:
     """Whether `run` waits for a decision `actor` may make now (for themselves
     or a delegator: capacity says which): the inbox's rule."""
-    return capacity(run, APPROVE, actor, groups, False, delegations, None, at).refused is None
+    approve = ActionKind.APPROVE
+    return capacity(run, approve, actor, groups, False, delegations, None, at).refused is None
 
 
 def awaited_by(run: Run) -> tuple[str, ...]:
@@ -354,7 +380,7 @@ def awaited_by(run: Run) -> tuple[str, ...]:
     step that names none; nobody once it has ended. Who among them may decide
     it now is `awaits`'s to say."""
     step = run.current_step
-    if run.status != IN_PROGRESS or step is None:
+    if run.status != RunStatus.IN_PROGRESS or step is None:
         return ()
     if not step.approvers:
         return (ANYONE,)
@@ -412,7 +438,11 @@ def proven(run: Run, last: Sequence[Action]) -> Run:
     round_ = countable[-1].round if countable else run.round
     approved: list[Action] = []
     for action in reversed(countable):
-        if action.action != APPROVE or action.step_id != step.id or action.round != round_:
+        if (
+            action.action != ActionKind.APPROVE
+            or action.step_id != step.id
+            or action.round != round_
+        ):
             break
         approved.append(action)
     approved.reverse()
@@ -444,7 +474,7 @@ def against(change: RunChange, stored: Run) -> RunChange:
     return change._replace(before=before)
 
 
-def check_requesters_action(run: Run, action: str, actor: str, admin: bool) -> None:
+def check_requesters_action(run: Run, action: ActionKind, actor: str, admin: bool) -> None:
     """Cancel (while in progress or returned) and resubmit (while returned):
     Conflict if the run's state allows neither; Forbidden unless `actor`
     requested it, or nobody is named as its requester, or the caller is an
@@ -454,17 +484,20 @@ def check_requesters_action(run: Run, action: str, actor: str, admin: bool) -> N
         raise refused.error()
 
 
-def needs_next_step(run: Run, action: str) -> bool:
+def needs_next_step(run: Run, action: ActionKind) -> bool:
     """Whether `action` moves the run past its current step (so the step after
     it must be known): an approval that completes the quorum."""
     step = run.current_step
     assert step is not None
-    return action == APPROVE and len(run.current_step_approved_by) + 1 >= step.required_approvals
+    return (
+        action == ActionKind.APPROVE
+        and len(run.current_step_approved_by) + 1 >= step.required_approvals
+    )
 
 
 def decide(
     run: Run,
-    action: str,
+    action: ActionKind,
     actor: str,
     comment: str,
     next_step: Optional[Step],
@@ -475,27 +508,47 @@ def decide(
     the run's current step, and where it leads: `next_step` is the step after
     the current one (None after the last; read only where needs_next_step
     says so). A return leaves the run at its step, returned."""
-    if action == REJECT:
-        return Decision(REJECT, actor, comment, REJECTED, None, at, (), on_behalf_of)
-    if action == CANCEL:
-        return Decision(CANCEL, actor, comment, CANCELLED, None, at)
-    if action == RETURN:
-        return Decision(RETURN, actor, comment, RETURNED, run.current_step, at, (), on_behalf_of)
-    if action != APPROVE:
-        raise ValueError(f"unknown action {action!r}")
-    if not needs_next_step(run, action):
+    match action:
+        case ActionKind.REJECT:
+            return Decision(action, actor, comment, RunStatus.REJECTED, None, at, (), on_behalf_of)
+        case ActionKind.CANCEL:
+            return Decision(action, actor, comment, RunStatus.CANCELLED, None, at)
+        case ActionKind.RETURN:
+            returned = RunStatus.RETURNED
+            return Decision(
+                action, actor, comment, returned, run.current_step, at, (), on_behalf_of
+            )
+        case ActionKind.APPROVE:
+            return _approval(run, actor, comment, next_step, at, on_behalf_of)
+        case ActionKind.SKIP | ActionKind.RESUBMIT:
+            raise ValueError(f"{action!r} decides no step: transitions record it")
+        case _:
+            assert_never(action)
+
+
+def _approval(
+    run: Run,
+    actor: str,
+    comment: str,
+    next_step: Optional[Step],
+    at: str,
+    on_behalf_of: Optional[str],
+) -> Decision:
+    """An approval, and where it leads: the same step short of its quorum, else the next."""
+    approve = ActionKind.APPROVE
+    if not needs_next_step(run, approve):
         approved_by = (*run.current_step_approved_by, actor)
         approved_for = (*run.current_step_on_behalf_of, on_behalf_of or "")
         return Decision(
-            APPROVE,
+            approve,
             actor,
             comment,
-            IN_PROGRESS,
+            RunStatus.IN_PROGRESS,
             run.current_step,
             at,
             approved_by,
             on_behalf_of,
             approved_for,
         )
-    status = IN_PROGRESS if next_step is not None else COMPLETED
-    return Decision(APPROVE, actor, comment, status, next_step, at, (), on_behalf_of)
+    status = RunStatus.IN_PROGRESS if next_step is not None else RunStatus.COMPLETED
+    return Decision(approve, actor, comment, status, next_step, at, (), on_behalf_of)

@@ -34,19 +34,12 @@ import json
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from json.encoder import encode_basestring
-from typing import Any, Optional
+from typing import Any, Optional, assert_never
 
 from chalicelib.domain import conditions
 from chalicelib.domain.audit import input_digest
+from chalicelib.domain.lifecycle import ActionKind, OnDeadline, RunStatus
 from chalicelib.domain.models import (
-    APPROVE,
-    CANCEL,
-    COMPLETED,
-    ESCALATE,
-    IN_PROGRESS,
-    REJECT,
-    REJECTED,
-    RETURN,
     Decision,
     Delegation,
     Event,
@@ -106,7 +99,11 @@ TYPES = (
 DEADLINE_ACTOR = "system:deadline"
 CONDITIONS_ACTOR = "system:conditions"
 # The run's status after a transition -> the event that says the run ended so.
-_RUN_ENDED = {COMPLETED: RUN_COMPLETED, REJECTED: RUN_REJECTED, "cancelled": RUN_CANCELLED}
+_RUN_ENDED = {
+    RunStatus.COMPLETED: RUN_COMPLETED,
+    RunStatus.REJECTED: RUN_REJECTED,
+    RunStatus.CANCELLED: RUN_CANCELLED,
+}
 STAGE_VARIABLE = "WORKFLOW_STAGE"
 # Bodies are compact and not ASCII-escaped.
 _encode = compact
@@ -255,7 +252,7 @@ def run_started(run: Run, skipped: Sequence[Step] = ()) -> list[Draft]:
         Draft(RUN_STARTED, subject, run.created_at, started),
         *_skipped(run, skipped, run.created_at),
         _activated(run, run.created_at)
-        if run.status == IN_PROGRESS
+        if run.status == RunStatus.IN_PROGRESS
         else Draft(RUN_COMPLETED, subject, run.created_at, _run_data(run, None, None, "")),
     ]
 
@@ -266,19 +263,22 @@ def decided(
     """A decision on `before`'s current step left the run as `after`, past the
     `skipped` steps. A reject by the deadline sweeper is the step's expiry,
     not a person's rejection."""
-    if decision.action == CANCEL:
-        return cancelled(before, after, decision.actor, decision.comment, decision.at)
     at, behalf = decision.at, {"on_behalf_of": decision.on_behalf_of}
-    if decision.action == RETURN:
-        data = _run_data(after, before.current_step, decision.actor, decision.comment, **behalf)
-        return [Draft(RUN_RETURNED, run_subject(after.id), at, data)]
-    if decision.action == APPROVE:
-        step_type = STEP_APPROVED
-    elif decision.action == REJECT:
-        step_type = STEP_EXPIRED if decision.actor == DEADLINE_ACTOR else STEP_REJECTED
-    else:
-        raise ValueError(f"unknown action {decision.action!r}")
     actor, comment = decision.actor, decision.comment
+    match decision.action:
+        case ActionKind.CANCEL:
+            return cancelled(before, after, actor, comment, at)
+        case ActionKind.RETURN:
+            data = _run_data(after, before.current_step, actor, comment, **behalf)
+            return [Draft(RUN_RETURNED, run_subject(after.id), at, data)]
+        case ActionKind.APPROVE:
+            step_type = STEP_APPROVED
+        case ActionKind.REJECT:
+            step_type = STEP_EXPIRED if actor == DEADLINE_ACTOR else STEP_REJECTED
+        case ActionKind.SKIP | ActionKind.RESUBMIT:
+            raise ValueError(f"{decision.action!r} is no decision")
+        case _:
+            assert_never(decision.action)
     return transition(before, after, step_type, actor, comment, at, skipped, **behalf)
 
 
@@ -294,7 +294,7 @@ def resubmitted(
         Draft(RUN_RESUBMITTED, subject, at, data),
         *_skipped(after, skipped, at),
         _activated(after, at)
-        if after.status == IN_PROGRESS
+        if after.status == RunStatus.IN_PROGRESS
         else Draft(RUN_COMPLETED, subject, at, _run_data(after, None, actor, comment)),
     ]
 
@@ -333,21 +333,26 @@ def deadline_passed(before: Run, after: Run, at: str) -> list[Draft]:
     A deadline that rejects is a decision (see `decided`)."""
     step = before.current_step
     assert step is not None and step.deadline is not None, "only a step with a deadline"
-    if step.deadline.action == ESCALATE:
-        escalated = list(after.current_step_escalated_to)
-        return transition(
-            before,
-            after,
-            STEP_ESCALATED,
-            DEADLINE_ACTOR,
-            "",
-            at,
-            due_at=before.current_step_due_at,
-            escalated_to=escalated,
-        )
-    return transition(
-        before, after, STEP_REMINDED, DEADLINE_ACTOR, "", at, due_at=before.current_step_due_at
-    )
+    due_at = before.current_step_due_at
+    match step.deadline.action:
+        case OnDeadline.ESCALATE:
+            escalated = list(after.current_step_escalated_to)
+            return transition(
+                before,
+                after,
+                STEP_ESCALATED,
+                DEADLINE_ACTOR,
+                "",
+                at,
+                due_at=due_at,
+                escalated_to=escalated,
+            )
+        case OnDeadline.REMIND:
+            return transition(before, after, STEP_REMINDED, DEADLINE_ACTOR, "", at, due_at=due_at)
+        case OnDeadline.REJECT:
+            raise ValueError("a deadline that rejects is a decision (see `decided`)")
+        case _:
+            assert_never(step.deadline.action)
 
 
 def transition(
@@ -370,7 +375,7 @@ def transition(
         data = _run_data(after, before.current_step, actor, comment, **extra)
         drafts.append(Draft(step_type, subject, at, data))
     drafts += _skipped(after, skipped, at)
-    if after.status == IN_PROGRESS:
+    if after.status == RunStatus.IN_PROGRESS:
         if after.current_step_id != before.current_step_id:
             drafts.append(_activated(after, at))
     elif after.status != before.status:

@@ -14,37 +14,17 @@ dataclasses out of the import path of app.py.
 
 from __future__ import annotations
 
-from typing import Any, Generic, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Optional, TypeVar
 
 from chalicelib.domain.errors import Conflict, Forbidden, WorkflowError
 from chalicelib.domain.record import Record
 
-IN_PROGRESS = "in_progress"
-COMPLETED = "completed"
-REJECTED = "rejected"
-CANCELLED = "cancelled"
-# Sent back for changes: waiting for its requester to resubmit (or cancel) it.
-RETURNED = "returned"
-# The spec's schema also allows "pending", which no run ever has.
-RUN_STATUSES = (IN_PROGRESS, COMPLETED, REJECTED, CANCELLED, RETURNED)
+if TYPE_CHECKING:
+    # Named in annotations only: a read makes none of their classes (lifecycle.py).
+    from chalicelib.domain.lifecycle import ActionKind, OnDeadline, RunStatus
 
-APPROVE = "approve"
-REJECT = "reject"
-CANCEL = "cancel"
-# A step whose condition does not hold for its run's input, passed by the service.
-SKIP = "skip"
-# Send a run back for changes, and resubmit it: a new round from the first step.
-RETURN = "return"
-RESUBMIT = "resubmit"
 # Returns a run may have, unless its workflow says otherwise (0: none).
 DEFAULT_MAX_RETURNS = 3
-
-REMIND = "remind"
-ESCALATE = "escalate"
-# on_deadline: what the sweeper does once a step's deadline has passed (REJECT too).
-DEADLINE_ACTIONS = (REMIND, ESCALATE, REJECT)
-# What GET /runs/{id}/permissions answers for, in its order.
-ACTIONS = (APPROVE, REJECT, CANCEL, RETURN, RESUBMIT)
 
 # Principals that a step's approvers list: a user, or every member of a group.
 USER_PREFIX = "user:"
@@ -60,7 +40,7 @@ class Deadline(Record):
     """How long a step may wait for its decision, and what happens after."""
 
     seconds: int
-    action: str  # one of DEADLINE_ACTIONS
+    action: OnDeadline
     # ESCALATE: the principals ("user:<id>", "group:<name>") who may decide too.
     escalate_to: tuple[str, ...] = ()
 
@@ -137,7 +117,7 @@ class Action(Record):
     run_id: int
     step_id: int
     step_name: str
-    action: str
+    action: ActionKind
     actor: str
     comment: str
     created_at: str
@@ -156,7 +136,7 @@ class Run(Record):
     id: int
     workflow_id: int
     title: str
-    status: str
+    status: RunStatus
     current_step: Optional[Step]
     created_at: str
     updated_at: str
@@ -174,18 +154,19 @@ class Run(Record):
     policy: Policy = DEFAULT_POLICY
     # Everyone who approved a step of it, once each, in order.
     approvers: tuple[str, ...] = ()
-    # The sequence of the run's last event (chalicelib/domain/events.py), where the
-    # storage keeps it with the run (DynamoDB); 0 where it counts otherwise.
-    event_seq: int = 0
+    # The storage's own mark of the run as it read it, for its conditional
+    # write (DynamoDB: the sequence of the run's last event): passed on
+    # untouched by the rules, which never read it.
+    revision: object = None
     # When the current step's deadline passes (None: it has none, or the run
     # ended), and whether it has passed and its action (remind, escalate) was
     # applied: chalicelib/domain/deadlines.py.
     current_step_due_at: Optional[str] = None
     deadline_passed: bool = False
-    # How many actions its history holds, where the storage read the run
-    # without them (a decision whose answer leaves them out); None: count
-    # `actions`.
-    action_count: Optional[int] = None
+    # How many of its first actions were not read: `actions` are its last
+    # ones (all of them, where its history was read; none, or those a change
+    # recorded, where the storage read the run without it).
+    unread_actions: int = 0
     # What is being approved: a JSON object given at the start (empty when none
     # was given), changed only by a resubmit that gives a new one; the audit
     # chain binds it (its genesis, and that resubmit's entry).
@@ -208,16 +189,18 @@ class Run(Record):
     @property
     def history_length(self) -> int:
         """How many actions the run's history holds, read or not."""
-        return len(self.actions) if self.action_count is None else self.action_count
+        return self.unread_actions + len(self.actions)
 
     @property
     def current_step_escalated_to(self) -> tuple[str, ...]:
         """Who may decide the current step besides its approvers: its escalate_to
         principals, once its deadline passed with on_deadline escalate."""
         deadline = self.current_step.deadline if self.current_step else None
-        if self.deadline_passed and deadline and deadline.action == ESCALATE:
-            return deadline.escalate_to
-        return ()
+        if not (self.deadline_passed and deadline):
+            return ()
+        from chalicelib.domain.lifecycle import OnDeadline  # a run past its deadline only
+
+        return deadline.escalate_to if deadline.action == OnDeadline.ESCALATE else ()
 
 
 class RunAudit(Record):
@@ -229,7 +212,7 @@ class RunAudit(Record):
     head_hash: Optional[str]
     first_invalid_seq: Optional[int]
     entries: tuple[dict[str, Any], ...]
-    # The fields of the stored state the history does not lead to (audit.STATE_FIELDS).
+    # The fields of the stored state the history does not lead to (replay.STATE_FIELDS).
     state_mismatches: tuple[str, ...] = ()
     # The run's input as stored, which the genesis's input_digest is of.
     input: dict[str, Any] = {}  # noqa: RUF012 (records are immutable)
@@ -241,10 +224,10 @@ class Decision(Record):
     afterwards (the current one while its quorum is not met; None once the
     run ended), `approved_by` who approved that step by then."""
 
-    action: str
+    action: ActionKind
     actor: str
     comment: str
-    status: str
+    status: RunStatus
     next_step: Optional[Step]
     at: str
     approved_by: tuple[str, ...] = ()
@@ -302,7 +285,7 @@ class Refusal(Record):
 
 class Permissions(Record):
     """What `actor` may do with a run now: a refusal, or None where they may,
-    for each of ACTIONS, in that order; and for whom (None: for
+    for each of lifecycle.CALLER_ACTIONS, in that order; and for whom (None: for
     themselves; a delegator where only a delegation lends the right)."""
 
     run_id: int

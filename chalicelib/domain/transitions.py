@@ -22,7 +22,7 @@ other value is computed here, and only here.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Optional
+from typing import Any, Optional, assert_never
 
 from chalicelib.domain import audit, conditions, content, deadlines, decision, errors, events
 from chalicelib.domain.changes import (
@@ -34,14 +34,9 @@ from chalicelib.domain.changes import (
     StepAppend,
     WorkflowDefinition,
 )
+from chalicelib.domain.lifecycle import ActionKind, OnDeadline, RunStatus
 from chalicelib.domain.models import (
-    APPROVE,
-    COMPLETED,
     DEFAULT_MAX_RETURNS,
-    IN_PROGRESS,
-    REJECT,
-    RESUBMIT,
-    SKIP,
     Action,
     Decision,
     Policy,
@@ -111,36 +106,51 @@ def start_run(
     landing, skipped = _arrival(workflow.steps, given)
 
     def made(run_id: int) -> Started:
-        run = Run(
-            run_id,
-            workflow.id,
-            title,
-            IN_PROGRESS if landing else COMPLETED,
-            landing,
-            at,
-            at,
-            (),
-            requested_by,
-            current_step_since=at if landing else None,
-            policy=workflow.policy,
-            current_step_due_at=deadlines.step_due_at(landing, at),
-            input=given,
-            max_returns=workflow.max_returns,
-        )
-        # The id is the genesis's first field: the chain starts once it is known.
-        genesis = audit.genesis_hash(audit.genesis_of(run))
-        skips = _skips(run_id, 0, genesis, skipped, at)
-        head = skips[-1].hash if skips else genesis
-        run = run._replace(actions=skips, head_hash=head)
-        told = events.prepared_all(events.run_started(run, skipped))
-        return Started(run, told, decision.awaited_by(run), skips)
+        return started(workflow, run_id, title, requested_by, at, given, landing, skipped)
 
     return RunStart(workflow, made)
 
 
+def started(
+    workflow: Workflow,
+    run_id: int,
+    title: str,
+    requested_by: Optional[str],
+    at: str,
+    given: dict[str, Any],
+    landing: Optional[Step],
+    skipped: Sequence[Step],
+) -> Started:
+    """Run `run_id` of `workflow`, with its input `given`, started at `at`:
+    waiting at `landing` past the `skipped` steps before it, or completed
+    where it lands on none. Chained from its genesis: the id is its first field."""
+    run = Run(
+        run_id,
+        workflow.id,
+        title,
+        RunStatus.IN_PROGRESS if landing else RunStatus.COMPLETED,
+        landing,
+        at,
+        at,
+        (),
+        requested_by,
+        current_step_since=at if landing else None,
+        policy=workflow.policy,
+        current_step_due_at=deadlines.step_due_at(landing, at),
+        input=given,
+        max_returns=workflow.max_returns,
+    )
+    genesis = audit.genesis_hash(audit.genesis_of(run))
+    skips = _skips(run_id, 0, genesis, skipped, at)
+    head = skips[-1].hash if skips else genesis
+    run = run._replace(actions=skips, head_hash=head)
+    told = events.prepared_all(events.run_started(run, skipped))
+    return Started(run, told, decision.awaited_by(run), skips)
+
+
 def decide(
     run: Run,
-    action: str,
+    action: ActionKind,
     actor: str,
     comment: str,
     following: Sequence[Step],
@@ -156,7 +166,7 @@ def decide(
     for changes: its round's approvals stop counting, its deadline pauses."""
     landing, skipped = _arrival(following, run.input)
     chosen = decision.decide(run, action, actor, comment, landing, at, on_behalf_of)
-    return _decided(run, chosen, skipped, following)
+    return decided(run, chosen, skipped, following)
 
 
 def resubmit(
@@ -173,52 +183,73 @@ def resubmit(
     before it skipped), or completed where none does. Everyone decides again,
     its deadlines start afresh; the resubmit, in the new round, binds a new
     input into the chain by its digest."""
-    step = run.current_step
-    assert step is not None, "a returned run stays at the step it was returned at"
     given = run.input if data is None else data
     if data is not None:
         violated = content.violation(workflow.input_schema, data)
         if violated:
             raise errors.InvalidInput(f"'input' does not meet the workflow's schema at {violated}")
     landing, skipped = _arrival(workflow.steps, given)
+    digest = audit.sha256_hex(audit.canonical(data)) if data is not None else None
+    return resubmitted(run, workflow, actor, comment, given, digest, landing, skipped, at)
+
+
+def resubmitted(
+    run: Run,
+    workflow: Workflow,
+    actor: str,
+    comment: str,
+    given: dict[str, Any],
+    digest: Optional[str],
+    landing: Optional[Step],
+    skipped: Sequence[Step],
+    at: str,
+) -> RunChange:
+    """The returned run resubmitted by `actor` with the input `given` (a new
+    one where `digest`, its digest, is given): the next round, waiting at
+    `landing` past the `skipped` steps before it, or completed where it lands
+    on none."""
+    step = run.current_step
+    assert step is not None, "a returned run stays at the step it was returned at"
     round_ = run.round + 1
     entry = Action(
         0,
         run.id,
         step.id,
         step.name,
-        RESUBMIT,
+        ActionKind.RESUBMIT,
         actor,
         comment,
         at,
         None,
         None,
         round_,
-        audit.sha256_hex(audit.canonical(data)) if data is not None else None,
+        digest,
     )
     seq = run.history_length + 1
     first = audit.chained(entry, seq, audit.head_of(run))
     assert first.hash is not None
     recorded = (first, *_skips(run.id, seq, first.hash, skipped, at, round_))
+    completed = landing is None
     after = run._replace(
-        status=IN_PROGRESS if landing else COMPLETED,
+        status=RunStatus.COMPLETED if completed else RunStatus.IN_PROGRESS,
         current_step=landing,
         updated_at=at,
-        actions=(*run.actions, *recorded) if run.action_count is None else (),
-        action_count=None if run.action_count is None else run.action_count + len(recorded),
+        actions=(*run.actions, *recorded),
         head_hash=recorded[-1].hash,
         current_step_approved_by=(),
         current_step_on_behalf_of=(),
-        current_step_since=at if landing else None,
+        current_step_since=None if completed else at,
         approvers=(),
         current_step_due_at=deadlines.step_due_at(landing, at),
         deadline_passed=False,
         input=given,
         round=round_,
-        genesis_input_digest=_genesis_digest(run) if data is not None else run.genesis_input_digest,
+        genesis_input_digest=_genesis_digest(run)
+        if digest is not None
+        else run.genesis_input_digest,
     )
     told = events.prepared_all(events.resubmitted(run, after, actor, comment, skipped, at))
-    last = workflow.steps[-1].step_order if after.status == COMPLETED else None
+    last = workflow.steps[-1].step_order if completed else None
     return RunChange(run, after, recorded, told, (), decision.awaited_by(after), last)
 
 
@@ -236,13 +267,17 @@ def deadline_passed(run: Run, at: str) -> Optional[RunChange]:
     due = deadlines.action_due(run, at)
     if due is None:
         return None
-    if due == REJECT:
-        return _decided(run, deadlines.expiry(at))
-    after = run._replace(deadline_passed=True)
-    awaited = decision.awaited_by(run)
-    enters = tuple(key for key in decision.awaited_by(after) if key not in awaited)
-    told = events.prepared_all(events.deadline_passed(run, after, at))
-    return RunChange(run, after, (), told, (), enters)
+    match due:
+        case OnDeadline.REJECT:
+            return decided(run, deadlines.expiry(at))
+        case OnDeadline.REMIND | OnDeadline.ESCALATE:
+            after = run._replace(deadline_passed=True)
+            awaited = decision.awaited_by(run)
+            enters = tuple(key for key in decision.awaited_by(after) if key not in awaited)
+            told = events.prepared_all(events.deadline_passed(run, after, at))
+            return RunChange(run, after, (), told, (), enters)
+        case _:
+            assert_never(due)
 
 
 def _check_condition(rule: StepRule, input_schema: Optional[dict[str, Any]]) -> None:
@@ -279,7 +314,7 @@ def _skips(
             run_id,
             step.id,
             step.name,
-            SKIP,
+            ActionKind.SKIP,
             events.CONDITIONS_ACTOR,
             conditions.text(step.when),
             at,
@@ -292,7 +327,7 @@ def _skips(
     return tuple(skips)
 
 
-def _decided(
+def decided(
     run: Run,
     chosen: Decision,
     skipped: Sequence[Step] = (),
@@ -302,7 +337,7 @@ def _decided(
     `skipped` steps where it moves the run on."""
     step = run.current_step
     assert step is not None, "only a run in progress has a decision to record"
-    moves = chosen.action == APPROVE and not chosen.stays
+    moves = chosen.action == ActionKind.APPROVE and not chosen.stays
     entry = Action(
         0,
         run.id,
@@ -327,7 +362,7 @@ def _decided(
         return RunChange(run, after, recorded, told)
     # Positional, as every record on this path: keywords take a slower constructor.
     last = None
-    if after.status == COMPLETED:
+    if after.status == RunStatus.COMPLETED:
         last = following[-1].step_order if following else step.step_order
     return RunChange(
         run, after, recorded, told, decision.awaited_by(run), decision.awaited_by(after), last
@@ -337,14 +372,12 @@ def _decided(
 def _after(run: Run, chosen: Decision, recorded: tuple[Action, ...]) -> Run:
     """The run as `chosen` leaves it, `recorded` (the decision and the skips
     after it; the last one's hash is its new head) last in its history."""
-    waits = chosen.next_step is not None and chosen.status == IN_PROGRESS
+    waits = chosen.next_step is not None and chosen.status == RunStatus.IN_PROGRESS
     return run._replace(
         status=chosen.status,
         current_step=chosen.next_step,
         updated_at=chosen.at,
-        # A history that was not read stays unread: only counted.
-        actions=(*run.actions, *recorded) if run.action_count is None else (),
-        action_count=None if run.action_count is None else run.action_count + len(recorded),
+        actions=(*run.actions, *recorded),
         head_hash=recorded[-1].hash,
         current_step_approved_by=chosen.approved_by,
         current_step_on_behalf_of=chosen.approved_for,
@@ -365,7 +398,7 @@ def _after(run: Run, chosen: Decision, recorded: tuple[Action, ...]) -> Run:
 def _approvers_after(run: Run, chosen: Decision) -> tuple[str, ...]:
     """Everyone who approved a step of the run's round, once each: the
     approver, and whom they approved for."""
-    if chosen.action != APPROVE:
+    if chosen.action != ActionKind.APPROVE:
         return run.approvers
     people = [chosen.actor, *([chosen.on_behalf_of] if chosen.on_behalf_of else [])]
     added = [p for p in people if not decision.approved(run.approvers, p)]

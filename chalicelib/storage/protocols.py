@@ -50,8 +50,8 @@ class Storage(Protocol):
     def get_run(self, run_id: int, history: bool = True) -> Run:
         """The run with its current step (and that step's rules), its workflow's
         policy and its actions, oldest first; NotFound if absent. Without
-        `history`, its actions are not read, only counted (action_count): what
-        a decision needs, whatever the length of the history."""
+        `history`, its actions are not read, only counted (unread_actions):
+        what a decision needs, whatever the length of the history."""
         ...
 
     def last_actions(self, run_id: int, count: int) -> tuple[Action, ...]:

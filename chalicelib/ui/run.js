@@ -21,10 +21,12 @@ import { historySection, timeline } from "./timeline.js";
 /** @typedef {import("./types.js").Workflow} Workflow */
 /** @typedef {{ [action in ActionName]: boolean }} Offer The actions offered. */
 
-/** @type {ActionName[]} */
-const ACTIONS = ["approve", "reject", "return", "resubmit", "cancel"];
+// Every action a caller takes (types.js's ActionName), in words; offered in ACTION_NAMES's order.
+/** @type {{ [action in ActionName]: string }} */
 const ACTION_NAMES = { approve: "Approve", reject: "Reject", return: "Send back for changes", resubmit: "Resubmit", cancel: "Cancel" };
+/** @type {{ [action in ActionName]: string }} */
 const NOUNS = { approve: "approval", reject: "rejection", cancel: "cancellation", return: "sending back", resubmit: "resubmission" };
+const ACTIONS = /** @type {ActionName[]} */ (Object.keys(ACTION_NAMES));
 /** @type {{ [status: string]: string }} */
 const ENDED = { completed: "completed", rejected: "rejected", cancelled: "cancelled" };
 // Reasons that say nothing to the reader where they appear: everyone but a

@@ -5,12 +5,14 @@ import { el } from "./dom.js";
 import { duration, isPast, plural, series, time, whoMayDecide } from "./format.js";
 
 /** @typedef {import("./types.js").Action} Action */
+/** @typedef {import("./types.js").RunStatus} RunStatus */
 /** @typedef {import("./types.js").RunSummary} RunSummary */
 /** @typedef {import("./types.js").Step} Step */
 /** @typedef {import("./types.js").Workflow} Workflow */
 
+// Every status of types.js's RunStatus, which tests/unit/test_lifecycle.py holds to the service's.
 /** @type {{ [status: string]: string }} */
-export const STATUS_TEXT = { in_progress: "In progress", returned: "Sent back for changes", completed: "Completed", rejected: "Rejected", cancelled: "Cancelled" };
+export const STATUS_TEXT = /** @satisfies {{ [status in RunStatus]: string }} */ ({ in_progress: "In progress", returned: "Sent back for changes", completed: "Completed", rejected: "Rejected", cancelled: "Cancelled" });
 
 /**
  * @param {string} status

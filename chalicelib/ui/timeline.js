@@ -6,15 +6,17 @@ import { capitalised, time } from "./format.js";
 import { STATUS_TEXT, approvalsSoFar, stepRules } from "./steps.js";
 
 /** @typedef {import("./types.js").Action} Action */
+/** @typedef {import("./types.js").ActionName} ActionName */
 /** @typedef {import("./types.js").Run} Run */
 /** @typedef {import("./types.js").Step} Step */
 /** @typedef {import("./types.js").Workflow} Workflow */
 
+// Every action a caller takes (types.js's ActionName), in words.
 /** @type {{ [action: string]: string }} */
-const DECIDED = { approve: "approved", reject: "rejected", cancel: "cancelled the run", return: "sent it back for changes", resubmit: "resubmitted the run" };
+const DECIDED = /** @satisfies {{ [action in ActionName]: string }} */ ({ approve: "approved", reject: "rejected", cancel: "cancelled the run", return: "sent it back for changes", resubmit: "resubmitted the run" });
 // How a step's own list of decisions says each ("Approved by ann").
 /** @type {{ [action: string]: string }} */
-const STEP_DECIDED = { approve: "Approved", reject: "Rejected", cancel: "Cancelled the run", return: "Sent back for changes", resubmit: "Resubmitted" };
+const STEP_DECIDED = /** @satisfies {{ [action in ActionName]: string }} */ ({ approve: "Approved", reject: "Rejected", cancel: "Cancelled the run", return: "Sent back for changes", resubmit: "Resubmitted" });
 // Who acts for the service itself: a step skipped by its condition.
 const SERVICE_ACTORS = new Map([["system:conditions", "The service"]]);
 

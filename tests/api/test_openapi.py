@@ -22,6 +22,7 @@ import app as app_module
 from chalicelib.api import http, validation
 from chalicelib.api.representations import shape
 from chalicelib.domain import audit, errors, names
+from chalicelib.domain.lifecycle import ActionKind, RunStatus
 from chalicelib.domain.models import MAX_ID, Action, Run, Step, Workflow
 from tests.support import openapi_contract
 from tests.support.api import Api
@@ -347,16 +348,22 @@ def test_documented_shapes_are_the_models() -> None:
     assert_valid(
         shape(Workflow(1, "Purchase", "", "2026-11-29T09:24:05.616Z", (step,))), "Workflow"
     )
-    action = Action(1, 1, 1, "Manager", "approve", "maria", "", "2026-11-29T09:24:05.616Z")
+    action = Action(1, 1, 1, "Manager", ActionKind.APPROVE, "maria", "", "2026-11-29T09:24:05.616Z")
     for run in (
         Run(
-            1, 1, "PO", "in_progress", step, "2026-11-29T09:24:05.616Z", "2026-11-29T09:24:05.616Z"
+            1,
+            1,
+            "PO",
+            RunStatus.IN_PROGRESS,
+            step,
+            "2026-11-29T09:24:05.616Z",
+            "2026-11-29T09:24:05.616Z",
         ),
         Run(
             2,
             1,
             "PO",
-            "completed",
+            RunStatus.COMPLETED,
             None,
             "2026-11-29T09:24:05.616Z",
             "2026-11-29T09:24:06.000Z",

@@ -11,21 +11,8 @@ import pytest
 from chalicelib import engine
 from chalicelib.api.representations import listed_event
 from chalicelib.domain import audit, errors
-from chalicelib.domain.models import (
-    APPROVE,
-    CANCEL,
-    CANCELLED,
-    COMPLETED,
-    DEFAULT_POLICY,
-    ESCALATE,
-    IN_PROGRESS,
-    REJECTED,
-    Deadline,
-    Policy,
-    Run,
-    StepRule,
-    Workflow,
-)
+from chalicelib.domain.lifecycle import ActionKind, OnDeadline, RunStatus
+from chalicelib.domain.models import DEFAULT_POLICY, Deadline, Policy, Run, StepRule, Workflow
 from chalicelib.storage import Storage
 
 FINANCE = frozenset({"finance"})
@@ -108,7 +95,7 @@ def test_a_step_waits_for_its_quorum_of_distinct_approvers(
     reached = run.current_step_since
 
     first = engine.approve(storage, run.id, "fay", clock=clock, groups=FINANCE)
-    assert (first.status, first.current_step_id) == (IN_PROGRESS, run.current_step_id)
+    assert (first.status, first.current_step_id) == (RunStatus.IN_PROGRESS, run.current_step_id)
     assert first.current_step_approved_by == ("fay",)
     assert first.current_step_since == reached
     assert storage.get_run(run.id) == first
@@ -128,7 +115,7 @@ def test_a_step_waits_for_its_quorum_of_distinct_approvers(
     ]
     assert storage.get_run(run.id) == second
     done = engine.approve(storage, run.id, "cfo", clock=clock)
-    assert done.status == COMPLETED and done.current_step_since is None
+    assert done.status == RunStatus.COMPLETED and done.current_step_since is None
 
 
 def test_one_eligible_rejection_ends_the_run_whatever_approvals_it_had(
@@ -139,7 +126,7 @@ def test_one_eligible_rejection_ends_the_run_whatever_approvals_it_had(
 
     rejected = engine.reject(storage, run.id, "fay", "changed my mind", clock=clock, groups=FINANCE)
 
-    assert rejected.status == REJECTED and rejected.current_step_approved_by == ()
+    assert rejected.status == RunStatus.REJECTED and rejected.current_step_approved_by == ()
     assert storage.get_run(run.id) == rejected
 
 
@@ -173,9 +160,9 @@ def test_the_requester_may_not_decide_their_own_run_unless_allowed(
         storage, "Lenient", "", ["Only"], clock=clock, policy=Policy(allow_self_approval=True)
     )
     own = engine.start_run(storage, lenient.id, "Mine", "ann", clock=clock)
-    assert decide(storage, own.id, "ann", "x", clock=clock).status != IN_PROGRESS
+    assert decide(storage, own.id, "ann", "x", clock=clock).status != RunStatus.IN_PROGRESS
     anonymous = engine.start_run(storage, workflow.id, "Nobody's", None, clock=clock)
-    assert decide(storage, anonymous.id, "ann", "x", clock=clock).status != IN_PROGRESS
+    assert decide(storage, anonymous.id, "ann", "x", clock=clock).status != RunStatus.IN_PROGRESS
 
 
 def test_distinct_approvers_may_not_approve_two_steps_of_a_run(
@@ -189,7 +176,7 @@ def test_distinct_approvers_may_not_approve_two_steps_of_a_run(
         engine.approve(storage, run.id, "cfo", clock=clock)
     unchanged(storage, moved)
     # Rejecting is no second approval.
-    assert engine.reject(storage, run.id, "cfo", clock=clock).status == REJECTED
+    assert engine.reject(storage, run.id, "cfo", clock=clock).status == RunStatus.REJECTED
 
 
 def test_a_rejection_needs_its_reason_where_the_workflow_says_so(
@@ -199,7 +186,10 @@ def test_a_rejection_needs_its_reason_where_the_workflow_says_so(
     with pytest.raises(errors.Unprocessable, match="comment"):
         engine.reject(storage, run.id, "cfo", " \u200b ", clock=clock)
     unchanged(storage, run)
-    assert engine.reject(storage, run.id, "cfo", "over budget", clock=clock).status == REJECTED
+    assert (
+        engine.reject(storage, run.id, "cfo", "over budget", clock=clock).status
+        == RunStatus.REJECTED
+    )
 
 
 def test_an_ended_run_is_not_in_progress_for_everyone(
@@ -223,7 +213,7 @@ def test_a_step_appended_later_decides_with_its_own_rules(
     with pytest.raises(errors.Forbidden):
         engine.approve(storage, run.id, "mo", clock=clock)
     assert at_legal.current_step is not None and at_legal.current_step.approvers == ("user:lee",)
-    assert engine.approve(storage, run.id, "lee", clock=clock).status == COMPLETED
+    assert engine.approve(storage, run.id, "lee", clock=clock).status == RunStatus.COMPLETED
 
 
 # -- cancel -------------------------------------------------------------------------
@@ -239,17 +229,19 @@ def test_the_requester_cancels_their_run_with_a_reason(
 
     cancelled = engine.cancel(storage, run.id, "ann", "bought elsewhere", clock=clock)
 
-    assert (cancelled.status, cancelled.current_step) == (CANCELLED, None)
+    assert (cancelled.status, cancelled.current_step) == (RunStatus.CANCELLED, None)
     last = cancelled.actions[-1]
     assert (last.action, last.actor, last.step_name, last.comment) == (
-        CANCEL,
+        ActionKind.CANCEL,
         "ann",
         "Finance",
         "bought elsewhere",
     )
     assert storage.get_run(run.id) == cancelled
     assert audit.audit_of(cancelled).first_invalid_seq is None
-    assert engine.list_runs(storage, None, CANCELLED, 10).items == (cancelled._replace(actions=()),)
+    assert engine.list_runs(storage, None, RunStatus.CANCELLED, 10).items == (
+        cancelled._replace(actions=()),
+    )
     with pytest.raises(errors.Conflict, match=r"^Run is not in progress$"):
         engine.cancel(storage, run.id, "ann", clock=clock)
 
@@ -258,10 +250,12 @@ def test_an_admin_cancels_any_run_and_anyone_a_run_without_requester(
     storage: Storage, clock: engine.Clock
 ) -> None:
     run = at_finance(storage, clock)
-    assert engine.cancel(storage, run.id, "ada", admin=True, clock=clock).status == CANCELLED
+    assert (
+        engine.cancel(storage, run.id, "ada", admin=True, clock=clock).status == RunStatus.CANCELLED
+    )
     workflow = engine.get_workflow(storage, run.workflow_id)
     orphan = engine.start_run(storage, workflow.id, "Nobody's", None, clock=clock)
-    assert engine.cancel(storage, orphan.id, "gus", clock=clock).status == CANCELLED
+    assert engine.cancel(storage, orphan.id, "gus", clock=clock).status == RunStatus.CANCELLED
 
 
 # -- the inbox ----------------------------------------------------------------------
@@ -376,7 +370,7 @@ def test_runs_of_steps_open_to_anyone_wait_for_everyone(
     assert engine.inbox(storage, "x", frozenset(), 10).items[0].run.current_step_approved_by == ()
     engine.approve(storage, run.id, "y", clock=clock)
     assert inbox_ids(storage, "x") == []
-    assert APPROVE in {a.action for a in storage.get_run(run.id).actions}
+    assert ActionKind.APPROVE in {a.action for a in storage.get_run(run.id).actions}
 
 
 # -- with events and deadlines ------------------------------------------------------
@@ -415,7 +409,7 @@ def test_a_cancellation_is_told_with_its_reason(storage: Storage, clock: engine.
     last = listed_event(engine.run_events(storage, run.id, 100).items[-1])
     assert last["type"] == "approval.run.cancelled"
     assert (last["data"]["status"], last["data"]["actor"], last["data"]["comment"]) == (
-        CANCELLED,
+        RunStatus.CANCELLED,
         "ann",
         "bought elsewhere",
     )
@@ -425,7 +419,10 @@ def test_an_escalated_step_admits_and_waits_for_those_it_was_escalated_to(
     storage: Storage, clock: engine.Clock
 ) -> None:
     board = StepRule(
-        "Board", ("group:board",), 1, Deadline(60, ESCALATE, ("user:chair", "group:audit"))
+        "Board",
+        ("group:board",),
+        1,
+        Deadline(60, OnDeadline.ESCALATE, ("user:chair", "group:audit")),
     )
     workflow = engine.create_workflow(storage, "Escalating", "", [board], clock=lambda: T0)
     run = engine.start_run(storage, workflow.id, "Slow", clock=lambda: T0)
@@ -441,5 +438,5 @@ def test_an_escalated_step_admits_and_waits_for_those_it_was_escalated_to(
     assert inbox_ids(storage, "al", frozenset({"audit"})) == [run.id]
     assert inbox_ids(storage, "bo", frozenset({"board"})) == [run.id]
     done = engine.approve(storage, run.id, "al", clock=clock, groups=frozenset({"audit"}))
-    assert done.status == COMPLETED
+    assert done.status == RunStatus.COMPLETED
     assert inbox_ids(storage, "chair") == inbox_ids(storage, "bo", frozenset({"board"})) == []

@@ -7,7 +7,7 @@ import pytest
 
 from chalicelib.api.representations import shape
 from chalicelib.domain import errors
-from chalicelib.domain.models import APPROVE, REJECT
+from chalicelib.domain.lifecycle import ActionKind
 from chalicelib.storage import Storage
 from tests.support import chain
 from tests.support.stored import NOW, decide, stored_run, workflow_with_steps
@@ -20,11 +20,15 @@ def test_a_new_run_stores_its_genesis_as_its_head(storage: Storage) -> None:
     assert storage.get_run(run.id) == run
 
 
-@pytest.mark.parametrize("last", [APPROVE, REJECT])
-def test_each_decision_stores_the_hash_that_extends_the_head(storage: Storage, last: str) -> None:
+@pytest.mark.parametrize("last", [ActionKind.APPROVE, ActionKind.REJECT])
+def test_each_decision_stores_the_hash_that_extends_the_head(
+    storage: Storage, last: ActionKind
+) -> None:
     run = stored_run(storage, workflow_with_steps(storage, "A", "B", "C"), "t", NOW)
 
-    done = decide(storage, decide(storage, decide(storage, run), APPROVE, "bob"), last, "cy")
+    done = decide(
+        storage, decide(storage, decide(storage, run), ActionKind.APPROVE, "bob"), last, "cy"
+    )
 
     chain.assert_chained(shape(done))
     assert storage.get_run(run.id) == done

@@ -8,7 +8,8 @@ import pytest
 from chalicelib import engine
 from chalicelib.api.representations import shape
 from chalicelib.domain import errors, events
-from chalicelib.domain.models import COMPLETED, IN_PROGRESS, REJECTED, Deadline, Run, StepRule
+from chalicelib.domain.lifecycle import OnDeadline, RunStatus
+from chalicelib.domain.models import Deadline, Run, StepRule
 from chalicelib.storage import Backend
 from tests.support.event_stream import stream
 
@@ -34,7 +35,7 @@ def types(storage: Backend, run: Run) -> list[str]:
 
 
 def test_a_reject_deadline_ends_the_run_once_it_passed(storage: Backend) -> None:
-    run = started(storage, Deadline(60, "reject"))
+    run = started(storage, Deadline(60, OnDeadline.REJECT))
     assert run.current_step_due_at == DUE
     assert storage.get_run(run.id).current_step_due_at == DUE
 
@@ -43,7 +44,11 @@ def test_a_reject_deadline_ends_the_run_once_it_passed(storage: Backend) -> None
     assert engine.sweep(storage, lambda: LATER) == 0
 
     ended = storage.get_run(run.id)
-    assert (ended.status, ended.current_step, ended.current_step_due_at) == (REJECTED, None, None)
+    assert (ended.status, ended.current_step, ended.current_step_due_at) == (
+        RunStatus.REJECTED,
+        None,
+        None,
+    )
     (action,) = ended.actions
     assert (action.action, action.actor, action.created_at) == ("reject", "system:deadline", DUE)
     assert types(storage, run)[-2:] == [events.STEP_EXPIRED, events.RUN_REJECTED]
@@ -51,11 +56,15 @@ def test_a_reject_deadline_ends_the_run_once_it_passed(storage: Backend) -> None
 
 
 def test_a_remind_deadline_reminds_once_and_the_run_waits(storage: Backend) -> None:
-    run = started(storage, Deadline(60, "remind"), StepRule("B", deadline=Deadline(30, "remind")))
+    run = started(
+        storage,
+        Deadline(60, OnDeadline.REMIND),
+        StepRule("B", deadline=Deadline(30, OnDeadline.REMIND)),
+    )
     assert engine.sweep(storage, lambda: DUE) == 1
     assert engine.sweep(storage, lambda: LATER) == 0
     waiting = storage.get_run(run.id)
-    assert waiting.status == IN_PROGRESS and waiting.deadline_passed
+    assert waiting.status == RunStatus.IN_PROGRESS and waiting.deadline_passed
     assert waiting.current_step_due_at == DUE and waiting.actions == ()
     reminded = stream(storage, events.run_subject(run.id))[-1]
     assert reminded["type"] == events.STEP_REMINDED
@@ -71,7 +80,7 @@ def test_a_remind_deadline_reminds_once_and_the_run_waits(storage: Backend) -> N
 
 
 def test_an_escalate_deadline_lets_its_principals_decide_too(storage: Backend) -> None:
-    run = started(storage, Deadline(60, "escalate", ("user:boss", "group:finance")))
+    run = started(storage, Deadline(60, OnDeadline.ESCALATE, ("user:boss", "group:finance")))
     assert storage.get_run(run.id).current_step_escalated_to == ()
     assert engine.sweep(storage, lambda: DUE) == 1
     escalated = storage.get_run(run.id)
@@ -84,18 +93,18 @@ def test_an_escalate_deadline_lets_its_principals_decide_too(storage: Backend) -
     # Deciding after the escalation, on the step the caller saw, still works.
     step_id = escalated.current_step_id
     done = engine.approve(storage, run.id, "boss", expected_step_id=step_id, clock=lambda: LATER)
-    assert done.status == COMPLETED and done.current_step_escalated_to == ()
+    assert done.status == RunStatus.COMPLETED and done.current_step_escalated_to == ()
 
 
 def test_a_run_decided_before_its_deadline_is_not_swept(storage: Backend) -> None:
-    run = started(storage, Deadline(60, "reject"), StepRule("B"))
+    run = started(storage, Deadline(60, OnDeadline.REJECT), StepRule("B"))
     engine.approve(storage, run.id, "maria", clock=lambda: JUST_BEFORE)
     assert engine.sweep(storage, lambda: LATER) == 0
     assert storage.get_run(run.id).current_step_due_at is None
 
 
 def test_a_stale_sweep_loses_to_the_decision_recorded_first(storage: Backend) -> None:
-    run = started(storage, Deadline(60, "reject"))
+    run = started(storage, Deadline(60, OnDeadline.REJECT))
     seen = storage.get_run(run.id)  # what a sweeper read
     engine.approve(storage, run.id, "maria", clock=lambda: DUE)
     from chalicelib.domain import transitions
@@ -105,7 +114,7 @@ def test_a_stale_sweep_loses_to_the_decision_recorded_first(storage: Backend) ->
     with pytest.raises(errors.LostWrite):
         storage.record_change(expiry)
     final = storage.get_run(run.id)
-    assert [a.actor for a in final.actions] == ["maria"] and final.status == COMPLETED
+    assert [a.actor for a in final.actions] == ["maria"] and final.status == RunStatus.COMPLETED
 
 
 def test_steps_without_deadlines_show_none(storage: Backend) -> None:
@@ -114,6 +123,8 @@ def test_steps_without_deadlines_show_none(storage: Backend) -> None:
     run = engine.start_run(storage, workflow.id, "t", None, lambda: T0)
     assert run.current_step_due_at is None
     assert engine.sweep(storage, lambda: LATER) == 0
-    added = engine.append_step(storage, workflow.id, StepRule("B", deadline=Deadline(5, "remind")))
+    added = engine.append_step(
+        storage, workflow.id, StepRule("B", deadline=Deadline(5, OnDeadline.REMIND))
+    )
     assert storage.get_workflow(workflow.id).steps[1] == added
-    assert added.deadline == Deadline(5, "remind")
+    assert added.deadline == Deadline(5, OnDeadline.REMIND)

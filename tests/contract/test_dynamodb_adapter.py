@@ -481,9 +481,10 @@ def test_a_deadline_whose_reminder_is_sent_twice_is_applied_once(
     ddb: dynamodb.DynamoDBStorage, sent_twice: None
 ) -> None:
     from chalicelib import engine
+    from chalicelib.domain.lifecycle import OnDeadline
     from chalicelib.domain.models import Deadline, StepRule
 
-    step = StepRule("A", deadline=Deadline(60, "remind"))
+    step = StepRule("A", deadline=Deadline(60, OnDeadline.REMIND))
     workflow = engine.create_workflow(
         ddb, "Twice", steps=[step], clock=lambda: "2030-01-01T00:00:00.000Z"
     )

@@ -14,7 +14,7 @@ from chalice.test import Client
 import app as app_module
 from chalicelib import engine
 from chalicelib.api import validation
-from chalicelib.domain.models import COMPLETED, IN_PROGRESS
+from chalicelib.domain.lifecycle import RunStatus
 from chalicelib.storage.dynamodb import adapter as dynamodb
 from chalicelib.storage.dynamodb import keys as dynamodb_keys
 from chalicelib.storage.dynamodb import schema as dynamodb_schema
@@ -205,10 +205,10 @@ def test_a_list_entry_that_has_not_moved_yet_is_left_out_and_the_walk_goes_on(
         Key={"PK": {"S": f"RUN#{moved.id}"}, "SK": {"S": "#RUN"}},
         UpdateExpression="SET #status = :completed",
         ExpressionAttributeNames={"#status": "status"},
-        ExpressionAttributeValues={":completed": {"S": COMPLETED}},
+        ExpressionAttributeValues={":completed": {"S": RunStatus.COMPLETED}},
     )
 
-    listed = _ids(ddb, IN_PROGRESS, limit)
+    listed = _ids(ddb, RunStatus.IN_PROGRESS, limit)
 
     assert listed == [run.id for run in reversed(runs) if run.id != moved.id]
 
@@ -227,8 +227,8 @@ def test_runs_written_with_fewer_shards_are_listed_once_the_shards_are_raised(
     created = sorted((run.id for run in before + after), reverse=True)
 
     assert _ids(many, None, 3) == created
-    assert _ids(many, COMPLETED, 3) == [after[0].id, before[0].id]
-    assert _ids(many, IN_PROGRESS, 4) == [
+    assert _ids(many, RunStatus.COMPLETED, 3) == [after[0].id, before[0].id]
+    assert _ids(many, RunStatus.IN_PROGRESS, 4) == [
         i for i in created if i not in (before[0].id, after[0].id)
     ]
 
@@ -285,7 +285,7 @@ def test_a_step_appended_after_a_container_read_the_steps_is_not_skipped(
         )
 
     assert response.status_code == 200, response.json_body
-    assert response.json_body["status"] == IN_PROGRESS
+    assert response.json_body["status"] == RunStatus.IN_PROGRESS
     assert response.json_body["current_step"]["id"] == appended.id
     assert [action["step_id"] for action in response.json_body["actions"]] == [workflow.steps[0].id]
 
@@ -299,7 +299,7 @@ def test_a_workflow_never_appended_to_completes_without_step_count_copies(
 
     completed = [engine.approve(ddb, run.id, "ann").status for run in runs]
 
-    assert completed == [COMPLETED] * 3
+    assert completed == [RunStatus.COMPLETED] * 3
     # A Query and a transaction each (and the first block of action ids).
     assert (log.counts["Query"], log.counts["TransactWriteItems"]) == (3, 3)
     copies = ddb.client.scan(

@@ -10,6 +10,7 @@ import pytest
 
 from chalicelib import engine
 from chalicelib.domain import decision, errors
+from chalicelib.domain.lifecycle import OnDeadline
 from chalicelib.domain.models import Deadline, StepRule
 from chalicelib.storage.dynamodb import adapter as dynamodb
 from chalicelib.storage.dynamodb import keys as dynamodb_keys
@@ -102,7 +103,7 @@ def test_decisions_move_sharded_entries_and_leave_none_behind(
 
 
 def test_deadlines_are_spread_over_the_shards(sharded: dynamodb.DynamoDBStorage) -> None:
-    deadline = Deadline(60, "remind")
+    deadline = Deadline(60, OnDeadline.REMIND)
     workflow = stored_workflow(sharded, "Due", "", [StepRule("Ops", deadline=deadline)], NOW)
     runs = [stored_run(sharded, workflow, "r", NOW) for _ in range(6)]
     keys = {

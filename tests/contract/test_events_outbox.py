@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from chalicelib.domain import errors, events
-from chalicelib.domain.models import APPROVE, IN_PROGRESS, REJECT, Decision, StepRule
+from chalicelib.domain.lifecycle import ActionKind, RunStatus
+from chalicelib.domain.models import Decision, StepRule
 from chalicelib.storage import Storage
 from tests.support.stored import (
     LATER,
@@ -70,7 +71,7 @@ def test_a_run_records_an_event_per_transition_in_order(storage: Storage) -> Non
 
 def test_a_rejection_records_the_step_and_the_run_rejected(storage: Storage) -> None:
     workflow = workflow_with_steps(storage, "A", "B")
-    run = decide(storage, stored_run(storage, workflow, "t", NOW), REJECT, "bob")
+    run = decide(storage, stored_run(storage, workflow, "t", NOW), ActionKind.REJECT, "bob")
     assert _types(storage, f"runs/{run.id}") == [
         "run.started",
         "step.activated",
@@ -103,7 +104,13 @@ def test_a_refused_decision_records_no_event(storage: Storage) -> None:
     decide(storage, run)
     with pytest.raises(errors.LostWrite):
         # The run as read before the first decision: its write is refused.
-        record(storage, run, Decision(APPROVE, "eve", "", IN_PROGRESS, workflow.steps[1], LATER))
+        record(
+            storage,
+            run,
+            Decision(
+                ActionKind.APPROVE, "eve", "", RunStatus.IN_PROGRESS, workflow.steps[1], LATER
+            ),
+        )
     assert len(_stream(storage, f"runs/{run.id}")) == 4
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from chalicelib import engine
 from chalicelib.domain import audit
-from chalicelib.domain.models import COMPLETED
+from chalicelib.domain.lifecycle import ActionKind, RunStatus
 from chalicelib.storage import Backend
 from chalicelib.storage.dynamodb import adapter as dynamodb
 from chalicelib.storage.dynamodb import keys as dynamodb_keys
@@ -22,9 +22,9 @@ def test_a_run_read_without_history_counts_it(storage: Backend) -> None:
     whole = storage.get_run(run.id)
     counted = storage.get_run(run.id, history=False)
 
-    assert counted.actions == () and counted.action_count == 2
+    assert counted.actions == () and counted.unread_actions == 2
     assert counted.history_length == whole.history_length == 2
-    assert counted._replace(actions=whole.actions, action_count=None) == whole
+    assert counted._replace(actions=whole.actions, unread_actions=0) == whole
 
 
 def test_decisions_without_history_chain_as_those_with_it(storage: Backend) -> None:
@@ -34,12 +34,14 @@ def test_decisions_without_history_chain_as_those_with_it(storage: Backend) -> N
     for actor in ("ann", "bob", "cy"):
         with_history = engine.approve(storage, runs[0].id, actor, clock=lambda: NOW)
         counted = engine.approve(storage, runs[1].id, actor, clock=lambda: NOW, history=False)
-        assert counted.actions == ()
-        assert counted.action_count == with_history.history_length
+        # What it recorded is its last action; the earlier ones it only counts.
+        assert [action.action for action in counted.actions] == [ActionKind.APPROVE]
+        assert counted.actions[-1].id > 0
+        assert counted.history_length == with_history.history_length
         assert counted.status == with_history.status
         assert counted.current_step == with_history.current_step
 
-    assert counted.status == COMPLETED
+    assert counted.status == RunStatus.COMPLETED
     read = storage.get_run(runs[1].id)
     assert audit.audit_of(read).first_invalid_seq is None
     assert read.head_hash == counted.head_hash

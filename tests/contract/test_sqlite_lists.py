@@ -8,7 +8,7 @@ from typing import Optional
 
 import pytest
 
-from chalicelib.domain.models import APPROVE, REJECT
+from chalicelib.domain.lifecycle import ActionKind
 from chalicelib.storage.sqlite.adapter import SQLiteStorage
 from tests.support.stored import NOW, decide, rules, stored_run, stored_workflow
 
@@ -41,7 +41,7 @@ def sqlite(tmp_path: Path) -> Iterator[SQLiteStorage]:
     for i in range(30):
         run = stored_run(storage, (first, second)[i % 2], f"Run {i}", NOW)
         if i % 3:
-            decide(storage, run, (APPROVE, REJECT)[i % 3 - 1])
+            decide(storage, run, (ActionKind.APPROVE, ActionKind.REJECT)[i % 3 - 1])
     yield storage
     storage.close()
 

@@ -8,7 +8,8 @@ import pytest
 
 from chalicelib import delegations, engine
 from chalicelib.domain import errors
-from chalicelib.domain.models import COMPLETED, IN_PROGRESS, StepRule
+from chalicelib.domain.lifecycle import RunStatus
+from chalicelib.domain.models import StepRule
 from chalicelib.storage import Backend
 from tests.support import tamper
 
@@ -32,7 +33,7 @@ def test_an_untouched_run_is_in_the_state_its_history_leads_to(storage: Backend)
     engine.approve(storage, run_id, "s", clock=lambda: NOW)
     engine.approve(storage, run_id, "t", clock=lambda: NOW)
     done = engine.audit_run(storage, run_id)
-    assert storage.get_run(run_id).status == COMPLETED
+    assert storage.get_run(run_id).status == RunStatus.COMPLETED
     assert (done.first_invalid_seq, done.state_mismatches) == (None, ())
 
 
@@ -48,7 +49,7 @@ def test_approvals_written_into_the_state_alone_do_not_count(
     assert audit.state_mismatches == ("current_step_approved_by",)
 
     after = engine.approve(storage, run_id, "r", clock=lambda: NOW, history=history)
-    assert (after.status, after.current_step_approved_by) == (IN_PROGRESS, ("r",))
+    assert (after.status, after.current_step_approved_by) == (RunStatus.IN_PROGRESS, ("r",))
     assert after.current_step is not None and after.current_step.name == "Board"
     assert engine.audit_run(storage, run_id).state_mismatches == ()  # the state is the history's
 
@@ -77,14 +78,14 @@ def test_a_run_whose_head_was_removed_counts_no_approval_and_shows_the_break(
 
     after = engine.approve(storage, run_id, "s", clock=lambda: NOW, history=history)
 
-    assert (after.status, after.current_step_approved_by) == (IN_PROGRESS, ("s",))
+    assert (after.status, after.current_step_approved_by) == (RunStatus.IN_PROGRESS, ("s",))
     assert after.current_step is not None and after.current_step.name == "Board"
     assert engine.audit_run(storage, run_id).first_invalid_seq == 3
 
 
 def test_a_status_set_by_hand_shows_in_the_audit(storage: Backend) -> None:
     run_id = at_the_board(storage, "p")
-    tamper.set_run_state(storage, run_id, status=COMPLETED)
+    tamper.set_run_state(storage, run_id, status=RunStatus.COMPLETED)
     assert "status" in engine.audit_run(storage, run_id).state_mismatches
 
 

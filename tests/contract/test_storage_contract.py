@@ -7,17 +7,8 @@ from collections.abc import Callable
 import pytest
 
 from chalicelib.domain import errors
-from chalicelib.domain.models import (
-    APPROVE,
-    COMPLETED,
-    IN_PROGRESS,
-    REJECT,
-    REJECTED,
-    Run,
-    Slice,
-    StepRule,
-    Workflow,
-)
+from chalicelib.domain.lifecycle import ActionKind, RunStatus
+from chalicelib.domain.models import Run, Slice, StepRule, Workflow
 from chalicelib.storage import Storage
 from tests.support.stored import (
     LATER,
@@ -95,13 +86,13 @@ def test_record_decision_returns_what_get_run_reads_back(storage: Storage) -> No
     done = decide(storage, moved)
 
     assert storage.get_run(run.id) == done
-    assert done.status == COMPLETED and done.current_step is None
+    assert done.status == RunStatus.COMPLETED and done.current_step is None
 
 
-@pytest.mark.parametrize("second", [APPROVE, REJECT])
-@pytest.mark.parametrize("first", [APPROVE, REJECT])
+@pytest.mark.parametrize("second", [ActionKind.APPROVE, ActionKind.REJECT])
+@pytest.mark.parametrize("first", [ActionKind.APPROVE, ActionKind.REJECT])
 def test_decision_on_a_stale_snapshot_is_a_lost_write_and_writes_nothing(
-    storage: Storage, first: str, second: str
+    storage: Storage, first: ActionKind, second: ActionKind
 ) -> None:
     run = stored_run(storage, workflow_with_steps(storage, "A", "B", "C"), "t", NOW)
     after_first = decide(storage, run, first, "winner")
@@ -154,7 +145,7 @@ def test_a_completion_from_steps_known_before_an_append_elsewhere_is_refused(
 
     assert storage.steps_after(workflow.id, 1) == (appended,)
     moved = decide(storage, storage.get_run(run.id))
-    assert moved.status == IN_PROGRESS
+    assert moved.status == RunStatus.IN_PROGRESS
     assert moved.current_step == appended
 
 
@@ -164,7 +155,7 @@ def test_a_completion_from_steps_known_before_an_append_elsewhere_is_refused(
 def test_empty_store_lists_nothing(storage: Storage) -> None:
     assert storage.list_workflows(None, 10) == Slice((), False)
     assert storage.list_runs(None, None, None, 10) == Slice((), False)
-    assert storage.list_runs(1, IN_PROGRESS, 5, 10) == Slice((), False)
+    assert storage.list_runs(1, RunStatus.IN_PROGRESS, 5, 10) == Slice((), False)
 
 
 def test_list_workflows_gives_them_by_id_as_get_workflow_reads_them(storage: Storage) -> None:
@@ -206,9 +197,9 @@ def _runs(storage: Storage) -> tuple[Workflow, Workflow, list[Run]]:
     for i, (workflow, action) in enumerate(
         [
             (first, None),
-            (second, APPROVE),
-            (first, REJECT),
-            (first, APPROVE),
+            (second, ActionKind.APPROVE),
+            (first, ActionKind.REJECT),
+            (first, ActionKind.APPROVE),
             (second, None),
             (first, None),
         ]
@@ -236,13 +227,13 @@ def test_list_runs_gives_them_newest_first_as_get_run_reads_them_without_actions
     [
         ("first", None),
         ("second", None),
-        (None, IN_PROGRESS),
-        (None, COMPLETED),
-        (None, REJECTED),
-        ("first", IN_PROGRESS),
-        ("first", REJECTED),
-        ("second", COMPLETED),
-        ("second", REJECTED),
+        (None, RunStatus.IN_PROGRESS),
+        (None, RunStatus.COMPLETED),
+        (None, RunStatus.REJECTED),
+        ("first", RunStatus.IN_PROGRESS),
+        ("first", RunStatus.REJECTED),
+        ("second", RunStatus.COMPLETED),
+        ("second", RunStatus.REJECTED),
     ],
 )
 def test_list_runs_filters_by_workflow_and_status_and_pages_by_id(

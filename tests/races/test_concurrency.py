@@ -26,7 +26,8 @@ import pytest
 from chalicelib import engine
 from chalicelib.api.representations import shape
 from chalicelib.domain import errors
-from chalicelib.domain.models import COMPLETED, IN_PROGRESS, REJECTED, Run, Step, Workflow
+from chalicelib.domain.lifecycle import RunStatus
+from chalicelib.domain.models import Run, Step, Workflow
 from chalicelib.storage import Storage
 from chalicelib.storage.sqlite.adapter import SQLiteStorage
 from tests.support import chain
@@ -78,7 +79,7 @@ def decide_on_same_snapshot(
     rounds: list[Attempts] = []
     for round_no in range(STEPS):
         seen = engine.get_run(storage, run.id)
-        if seen.status != IN_PROGRESS:
+        if seen.status != RunStatus.IN_PROGRESS:
             break
         rendezvous = Rendezvous(len(storages))
         actors = [f"round{round_no}-thread{i}" for i in range(len(storages))]
@@ -115,7 +116,7 @@ def approve_until_finished(storage: Storage, run_ids: Sequence[int], racer: str)
                 attempts.append((actor, exc))
                 break
             attempts.append((actor, run))
-            if run.status != IN_PROGRESS:
+            if run.status != RunStatus.IN_PROGRESS:
                 break
     return attempts
 
@@ -130,7 +131,7 @@ def assert_every_attempt_won_or_conflicted(attempts: Attempts) -> None:
 
 
 def assert_approved_once_per_step_in_order(final: Run, workflow: Workflow) -> None:
-    assert final.status == COMPLETED and final.current_step is None
+    assert final.status == RunStatus.COMPLETED and final.current_step is None
     assert [a.step_id for a in final.actions] == [s.id for s in workflow.steps]
     assert [a.action for a in final.actions] == ["approve"] * len(workflow.steps)
 
@@ -213,12 +214,12 @@ def test_approvals_and_rejections_on_the_same_snapshot_end_the_run_without_skipp
     assert_every_attempt_won_or_conflicted(attempts)
     assert [sum(isinstance(o, Run) for _, o in round_) for round_ in rounds] == [1] * len(rounds)
     final = engine.get_run(storage, run.id)
-    assert final.status in (COMPLETED, REJECTED) and final.current_step is None
+    assert final.status in (RunStatus.COMPLETED, RunStatus.REJECTED) and final.current_step is None
     assert [a.step_id for a in final.actions] == [s.id for s in workflow.steps][
         : len(final.actions)
     ]
     kinds = [a.action for a in final.actions]
-    if final.status == REJECTED:
+    if final.status == RunStatus.REJECTED:
         assert kinds == ["approve"] * (len(kinds) - 1) + ["reject"]
     else:
         assert kinds == ["approve"] * STEPS
@@ -279,7 +280,7 @@ def test_concurrent_approvals_without_expected_step_give_exactly_min_n_s_success
     assert all(o.message == "Run is not in progress" for o in ended)
     final = engine.get_run(storage, run.id)
     assert [a.step_id for a in final.actions] == [s.id for s in workflow.steps][: len(won)]
-    assert final.status == (COMPLETED if racers >= steps else IN_PROGRESS)
+    assert final.status == (RunStatus.COMPLETED if racers >= steps else RunStatus.IN_PROGRESS)
     assert_winners_match_history(final, [(run_.actions[-1].actor, run_) for run_ in won])
 
 

@@ -16,7 +16,8 @@ import pytest
 from chalicelib import engine
 from chalicelib.api.representations import shape
 from chalicelib.domain import errors
-from chalicelib.domain.models import APPROVE, COMPLETED, SKIP, Run, StepRule
+from chalicelib.domain.lifecycle import ActionKind, RunStatus
+from chalicelib.domain.models import Run, StepRule
 from chalicelib.storage import Storage
 from tests.support import chain
 from tests.support.races import THREADS, Rendezvous, run_together
@@ -70,21 +71,21 @@ def test_a_storm_records_each_step_once_in_order_past_the_skipped_ones(
     )
 
     final = storage.get_run(run.id)
-    assert final.status == COMPLETED
+    assert final.status == RunStatus.COMPLETED
     names = {step.id: step.name for step in workflow.steps}
     path = [(names[action.step_id], action.action) for action in final.actions]
-    skipped_first = [] if first_applies else [("Z", SKIP)]
+    skipped_first = [] if first_applies else [("Z", ActionKind.SKIP)]
     assert path == [
         *skipped_first,
-        ("A", APPROVE),
-        ("A", APPROVE),
-        ("B", SKIP),
-        ("C", APPROVE),
-        ("C", APPROVE),
-        ("D", SKIP),
-        ("E", SKIP),
+        ("A", ActionKind.APPROVE),
+        ("A", ActionKind.APPROVE),
+        ("B", ActionKind.SKIP),
+        ("C", ActionKind.APPROVE),
+        ("C", ActionKind.APPROVE),
+        ("D", ActionKind.SKIP),
+        ("E", ActionKind.SKIP),
     ]
-    approvals = [action.actor for action in final.actions if action.action == APPROVE]
+    approvals = [action.actor for action in final.actions if action.action == ActionKind.APPROVE]
     assert len(set(approvals[:2])) == 2 and len(set(approvals[2:])) == 2
     chain.assert_chained(shape(final))
     wins = [told for outcome in outcomes for told in outcome if isinstance(told, Run)]
@@ -125,6 +126,6 @@ def test_racing_starts_of_runs_that_skip_their_first_steps_each_chain_their_skip
     assert len({run.id for run in outcomes}) == THREADS
     for started in outcomes:
         stored = storage.get_run(started.id)
-        assert [(a.step_name, a.action) for a in stored.actions] == [("Z", SKIP)]
+        assert [(a.step_name, a.action) for a in stored.actions] == [("Z", ActionKind.SKIP)]
         assert stored.current_step is not None and stored.current_step.name == "A"
         chain.assert_chained(shape(stored))

@@ -8,7 +8,8 @@ from functools import partial
 
 from chalicelib import engine
 from chalicelib.domain import errors, events
-from chalicelib.domain.models import IN_PROGRESS, REJECTED, Deadline, Run, StepRule
+from chalicelib.domain.lifecycle import OnDeadline, RunStatus
+from chalicelib.domain.models import Deadline, Run, StepRule
 from chalicelib.storage import Storage
 from tests.support.event_stream import stream
 from tests.support.races import run_together
@@ -26,7 +27,7 @@ def test_a_decision_racing_the_sweeper_leaves_exactly_one_outcome(
         storage,
         "Race",
         "",
-        [StepRule("A", deadline=Deadline(1, "reject")), StepRule("B")],
+        [StepRule("A", deadline=Deadline(1, OnDeadline.REJECT)), StepRule("B")],
         lambda: T0,
     )
     runs = [engine.start_run(storage, workflow.id, f"r{i}", None, lambda: T0) for i in range(RUNS)]
@@ -52,11 +53,11 @@ def test_a_decision_racing_the_sweeper_leaves_exactly_one_outcome(
         bodies = stream(storage, events.run_subject(run.id))
         if isinstance(outcome, Run):
             won_by_humans += 1
-            assert (action.actor, final.status) == ("alice", IN_PROGRESS)
+            assert (action.actor, final.status) == ("alice", RunStatus.IN_PROGRESS)
             assert [b["type"] for b in bodies][2:] == [events.STEP_APPROVED, events.STEP_ACTIVATED]
         else:
             assert isinstance(outcome, errors.Conflict), outcome
-            assert (action.actor, final.status) == ("system:deadline", REJECTED)
+            assert (action.actor, final.status) == ("system:deadline", RunStatus.REJECTED)
             assert [b["type"] for b in bodies][2:] == [events.STEP_EXPIRED, events.RUN_REJECTED]
     assert swept == RUNS - won_by_humans
     assert engine.sweep(storage, lambda: DUE) == 0

@@ -24,7 +24,8 @@ import pytest
 from chalicelib import engine
 from chalicelib.api.representations import shape
 from chalicelib.domain import errors
-from chalicelib.domain.models import APPROVE, COMPLETED, REJECT, REJECTED, Run, StepRule, Workflow
+from chalicelib.domain.lifecycle import ActionKind, RunStatus
+from chalicelib.domain.models import Run, StepRule, Workflow
 from chalicelib.storage import Storage
 from chalicelib.storage.sqlite.adapter import SQLiteStorage
 from tests.support import chain
@@ -80,18 +81,22 @@ def assert_quorums_held(final: Run, workflow: Workflow) -> None:
             visited.append(action.step_id)
     assert visited == [step.id for step in workflow.steps][: len(visited)], visited
     for step in workflow.steps[: len(visited)]:
-        approvals = [a.actor for a in final.actions if a.step_id == step.id and a.action == APPROVE]
+        approvals = [
+            a.actor
+            for a in final.actions
+            if a.step_id == step.id and a.action == ActionKind.APPROVE
+        ]
         assert len(set(approvals)) == len(approvals), approvals
-        passed = step.id != visited[-1] or final.status == COMPLETED
+        passed = step.id != visited[-1] or final.status == RunStatus.COMPLETED
         if passed:
             assert len(approvals) == step.required_approvals, (step.name, approvals)
         else:
             assert len(approvals) < step.required_approvals, (step.name, approvals)
-    rejections = [a for a in final.actions if a.action == REJECT]
-    if final.status == COMPLETED:
+    rejections = [a for a in final.actions if a.action == ActionKind.REJECT]
+    if final.status == RunStatus.COMPLETED:
         assert not rejections and len(visited) == len(workflow.steps)
     else:
-        assert final.status == REJECTED
+        assert final.status == RunStatus.REJECTED
         assert rejections == [final.actions[-1]], final.actions
 
 
@@ -122,7 +127,7 @@ def test_a_storm_of_distinct_approvers_meets_each_quorum_exactly(
 
     attempts = [attempt for outcome in outcomes for attempt in outcome]
     final = storage.get_run(run.id)
-    assert final.status == COMPLETED
+    assert final.status == RunStatus.COMPLETED
     assert_quorums_held(final, workflow)
     assert_told_as_recorded(final, attempts)
 
@@ -197,7 +202,7 @@ def test_a_storm_from_several_processes_meets_each_quorum_exactly(tmp_path: Path
 
     assert [unexpected for _, unexpected in reports] == [[]] * PROCESSES
     final = storage.get_run(run.id)
-    assert final.status == COMPLETED
+    assert final.status == RunStatus.COMPLETED
     assert_quorums_held(final, workflow)
     won = sorted((n, actor) for report, _ in reports for actor, told, n in report if told == "won")
     assert won == [(n, action.actor) for n, action in enumerate(final.actions, start=1)]
@@ -235,7 +240,7 @@ def test_approvals_read_at_once_cannot_both_count_toward_a_quorum(
     )
 
     final = storage.get_run(run.id)
-    assert final.status == COMPLETED
+    assert final.status == RunStatus.COMPLETED
     assert_quorums_held(final, workflow)
     # The quorum, then the one approval that completed "After"; the last racer
     # found the run ended (or, under heavy contention, gave up with a 503).

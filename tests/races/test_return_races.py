@@ -15,16 +15,8 @@ from typing import Any
 from chalicelib import engine
 from chalicelib.api.representations import shape
 from chalicelib.domain import errors
-from chalicelib.domain.models import (
-    APPROVE,
-    CANCELLED,
-    IN_PROGRESS,
-    RESUBMIT,
-    RETURN,
-    RETURNED,
-    Run,
-    StepRule,
-)
+from chalicelib.domain.lifecycle import ActionKind, RunStatus
+from chalicelib.domain.models import Run, StepRule
 from chalicelib.storage import Storage
 from tests.support import chain
 from tests.support.races import THREADS, run_together
@@ -47,7 +39,7 @@ def approving(storage: Storage, run_id: int, actor: str) -> list[Any]:
             time.sleep(0.001)
             continue
         told.append(run)
-        if run.status != IN_PROGRESS:
+        if run.status != RunStatus.IN_PROGRESS:
             return told
     raise AssertionError(f"{actor} never saw the round end")
 
@@ -67,10 +59,10 @@ def assert_one_history(final: Run, quorums: dict[int, int]) -> None:
     returned_in: set[int] = set()
     seats: dict[tuple[int, int], list[str]] = {}
     for action in final.actions:
-        assert action.round not in returned_in or action.action == RESUBMIT, action
-        if action.action == RETURN:
+        assert action.round not in returned_in or action.action == ActionKind.RESUBMIT, action
+        if action.action == ActionKind.RETURN:
             returned_in.add(action.round)
-        if action.action == APPROVE:
+        if action.action == ActionKind.APPROVE:
             seats.setdefault((action.round, action.step_id), []).append(action.actor)
     for (_, step_id), actors in seats.items():
         assert len(set(actors)) == len(actors), actors
@@ -99,9 +91,11 @@ def test_a_return_racing_a_storm_of_approvals_leaves_one_outcome(
     if isinstance(returned, Run):
         # The return won its race: the run waits for its requester, and every
         # approval told "decided" is in the history before the return.
-        assert final.status == RETURNED
+        assert final.status == RunStatus.RETURNED
         wins = [told for outcome in outcomes[:-1] for told in outcome if isinstance(told, Run)]
-        back = next(i for i, action in enumerate(final.actions) if action.action == RETURN)
+        back = next(
+            i for i, action in enumerate(final.actions) if action.action == ActionKind.RETURN
+        )
         assert all(len(won.actions) <= back for won in wins)
         assert final.current_step_approved_by == ()
     else:
@@ -135,12 +129,12 @@ def test_a_resubmit_racing_a_cancel_leaves_one_outcome(race_storage_factory: Ope
     final = storage.get_run(run.id)
     wins = [outcome for outcome in outcomes if isinstance(outcome, Run)]
     kinds = [action.action for action in final.actions]
-    assert kinds.count(RESUBMIT) <= 1 and kinds.count("cancel") <= 1
-    if kinds[-1] == "cancel":
-        assert final.status == CANCELLED
+    assert kinds.count(ActionKind.RESUBMIT) <= 1 and kinds.count(ActionKind.CANCEL) <= 1
+    if kinds[-1] == ActionKind.CANCEL:
+        assert final.status == RunStatus.CANCELLED
         # A resubmit may have come first; a cancel after it is still the requester's.
-        assert len(wins) == 1 + kinds.count(RESUBMIT)
+        assert len(wins) == 1 + kinds.count(ActionKind.RESUBMIT)
     else:
-        assert (final.status, final.round) == (IN_PROGRESS, 2)
+        assert (final.status, final.round) == (RunStatus.IN_PROGRESS, 2)
         assert len(wins) == 1
     chain.assert_chained(shape(final))

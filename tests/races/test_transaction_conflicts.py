@@ -23,7 +23,8 @@ from chalicelib import engine
 from chalicelib.api.representations import shape
 from chalicelib.domain import errors, idempotency
 from chalicelib.domain.idempotency import StoredResponse
-from chalicelib.domain.models import COMPLETED, IN_PROGRESS, Run, Step, Workflow
+from chalicelib.domain.lifecycle import RunStatus
+from chalicelib.domain.models import Run, Step, Workflow
 from chalicelib.storage import Backend
 from scripts.moto_server import Fault, MotoServer
 from tests.support.backends import dynamodb_race_backend, moto_server
@@ -97,7 +98,7 @@ def test_concurrent_approvals_under_conflicts_decide_each_step_once(
     final = engine.get_run(storages[0], run.id)
     assert [a.step_id for a in final.actions] == [s.id for s in workflow.steps][: len(won)]
     assert {a.actor for a in final.actions} == {o.actions[-1].actor for o in won}
-    assert final.status == (COMPLETED if len(won) == 4 else IN_PROGRESS)
+    assert final.status == (RunStatus.COMPLETED if len(won) == 4 else RunStatus.IN_PROGRESS)
 
 
 def test_concurrent_creates_of_one_name_under_conflicts_give_at_most_one(

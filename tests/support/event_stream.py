@@ -6,7 +6,8 @@ import json
 from typing import Any
 
 from chalicelib.domain import events
-from chalicelib.domain.models import COMPLETED, IN_PROGRESS, REJECTED, Run, Workflow
+from chalicelib.domain.lifecycle import RunStatus
+from chalicelib.domain.models import Run, Workflow
 from chalicelib.storage import Storage
 
 
@@ -45,4 +46,4 @@ def assert_run_stream_tells(storage: Storage, run: Run, workflow: Workflow) -> N
         (action.actor, action.step_id) for action in run.actions
     ]
     assert bodies[-1]["data"]["status"] == run.status
-    assert run.status in (IN_PROGRESS, COMPLETED, REJECTED)
+    assert run.status in (RunStatus.IN_PROGRESS, RunStatus.COMPLETED, RunStatus.REJECTED)

@@ -174,7 +174,7 @@ def assert_error(response: Any, status: int, message: Optional[str] = None) -> N
 
 
 # Path ids that are not positive integers (or not ones JSON can carry exactly):
-# each must answer 404 or 400, never 500.
+# each names nothing, and answers 404 (never 400, never 500).
 BAD_PATH_IDS = [
     "abc",
     "0",

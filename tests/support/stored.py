@@ -8,16 +8,8 @@ from collections.abc import Sequence
 from typing import Optional
 
 from chalicelib.domain import transitions
-from chalicelib.domain.models import (
-    APPROVE,
-    DEFAULT_POLICY,
-    Decision,
-    Policy,
-    Run,
-    Step,
-    StepRule,
-    Workflow,
-)
+from chalicelib.domain.lifecycle import ActionKind
+from chalicelib.domain.models import DEFAULT_POLICY, Decision, Policy, Run, Step, StepRule, Workflow
 from chalicelib.storage import Storage
 
 NOW = "2030-01-02T03:04:05.000Z"
@@ -59,13 +51,15 @@ def workflow_with_steps(storage: Storage, *names: str) -> Workflow:
     return stored_workflow(storage, "Purchase", "", rules(*names), NOW)
 
 
-def decide(storage: Storage, run: Run, action: str = APPROVE, actor: str = "alice") -> Run:
+def decide(
+    storage: Storage, run: Run, action: ActionKind = ActionKind.APPROVE, actor: str = "alice"
+) -> Run:
     """`action` by `actor` on the run as read, with no rule checked (as the
     engine checks them): what the storage writes of it."""
     assert run.current_step is not None
     following = (
         storage.steps_after(run.workflow_id, run.current_step.step_order)
-        if action == APPROVE
+        if action == ActionKind.APPROVE
         else ()
     )
     return storage.record_change(transitions.decide(run, action, actor, "", following, LATER))

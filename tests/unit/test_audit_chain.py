@@ -11,16 +11,8 @@ import pytest
 
 from chalicelib.api.representations import shape
 from chalicelib.domain import audit
-from chalicelib.domain.models import (
-    APPROVE,
-    IN_PROGRESS,
-    REJECT,
-    REJECTED,
-    Action,
-    Decision,
-    Run,
-    Step,
-)
+from chalicelib.domain.lifecycle import ActionKind, RunStatus
+from chalicelib.domain.models import Action, Decision, Run, Step
 from tests.support import chain, verifiers
 
 AT = "2026-11-29T09:24:05.616Z"
@@ -38,9 +30,9 @@ EXAMPLE_GENESIS_WITH_INPUT = "6180d405ae0218cf9555641e9afa1ee06a773f6f9a9ef3dec1
 def run_with(*actions: tuple[str, str, str], head: Any = "recompute") -> Run:
     """Run 1 ("PO-1042: 12 laptops", by ada) with `actions` (kind, actor, comment)
     on its steps in order, each carrying the hash the definition gives."""
-    run = Run(1, 1, "PO-1042: 12 laptops", IN_PROGRESS, STEPS[0], AT, AT, (), "ada")
+    run = Run(1, 1, "PO-1042: 12 laptops", RunStatus.IN_PROGRESS, STEPS[0], AT, AT, (), "ada")
     stored = [
-        Action(10 + i, 1, STEPS[i].id, STEPS[i].name, kind, actor, comment, LATER)
+        Action(10 + i, 1, STEPS[i].id, STEPS[i].name, ActionKind(kind), actor, comment, LATER)
         for i, (kind, actor, comment) in enumerate(actions)
     ]
     hashes = chain.hashes_of({**shape(run), "actions": [shape(a) for a in stored]})
@@ -117,10 +109,10 @@ def test_a_recorded_history_recomputes_to_the_definitions_hashes() -> None:
     assert audit.recomputed(run) == chain.hashes_of(shape(run))
 
 
-@pytest.mark.parametrize("kind", [APPROVE, REJECT, "cancel", "escalate"])
-def test_the_next_hash_extends_the_head_as_read_whatever_the_action_kind(kind: str) -> None:
+@pytest.mark.parametrize("kind", list(ActionKind))
+def test_the_next_hash_extends_the_head_as_read_whatever_the_action_kind(kind: ActionKind) -> None:
     run = run_with(("approve", "maria", ""))._replace(current_step=STEPS[1])
-    decision = Decision(kind, "finn", "ok", REJECTED, None, LATER)
+    decision = Decision(kind, "finn", "ok", RunStatus.REJECTED, None, LATER)
 
     expected = chain.link(
         run.head_hash or "",
@@ -142,7 +134,7 @@ def test_a_run_stored_without_a_head_chains_to_the_empty_text() -> None:
     """Never to a head recomputed from its history: its audit shows the break."""
     chained = run_with(("approve", "maria", ""))._replace(current_step=STEPS[1])
     headless = chained._replace(head_hash=None)
-    decision = Decision(APPROVE, "finn", "", IN_PROGRESS, STEPS[2], LATER)
+    decision = Decision(ActionKind.APPROVE, "finn", "", RunStatus.IN_PROGRESS, STEPS[2], LATER)
 
     assert audit.head_of(headless) == ""
     assert audit.next_hash(headless, decision) == audit.next_hash(
@@ -347,16 +339,17 @@ def delegated_returned_resubmitted() -> Run:
     """A run decided for a delegator, sent back, and resubmitted with a new
     input: every optional field of an entry in its chain."""
     from chalicelib.domain import transitions
-    from chalicelib.domain.models import RETURN, StepRule, Workflow
+    from chalicelib.domain.lifecycle import ActionKind
+    from chalicelib.domain.models import StepRule, Workflow
 
     steps = tuple(StepRule(name).stored(i, 1, i) for i, name in enumerate(("A", "B"), 1))
     workflow = Workflow(1, "W", "", AT, steps)
     run = transitions.start_run(workflow, "PO", "ada", AT, {"amount": 5}).made(1).run
     for change in (
-        lambda r: transitions.decide(r, APPROVE, "dave", "", steps[1:], LATER, "bob"),
-        lambda r: transitions.decide(r, RETURN, "mo", "Fix it", (), LATER),
+        lambda r: transitions.decide(r, ActionKind.APPROVE, "dave", "", steps[1:], LATER, "bob"),
+        lambda r: transitions.decide(r, ActionKind.RETURN, "mo", "Fix it", (), LATER),
         lambda r: transitions.resubmit(r, workflow, "ada", "", {"amount": 7}, LATER),
-        lambda r: transitions.decide(r, APPROVE, "cy", "", steps[1:], LATER),
+        lambda r: transitions.decide(r, ActionKind.APPROVE, "cy", "", steps[1:], LATER),
     ):
         run = change(run).after
     return run

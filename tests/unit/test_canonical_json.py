@@ -100,6 +100,16 @@ def test_every_kind_of_value_is_written_as_the_package_writes_it() -> None:
     assert canonical(("tuple", 1)) == '["tuple",1]'
 
 
+def test_a_member_of_the_lifecycle_is_written_as_its_text() -> None:
+    """The state machine's names are StrEnums: a chain entry holds one as the
+    text it stores, at the top or inside an object."""
+    from chalicelib.domain.lifecycle import ActionKind, RunStatus
+
+    assert canonical(ActionKind.RETURN) == '"return"'
+    written = {"action": ActionKind.APPROVE, "states": [RunStatus.IN_PROGRESS]}
+    assert canonical(written) == '{"action":"approve","states":["in_progress"]}'
+
+
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), 10**400])
 def test_a_number_no_json_text_holds_is_refused(value: Any) -> None:
     with pytest.raises(ValueError, match="JSON number"):

@@ -12,17 +12,8 @@ from hypothesis import strategies as st
 from chalicelib.api.representations import listed_event, shape
 from chalicelib.domain import events
 from chalicelib.domain.audit import input_digest
-from chalicelib.domain.models import (
-    APPROVE,
-    COMPLETED,
-    IN_PROGRESS,
-    REJECT,
-    REJECTED,
-    Decision,
-    Run,
-    Step,
-    Workflow,
-)
+from chalicelib.domain.lifecycle import ActionKind, RunStatus
+from chalicelib.domain.models import Decision, Run, Step, Workflow
 from tests.unit.test_representations import ANY_TEXT, JSON_VALUES, MAYBE_TEXT, runs, step_fields
 
 # The fields every run event's data starts with (an extra never repeats one).
@@ -43,7 +34,7 @@ T0 = "2030-01-02T03:04:05.000Z"
 T1 = "2030-01-02T03:04:06.000Z"
 FIRST = Step(11, 3, "Manager", 1)
 SECOND = Step(12, 3, "Finance", 2)
-RUN = Run(7, 3, "PO-1", IN_PROGRESS, FIRST, T0, T0, (), "rita", "a" * 64)
+RUN = Run(7, 3, "PO-1", RunStatus.IN_PROGRESS, FIRST, T0, T0, (), "rita", "a" * 64)
 
 
 def _types(drafts: list[events.Draft]) -> list[str]:
@@ -60,7 +51,7 @@ def test_starting_a_run_is_run_started_then_the_first_step_activated() -> None:
         "workflow_id": 3,
         "title": "PO-1",
         "requested_by": "rita",
-        "status": IN_PROGRESS,
+        "status": RunStatus.IN_PROGRESS,
         "step": shape(FIRST),
         "actor": "rita",
         "head_hash": "a" * 64,
@@ -72,7 +63,7 @@ def test_starting_a_run_is_run_started_then_the_first_step_activated() -> None:
 
 
 def test_an_approval_that_moves_on_activates_the_next_step() -> None:
-    decision = Decision(APPROVE, "maria", "fine", IN_PROGRESS, SECOND, T1)
+    decision = Decision(ActionKind.APPROVE, "maria", "fine", RunStatus.IN_PROGRESS, SECOND, T1)
     after = RUN._replace(current_step=SECOND, head_hash="b" * 64)
     approved, activated = events.decided(RUN, decision, after)
     assert (approved.type, activated.type) == (events.STEP_APPROVED, events.STEP_ACTIVATED)
@@ -84,37 +75,37 @@ def test_an_approval_that_moves_on_activates_the_next_step() -> None:
 
 
 def test_the_last_approval_completes_the_run() -> None:
-    decision = Decision(APPROVE, "maria", "", COMPLETED, None, T1)
-    after = RUN._replace(status=COMPLETED, current_step=None)
+    decision = Decision(ActionKind.APPROVE, "maria", "", RunStatus.COMPLETED, None, T1)
+    after = RUN._replace(status=RunStatus.COMPLETED, current_step=None)
     drafts = events.decided(RUN, decision, after)
     assert _types(drafts) == [events.STEP_APPROVED, events.RUN_COMPLETED]
-    assert drafts[1].data["status"] == COMPLETED and drafts[1].data["step"] is None
+    assert drafts[1].data["status"] == RunStatus.COMPLETED and drafts[1].data["step"] is None
     assert "comment" not in drafts[0].data  # none was given
 
 
 def test_an_approval_below_the_quorum_is_one_event() -> None:
-    decision = Decision(APPROVE, "maria", "", IN_PROGRESS, FIRST, T1)
+    decision = Decision(ActionKind.APPROVE, "maria", "", RunStatus.IN_PROGRESS, FIRST, T1)
     assert _types(events.decided(RUN, decision, RUN)) == [events.STEP_APPROVED]
 
 
 def test_a_rejection_rejects_the_step_then_the_run() -> None:
-    decision = Decision(REJECT, "bob", "too dear", REJECTED, None, T1)
-    after = RUN._replace(status=REJECTED, current_step=None)
+    decision = Decision(ActionKind.REJECT, "bob", "too dear", RunStatus.REJECTED, None, T1)
+    after = RUN._replace(status=RunStatus.REJECTED, current_step=None)
     drafts = events.decided(RUN, decision, after)
     assert _types(drafts) == [events.STEP_REJECTED, events.RUN_REJECTED]
     assert [draft.data["actor"] for draft in drafts] == ["bob", "bob"]
 
 
 def test_a_rejection_by_the_deadline_is_the_steps_expiry() -> None:
-    decision = Decision(REJECT, events.DEADLINE_ACTOR, "", REJECTED, None, T1)
-    after = RUN._replace(status=REJECTED, current_step=None)
+    decision = Decision(ActionKind.REJECT, events.DEADLINE_ACTOR, "", RunStatus.REJECTED, None, T1)
+    after = RUN._replace(status=RunStatus.REJECTED, current_step=None)
     drafts = events.decided(RUN, decision, after)
     assert _types(drafts) == [events.STEP_EXPIRED, events.RUN_REJECTED]
     assert drafts[1].data["actor"] == "system:deadline"
 
 
 def test_cancelling_is_run_cancelled() -> None:
-    after = RUN._replace(status="cancelled", current_step=None)
+    after = RUN._replace(status=RunStatus.CANCELLED, current_step=None)
     drafts = events.cancelled(RUN, after, "rita", "not needed", T1)
     assert _types(drafts) == [events.RUN_CANCELLED]
     assert (drafts[0].data["status"], drafts[0].data["comment"]) == ("cancelled", "not needed")

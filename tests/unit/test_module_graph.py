@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 CHALICELIB = Path(__file__).resolve().parents[2] / "chalicelib"
 
 
@@ -13,8 +15,8 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imports_of(path: Path, known: set[str]) -> set[str]:
-    """The chalicelib modules `path` imports, at the top, lazily or for types alike."""
+def every_import(path: Path) -> set[str]:
+    """Every module `path` imports, by its full name, at the top or lazily alike."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
@@ -22,12 +24,12 @@ def imports_of(path: Path, known: set[str]) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module:
             found.add(node.module)
             found |= {f"{node.module}.{alias.name}" for alias in node.names}
-    return found & known
+    return found
 
 
 def test_chalicelib_has_no_import_circle() -> None:
     modules = {module_name(path): path for path in CHALICELIB.rglob("*.py")}
-    graph = {name: imports_of(path, set(modules)) - {name} for name, path in modules.items()}
+    graph = {name: every_import(path) & set(modules) - {name} for name, path in modules.items()}
 
     def visit(name: str, trail: tuple[str, ...]) -> None:
         assert name not in trail, " -> ".join((*trail, name))
@@ -44,44 +46,56 @@ STORAGE = "chalicelib.storage"
 DELIVERY = "chalicelib.delivery"
 # The rule modules the storage is handed the results of, and never imports.
 RULES = tuple(f"chalicelib.domain.{name}" for name in ("audit", "events", "decision", "deadlines"))
+# The use cases, which app.py calls: the edge only parses and shapes around them.
+USE_CASES = ("chalicelib.engine", "chalicelib.delegations", "chalicelib.cursors")
 FORBIDDEN = {
     "chalicelib.domain": (*EDGE, STORAGE, DELIVERY, "chalicelib.engine", "boto3", "botocore"),
     STORAGE: (*EDGE, DELIVERY, "chalicelib.engine", "chalicelib.domain.transitions", *RULES),
     DELIVERY: (*EDGE, "chalicelib.engine"),
+    "chalicelib.api": (STORAGE, DELIVERY, *USE_CASES, "boto3", "botocore", "sqlite3", "_sqlite3"),
 }
+# The modules that may import the edge (chalicelib.api): app.py, and the function's
+# entry point in front of it (API Gateway's HTTP API); no layer below them.
+EDGE_IMPORTERS = ("app", "chalicelib.http_api")
 # And what no module of the domain imports at all: it computes, it does not store.
 DOMAIN_NEVER = ("sqlite3", "_sqlite3")
 MAX_LINES = 600
 
 
-def every_import(path: Path) -> set[str]:
-    """Every module `path` imports, by its full name, at the top or lazily alike."""
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
-            found |= {f"{node.module}.{alias.name}" for alias in node.names}
+def crossings(name: str, imported: set[str]) -> list[str]:
+    """The imports of module `name` that its layer may not make."""
+    found = []
+    for layer, forbidden in FORBIDDEN.items():
+        if name != layer and not name.startswith(layer + "."):
+            continue
+        found += [
+            f"{name} imports {module}"
+            for module in sorted(imported)
+            if any(module == banned or module.startswith(banned + ".") for banned in forbidden)
+        ]
+    if name.startswith("chalicelib.domain"):
+        found += [f"{name} imports {m}" for m in sorted(imported) if m in DOMAIN_NEVER]
     return found
 
 
 def test_each_layer_imports_only_the_layers_below_it() -> None:
-    crossings = []
+    found = []
     for path in sorted(CHALICELIB.rglob("*.py")):
-        name = module_name(path)
-        imported = every_import(path)
-        for layer, forbidden in FORBIDDEN.items():
-            if name != layer and not name.startswith(layer + "."):
-                continue
-            crossings += [
-                f"{name} imports {module}"
-                for module in sorted(imported)
-                if any(module == banned or module.startswith(banned + ".") for banned in forbidden)
-            ]
-        if name.startswith("chalicelib.domain"):
-            crossings += [f"{name} imports {m}" for m in sorted(imported) if m in DOMAIN_NEVER]
-    assert crossings == []
+        found += crossings(module_name(path), every_import(path))
+    assert found == []
+
+
+def test_only_the_entry_points_import_the_edge() -> None:
+    importing = [
+        name
+        for path in sorted(CHALICELIB.rglob("*.py"))
+        if not (name := module_name(path)).startswith("chalicelib.api")
+        and name not in EDGE_IMPORTERS
+        and any(
+            m == "chalicelib.api" or m.startswith("chalicelib.api.") for m in every_import(path)
+        )
+    ]
+    assert importing == []
 
 
 def test_the_layering_test_sees_a_crossing(tmp_path: Path) -> None:
@@ -89,6 +103,16 @@ def test_the_layering_test_sees_a_crossing(tmp_path: Path) -> None:
     module = tmp_path / "leaky.py"
     module.write_text("def f():\n    from chalicelib.domain import audit\n")
     assert "chalicelib.domain.audit" in every_import(module)
+    assert crossings("chalicelib.storage.leaky", every_import(module)) != []
+
+
+@pytest.mark.parametrize(
+    "imported", ["chalicelib.storage.sqlite.adapter", "chalicelib.engine", "boto3"]
+)
+def test_the_layering_test_sees_the_edge_reach_below_the_use_cases(imported: str) -> None:
+    assert crossings("chalicelib.api.validation", {imported}) == [
+        f"chalicelib.api.validation imports {imported}"
+    ]
 
 
 def test_the_service_imports_the_sqlite_driver_never_its_package() -> None:

@@ -16,15 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chalicelib.api import representations
-from chalicelib.domain.models import (
-    ESCALATE,
-    Action,
-    Awaiting,
-    Deadline,
-    Page,
-    Run,
-    Step,
-)
+from chalicelib.domain.lifecycle import OnDeadline
+from chalicelib.domain.models import Action, Awaiting, Deadline, Page, Run, Step
 from chalicelib.domain.shapes import step_shape, step_text
 
 ANY_TEXT = st.text(max_size=12)
@@ -65,7 +58,7 @@ steps = st.builds(
     st.integers(min_value=1, max_value=50),
     NAMES,
     st.integers(min_value=1, max_value=5),
-    st.none() | st.builds(Deadline, st.integers(min_value=1), st.just(ESCALATE), NAMES),
+    st.none() | st.builds(Deadline, st.integers(min_value=1), st.just(OnDeadline.ESCALATE), NAMES),
     st.none() | st.dictionaries(ANY_TEXT, JSON_VALUES, max_size=2),
 )
 

@@ -11,6 +11,7 @@ from chalice.app import MultiDict
 
 from chalicelib.api import http, paths, queries, validation
 from chalicelib.domain import errors, names
+from chalicelib.domain.lifecycle import RunStatus
 from chalicelib.domain.models import MAX_ID, Policy, StepRule
 
 # -- bodies ------------------------------------------------------------------------
@@ -162,7 +163,7 @@ def test_path_ids_are_positive_integers_up_to_2_53_minus_1(raw_id: str, value: i
 def test_run_query_reads_every_parameter() -> None:
     query = {"workflow_id": "7", "status": "completed", "limit": "3", "cursor": "c"}
 
-    assert queries.run_query(query) == queries.RunQuery(7, "completed", 3, "c")
+    assert queries.run_query(query) == queries.RunQuery(7, RunStatus.COMPLETED, 3, "c")
     assert queries.run_query({}) == queries.RunQuery(None, None, queries.DEFAULT_LIMIT, None)
 
 

@@ -7,7 +7,8 @@ being free; nothing else. The rules that computed it (chalicelib/domain/) are
 not restated in any condition: the run item, its action, its events and its
 inbox entries are written as the change says, or not at all. What the store
 allocates it stamps here: ids (ids.py), the events' sequence numbers (from
-the run item's event_seq, as read), a step's order.
+the run item's event_seq, as read: the run's `revision`, which the rules
+pass on untouched), a step's order.
 
 The steps a run moves to come from the steps this storage knows of the
 workflow, kept in memory and right forever because steps are only appended.
@@ -280,14 +281,14 @@ class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState, Delegations):
                 f"Run id {run_id} is already taken in table {self.table!r}: a counter item "
                 "was changed by hand, or the table holds runs of another service",
             )
-        return started.recorded(action_ids)._replace(event_seq=len(told))
+        return started.recorded(action_ids)._replace(revision=len(told))
 
     def get_run(self, run_id: int, history: bool = True) -> Run:
         if not history:
             head = self.requests.read_item(s(keys.run_pk(run_id)), s(keys.RUN_SK))
             if head is None:
                 raise errors.run_not_found(run_id)
-            return items.run_of(head, ())._replace(action_count=int(head["seq"]["N"]))
+            return items.run_of(head, ())._replace(unread_actions=int(head["seq"]["N"]))
         stored = list(self.requests.query_partition(keys.run_pk(run_id)))
         head = next((item for item in stored if item["SK"]["S"] == keys.RUN_SK), None)
         if head is None:
@@ -316,9 +317,10 @@ class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState, Delegations):
 
     def record_change(self, change: RunChange) -> Run:
         before, after, told = change.before, change.after, change.events
+        told_before = _events_told(before)
         seq = after.history_length
         action_ids = self.counters.take("action", len(change.actions)) if change.actions else []
-        moved: Item = {"event_seq": n(before.event_seq + len(told))}
+        moved: Item = {"event_seq": n(told_before + len(told))}
         if change.actions:
             assert after.head_hash is not None
             moved.update(
@@ -354,7 +356,7 @@ class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState, Delegations):
                 removed.append(items.INBOX_LEFT)
             deletes = []
         # The last action item carries the change's events: its run's (carried.py).
-        numbered = [d.numbered(before.event_seq + i) for i, d in enumerate(told, start=1)]
+        numbered = [d.numbered(told_before + i) for i, d in enumerate(told, start=1)]
         own = all(d.subject == keys.run_subject(before.id) for d in told)
         carrying = numbered if change.actions and told and own else []
         writes = [
@@ -362,7 +364,7 @@ class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState, Delegations):
             *self._action_puts(
                 change.actions, action_ids, before.history_length, carrying, told[:1]
             ),
-            *([] if carrying else self._event_puts(told, before.event_seq)),
+            *([] if carrying else self._event_puts(told, told_before)),
         ]
         checked = None
         if change.last_step_order is not None:
@@ -373,14 +375,14 @@ class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState, Delegations):
         writes, stale = writes + deletes[:room], deletes[room:]
         reasons = self.requests.transact(writes)
         carrier = keys.action_sk(seq) if carrying else None
-        if reasons and not self._applied(told, before.event_seq, before.id, carrier):
+        if reasons and not self._applied(told, told_before, before.id, carrier):
             if checked is not None and reasons[checked] == "ConditionalCheckFailed":
                 # The workflow has a step after this one now: know it for the retry.
                 self._read_steps(before.workflow_id)
             raise errors.LostWrite()
         for delete in stale:
             self.requests.call("delete_item", **delete["Delete"])
-        return change.recorded(action_ids)._replace(event_seq=before.event_seq + len(told))
+        return change.recorded(action_ids)._replace(revision=told_before + len(told))
 
     def _action_puts(
         self,
@@ -430,7 +432,7 @@ class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState, Delegations):
                     **{f":{name}": value for name, value in moved.items()},
                     ":read_seq": n(before.history_length),
                     ":passed": {"BOOL": before.deadline_passed},
-                    ":read_event_seq": n(before.event_seq),
+                    ":read_event_seq": n(_events_told(before)),
                 },
             }
         }
@@ -578,3 +580,10 @@ class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState, Delegations):
 
 def _step_count_key(workflow_id: int, copy: int) -> Item:
     return items.key(keys.step_count_pk(workflow_id, copy), keys.STEP_COUNT_SK)
+
+
+def _events_told(run: Run) -> int:
+    """The sequence of the run's last event when this storage read it: its
+    revision, which its next write numbers on from and is conditional on."""
+    assert isinstance(run.revision, int), "a run this storage read"
+    return run.revision

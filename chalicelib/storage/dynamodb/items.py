@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import Any, Optional
 
 from chalicelib.domain.models import (
-    IN_PROGRESS,
     Action,
     Deadline,
     Event,
@@ -260,9 +259,8 @@ def current_step_state(run: Run, shards: int) -> tuple[Item, list[str]]:
 def run_of(item: Item, actions: tuple[Action, ...]) -> Run:
     workflow_id = int(item["workflow_id"]["N"])
     current = step_of(item, workflow_id, CURRENT_STEP_ATTRIBUTES) if "step_id" in item else None
-    # A returned run keeps its step, but waits for no decision.
-    waiting = current is not None and item["status"]["S"] == IN_PROGRESS
-    since = item["current_step_since"]["S"] if waiting else None
+    # Absent where the run waits for no decision (returned, or ended).
+    since = item["current_step_since"]["S"] if "current_step_since" in item else None
     return Run(
         int(item["id"]["N"]),
         workflow_id,
@@ -279,10 +277,12 @@ def run_of(item: Item, actions: tuple[Action, ...]) -> Run:
         since,
         policy_of(item["policy"]["M"]),
         texts(item, "approvers"),
+        # Its revision: the sequence of its last event, which its next write
+        # numbers on from and is conditional on.
         event_seq(item),
         item["current_step_due_at"]["S"] if "current_step_due_at" in item else None,
         item["deadline_passed"]["BOOL"],
-        None,
+        0,
         json_of(item, "input", {}),
         int(item["round"]["N"]) if "round" in item else 1,
         texts(item, "on_behalf_of"),

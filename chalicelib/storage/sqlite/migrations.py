@@ -13,9 +13,10 @@ SCHEMA itself stays as the first release made it (docs/storage.md).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Union
 
+from chalicelib.domain.lifecycle import ActionKind, RunStatus
 from chalicelib.storage.failures import unavailable
 
 if TYPE_CHECKING:
@@ -26,9 +27,22 @@ if TYPE_CHECKING:
 # kept, so that the files made then, with this very schema, open as they are.
 BASELINE_VERSION = 8
 
+# The status the spec's schema gives a run by default, which no run of this
+# service has: the CHECK admits it beside the statuses of lifecycle.RunStatus.
+SPEC_DEFAULT_STATUS = "pending"
+
+
+def one_of(values: Iterable[str]) -> str:
+    """The list of SQL text literals a CHECK's IN takes: `'a','b'`."""
+    return ",".join(f"'{value}'" for value in values)
+
+
 # The spec's tables, with the columns, CHECKs and indexes the first release
 # added to them, and the tables it added; in the order of the spec's columns
-# and then the order they were added in, as rows.py reads them.
+# and then the order they were added in, as rows.py reads them. The CHECKs'
+# lists are the names of chalicelib/domain/lifecycle.py, in its order (a new
+# name needs a migration for the files made before it: SQLite cannot change a
+# CHECK in place).
 SCHEMA = (
     """CREATE TABLE workflows (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -54,11 +68,11 @@ SCHEMA = (
     when_condition TEXT,
     UNIQUE(workflow_id, step_order)
 )""",
-    """CREATE TABLE workflow_runs (
+    f"""CREATE TABLE workflow_runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     workflow_id INTEGER NOT NULL REFERENCES workflows(id),
     title TEXT NOT NULL,
-    status TEXT NOT NULL DEFAULT 'pending' CHECK(status IN ('pending','in_progress','completed','rejected','cancelled','returned')),
+    status TEXT NOT NULL DEFAULT '{SPEC_DEFAULT_STATUS}' CHECK(status IN ({one_of((SPEC_DEFAULT_STATUS, *RunStatus))})),
     current_step_id INTEGER REFERENCES workflow_steps(id),
     created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
     requested_by TEXT,
@@ -70,17 +84,17 @@ SCHEMA = (
     current_step_since TEXT,
     current_step_due_at TEXT,
     deadline_passed INTEGER NOT NULL DEFAULT 0,
-    input TEXT NOT NULL DEFAULT '{}',
+    input TEXT NOT NULL DEFAULT '{{}}',
     round INTEGER NOT NULL DEFAULT 1,
     -- For each of approved_by, whom it was for through a delegation ("": themselves).
     on_behalf_of TEXT NOT NULL DEFAULT '[]',
     genesis_input_digest TEXT
 )""",
-    """CREATE TABLE workflow_actions (
+    f"""CREATE TABLE workflow_actions (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     run_id INTEGER NOT NULL REFERENCES workflow_runs(id) ON DELETE CASCADE,
     step_id INTEGER NOT NULL REFERENCES workflow_steps(id),
-    action TEXT NOT NULL CHECK(action IN ('approve','reject','cancel','skip','return','resubmit')),
+    action TEXT NOT NULL CHECK(action IN ({one_of(ActionKind)})),
     actor TEXT NOT NULL, comment TEXT NOT NULL DEFAULT '',
     created_at TEXT NOT NULL,
     hash TEXT,

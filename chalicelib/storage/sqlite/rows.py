@@ -59,11 +59,9 @@ RUN_FROM = (
 ACTIONS_FROM = 31
 
 
-def listed_run(
-    row: tuple[Any, ...], actions: tuple[Action, ...] = (), action_count: Optional[int] = None
-) -> Run:
-    """A run from a row that starts with RUN_COLUMNS, with `actions` (or only
-    their count)."""
+def listed_run(row: tuple[Any, ...], actions: tuple[Action, ...] = (), unread: int = 0) -> Run:
+    """A run from a row that starts with RUN_COLUMNS, with `actions`, after the
+    `unread` first actions of its history (all of them, where it was not read)."""
     current = step(row[6:16]) if row[6] is not None else None
     # Positional, every field: keywords take the records' slower constructor.
     return Run(
@@ -81,10 +79,10 @@ def listed_run(
         row[19],
         Policy(*map(bool, row[20:23])),
         strings(row[23]),
-        0,  # event_seq: the events table numbers them
+        None,  # revision: the guard is the head read, and the events table numbers events
         row[24],
         bool(row[25]),
-        action_count,
+        unread,
         json_of(row[26]) or {},
         row[27],
         strings(row[28]),
