@@ -54,9 +54,10 @@ FORBIDDEN = {
     DELIVERY: (*EDGE, "chalicelib.engine"),
     "chalicelib.api": (STORAGE, DELIVERY, *USE_CASES, "boto3", "botocore", "sqlite3", "_sqlite3"),
 }
-# The modules that may import the edge (chalicelib.api): app.py, and the function's
-# entry point in front of it (API Gateway's HTTP API); no layer below them.
-EDGE_IMPORTERS = ("app", "chalicelib.http_api")
+# The modules that may import the edge (chalicelib.api): app.py, the function's
+# entry point in front of it (API Gateway's HTTP API), and the local serving
+# beside it (chalice local's threads and access lines); no layer below them.
+EDGE_IMPORTERS = ("app", "chalicelib.http_api", "chalicelib.background")
 # And what no module of the domain imports at all: it computes, it does not store.
 DOMAIN_NEVER = ("sqlite3", "_sqlite3")
 MAX_LINES = 600
