@@ -20,7 +20,7 @@ import jsonschema
 import pytest
 
 from chalicelib.api import queries, validation
-from chalicelib.domain import errors
+from chalicelib.domain import delegations, errors
 from tests.support import openapi_contract
 
 ACCEPTED, UNPROCESSABLE, INVALID = "accepted", "422", "400"
@@ -216,6 +216,25 @@ def test_a_name_field_admits_exactly_what_the_service_accepts(field: str) -> Non
     assert outcomes == {ACCEPTED, INVALID}, "the values drawn try both sides of the rule"
 
 
+def delegation(starts_at: str, ends_at: str = "2031-01-02T00:00:00Z") -> dict[str, Any]:
+    return {"delegator": "bob", "delegate": "dave", "starts_at": starts_at, "ends_at": ends_at}
+
+
+def granted(request: validation.NewDelegation) -> Any:
+    """The delegation a request makes, as of now (the domain reads its times)."""
+    assert request.delegator is not None
+    return delegations.grant(
+        request.delegator,
+        delegations.delegate_principal(request.delegate),
+        request.workflow_id,
+        request.starts_at,
+        request.ends_at,
+        request.reason,
+        request.delegator,
+        "2026-12-04T00:00:00.000Z",
+    )
+
+
 # Requests around every other rule the schemas state: limits, types, nulls and
 # the dependencies between a step's deadline fields, and the rules they cannot.
 EDGES: list[tuple[str, Any, str]] = [
@@ -333,8 +352,32 @@ EDGES: list[tuple[str, Any, str]] = [
     ("Decision", {}, INVALID),
     ("Cancellation", {"actor": "a", "reason": None}, ACCEPTED),
     ("Cancellation", {"actor": "a", "reason": "r" * 5001}, INVALID),
+    # A delegation's window: RFC 3339 date-times as the document's pattern and
+    # format state them; what they must be to each other no schema states.
+    ("NewDelegation", delegation("2031-01-01T00:00:00Z"), ACCEPTED),
+    ("NewDelegation", delegation("2031-01-01t00:00:00z"), ACCEPTED),
+    ("NewDelegation", delegation("2031-01-01T00:00:00.123456789+05:30"), ACCEPTED),
+    ("NewDelegation", delegation("2031-01-01T00:00:00-00:00"), ACCEPTED),
+    ("NewDelegation", delegation("2031-01-01 00:00:00Z"), INVALID),
+    ("NewDelegation", delegation("2031-01-01T00:00:00"), INVALID),
+    ("NewDelegation", delegation("2031-01-01"), INVALID),
+    ("NewDelegation", delegation("20310101T000000Z"), INVALID),
+    ("NewDelegation", delegation("2031-02-30T00:00:00Z"), INVALID),
+    ("NewDelegation", delegation("2031-01-01T24:00:00Z"), INVALID),
+    ("NewDelegation", delegation("2031-01-01T00:00:60Z"), INVALID),
+    ("NewDelegation", delegation("2031-01-01T00:00:00Z\n"), INVALID),
+    ("NewDelegation", delegation(" 2031-01-01T00:00:00Z"), INVALID),
+    ("NewDelegation", delegation("2031-01-01T00:00:00,5Z"), INVALID),
+    ("NewDelegation", delegation("2031-01-03T00:00:00Z"), UNPROCESSABLE),  # after ends_at
+    ("NewDelegation", delegation("2020-01-01T00:00:00Z", "2020-01-02T00:00:00Z"), UNPROCESSABLE),
+    (
+        "NewDelegation",
+        delegation("9999-12-31T00:00:00Z", "9999-12-31T23:59:59-01:00"),
+        UNPROCESSABLE,
+    ),
 ]
 VALIDATE: dict[str, Callable[[Any], Any]] = {
+    "NewDelegation": lambda body: granted(validation.new_delegation(body)),
     "NewStep": validation.new_step,
     "NewWorkflow": validation.new_workflow,
     "NewRun": validation.new_run,
