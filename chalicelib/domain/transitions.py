@@ -107,7 +107,7 @@ def start_run(
     given = data or {}
     violated = content.violation(workflow.input_schema, given)
     if violated:
-        raise errors.InvalidInput(f"'input' does not meet the workflow's schema at {violated}")
+        raise errors.Unprocessable(f"'input' does not meet the workflow's schema at {violated}")
     landing, skipped = _arrival(workflow.steps, given)
 
     def made(run_id: int) -> Started:
@@ -179,7 +179,7 @@ def resubmit(
     if data is not None:
         violated = content.violation(workflow.input_schema, data)
         if violated:
-            raise errors.InvalidInput(f"'input' does not meet the workflow's schema at {violated}")
+            raise errors.Unprocessable(f"'input' does not meet the workflow's schema at {violated}")
     landing, skipped = _arrival(workflow.steps, given)
     round_ = run.round + 1
     entry = Action(
@@ -246,13 +246,16 @@ def deadline_passed(run: Run, at: str) -> Optional[RunChange]:
 
 
 def _check_condition(rule: StepRule, input_schema: Optional[dict[str, Any]]) -> None:
-    """InvalidInput if the step's condition reads an input path that the
-    workflow's schema, where it has one, does not define."""
-    if rule.when is None or input_schema is None:
+    """Unprocessable if the step's condition reads an input path that the
+    workflow's schema, where it has one, does not define, or can never hold
+    for the types of the values it compares (rules no schema of the document
+    can state)."""
+    if rule.when is None:
         return
-    found = conditions.problem(rule.when, content.schema_paths(input_schema))
+    fields = content.input_fields(input_schema) if input_schema is not None else None
+    found = conditions.judged(rule.when, fields)
     if found:
-        raise errors.InvalidInput(f"Step {rule.name!r}: 'when' {found}")
+        raise errors.Unprocessable(f"Step {rule.name!r}: 'when' {found}")
 
 
 def _arrival(steps: Sequence[Step], data: dict[str, Any]) -> tuple[Optional[Step], list[Step]]:

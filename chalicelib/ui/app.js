@@ -1314,8 +1314,9 @@
         () => request("POST", `/runs/${run.id}/resubmit`, body, newKey()),
         (updated) => go(location.hash, { status: resubmittedText(updated, workflow, "input" in body) }),
         (error) => {
-          if (error.status === 400 || error.status === 413) {
-            explain(input && error.status === 400 ? fieldOfError(input.fields, error.message) : null, asSentence(error.message));
+          // 422: an input the workflow's schema refuses (400: one no input may be).
+          if ([400, 413, 422].includes(error.status)) {
+            explain(input && error.status !== 413 ? fieldOfError(input.fields, error.message) : null, asSentence(error.message));
             return true;
           }
           return false;
@@ -1875,7 +1876,7 @@
           if (error.status === 413) {
             explain(input ? fieldOfError(input.fields, error.message) : null, `The input is too large for the service, which takes at most 32 KiB of it: ${asSentence(error.message)}`);
           } else {
-            explain(input && error.status === 400 ? fieldOfError(input.fields, error.message) : null, asSentence(error.message));
+            explain(input && [400, 422].includes(error.status) ? fieldOfError(input.fields, error.message) : null, asSentence(error.message));
           }
           return true;
         },
