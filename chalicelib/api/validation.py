@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 from chalicelib.api.paths import shown
 from chalicelib.domain import errors
+from chalicelib.domain.limits import MAX_INITIAL_STEPS
 from chalicelib.domain.models import (
     DEADLINE_ACTIONS,
     DEFAULT_MAX_RETURNS,
@@ -38,7 +39,6 @@ MAX_TITLE = 500
 MAX_ACTOR = 200
 MAX_TEXT = 5_000
 MAX_DATE_TIME = 40
-MAX_INITIAL_STEPS = 50
 MAX_APPROVERS = 50
 MAX_REQUIRED_APPROVALS = 20
 # Groups one caller may name (none mode); more than anyone's directory holds.
