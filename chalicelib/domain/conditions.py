@@ -111,13 +111,18 @@ def _deeper_than(condition: Any, most: int) -> bool:
         return True
     if not isinstance(condition, dict):
         return False
+    return any(_deeper_than(operand, most - 1) for operand in _operands(condition))
+
+
+def _operands(condition: dict[str, Any]) -> list[Any]:
+    """The operands of `condition` (of a shape `problem` accepts) that are
+    conditions or literals: not a var's path, nor the list `in` looks in."""
     ((operator, operands),) = condition.items()
     if operator == "var":
-        return False
-    nested = operands if isinstance(operands, list) else [operands]
-    if operator == "in" and isinstance(operands[1], list):
-        nested = operands[:1]  # a list of literals, not operands
-    return any(_deeper_than(operand, most - 1) for operand in nested)
+        return []
+    if not isinstance(operands, list):
+        return [operands]
+    return [operands[0]] if operator == "in" and isinstance(operands[1], list) else operands
 
 
 def judged(condition: Any, fields: Optional[Fields]) -> Optional[str]:
@@ -130,10 +135,7 @@ def judged(condition: Any, fields: Optional[Fields]) -> Optional[str]:
     ((operator, operands),) = condition.items()
     if operator == "var":
         return _unread(operands, fields) if fields is not None else None
-    nested = operands if isinstance(operands, list) else [operands]
-    if operator == "in" and isinstance(operands[1], list):
-        nested = operands[:1]
-    for operand in nested:
+    for operand in _operands(condition):
         found = judged(operand, fields)
         if found:
             return found
