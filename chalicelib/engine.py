@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 WORKFLOWS = "workflows"
 # Attempts of one decision that keeps losing its conditional write (see _decide).
 DECISION_ATTEMPTS = 10
+# Attempts of one append that keeps finding another appended first.
+APPEND_ATTEMPTS = 50
 RUNS = "runs"
 INBOX = "inbox"
 EVENTS = "events"
@@ -106,10 +108,16 @@ def append_step(
     from chalicelib.domain import transitions
 
     rule = StepRule(step) if isinstance(step, str) else step
-    # A condition reads the input the workflow's schema defines; a schema
-    # never changes, so it is read only for a step that has a condition.
-    schema = storage.get_workflow(workflow_id).input_schema if rule.when is not None else None
-    return storage.append_step(transitions.append_step(workflow_id, rule, clock(), schema))
+    # The limits hold for the workflow with the step after its last one as
+    # read: the storage appends it only there, so another append that came
+    # first means reading it again (limits.py).
+    for _ in range(APPEND_ATTEMPTS):
+        workflow = storage.get_workflow(workflow_id)
+        try:
+            return storage.append_step(transitions.append_step(workflow, rule, clock()))
+        except errors.LostWrite:
+            continue
+    raise errors.Unavailable("Too many steps are being appended at once; retry shortly")
 
 
 # -- runs ------------------------------------------------------------------

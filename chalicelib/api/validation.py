@@ -15,6 +15,7 @@ from typing import Any, Optional
 from chalicelib.api import json_numbers
 from chalicelib.api.paths import shown
 from chalicelib.domain import errors
+from chalicelib.domain.limits import MAX_INITIAL_STEPS
 from chalicelib.domain.models import (
     DEFAULT_MAX_RETURNS,
     GROUP_PREFIX,
@@ -36,7 +37,7 @@ MAX_NAME = 200
 MAX_TITLE = 500
 MAX_ACTOR = 200
 MAX_TEXT = 5_000
-MAX_INITIAL_STEPS = 50
+MAX_DATE_TIME = 40
 MAX_APPROVERS = 50
 MAX_REQUIRED_APPROVALS = 20
 # Groups one caller may name (none mode); more than anyone's directory holds.
@@ -414,10 +415,16 @@ def new_delegation(body: Any, delegator_required: bool = True) -> NewDelegation:
         delegator,
         delegate_name(fields, "delegate"),
         _optional_id(fields, "workflow_id"),
-        _text(fields, "starts_at", 40),
-        _text(fields, "ends_at", 40),
+        _date_time(fields, "starts_at"),
+        _date_time(fields, "ends_at"),
         _text(fields, "reason", MAX_TEXT, required=False),
     )
+
+
+def _date_time(fields: Mapping[str, Any], name: str) -> str:
+    """A date-time field as sent, untrimmed: the domain holds it to RFC 3339
+    (delegations.RFC3339_PATTERN, the document's pattern), which has no spaces."""
+    return _text(fields, name, MAX_DATE_TIME, required=False)
 
 
 def delegate_name(fields: Mapping[str, Any], name: str) -> str:

@@ -93,10 +93,13 @@ class Appended(Record):
 
 
 class StepAppend(Record):
-    """A step to append to workflow `workflow_id`: `made` gives it once the
-    storage has given it its id and its order (the one after the last)."""
+    """A step to append to workflow `workflow_id` after its step `after_order`
+    (0: it has none), its last when it was read: the storage appends it only
+    there (else LostWrite: another append came first), and `made` gives it
+    once the storage has given it its id and its order, after_order + 1."""
 
     workflow_id: int
+    after_order: int
     made: Callable[[int, int], Appended]
 
 

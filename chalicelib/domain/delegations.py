@@ -19,6 +19,7 @@ with rights lent to the delegator.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 from typing import Optional
 
@@ -28,6 +29,12 @@ from chalicelib.domain.models import GROUP_PREFIX, USER_PREFIX, Delegation
 from chalicelib.domain.names import canonical_principal, same
 
 MAX_DAYS = 90
+# An RFC 3339 date-time with its offset, as the OpenAPI document states it: its
+# end a lookahead, not "$", which Python's re lets match before a final newline.
+RFC3339_PATTERN = (
+    "^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])[Tt]([01][0-9]|2[0-3]):[0-5][0-9]:"
+    "[0-5][0-9](\\.[0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])(?![\\s\\S])"
+)
 
 
 def delegate_principal(delegate: str) -> str:
@@ -143,16 +150,25 @@ def _names_caller(principal: str, actor: str, groups: frozenset[str]) -> bool:
 
 
 def _instant(text: str, name: str) -> datetime:
-    """An RFC 3339 timestamp with its offset (Z or +hh:mm), as an aware datetime."""
+    """An RFC 3339 date-time with its offset (Z or +hh:mm), as an aware datetime
+    in UTC: InvalidInput if it is none (what the document's pattern and format
+    state), Unprocessable if it names no instant of years 1 to 9999 in UTC."""
+    from datetime import UTC
+
     try:
+        if not re.match(RFC3339_PATTERN, text):
+            raise ValueError(text)
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError as exc:
         raise errors.InvalidInput(
-            f"{name!r} must be an RFC 3339 timestamp, e.g. 2026-12-24T00:00:00Z"
+            f"{name!r} must be an RFC 3339 date-time with its offset, e.g. 2026-12-24T00:00:00Z"
         ) from exc
-    if parsed.utcoffset() is None:
-        raise errors.InvalidInput(f"{name!r} must say its offset from UTC (Z or +hh:mm)")
-    return parsed
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError as exc:
+        raise errors.Unprocessable(
+            f"{name!r} is no instant of years 1 to 9999 in UTC, which this service keeps"
+        ) from exc
 
 
 def stamp(instant: datetime) -> str:

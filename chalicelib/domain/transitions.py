@@ -24,7 +24,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Optional, assert_never
 
-from chalicelib.domain import audit, conditions, content, deadlines, decision, errors, events
+from chalicelib.domain import (
+    audit,
+    conditions,
+    content,
+    deadlines,
+    decision,
+    errors,
+    events,
+    limits,
+)
 from chalicelib.domain.changes import (
     Appended,
     Defined,
@@ -37,6 +46,7 @@ from chalicelib.domain.changes import (
 from chalicelib.domain.lifecycle import ActionKind, OnDeadline, RunStatus
 from chalicelib.domain.models import (
     DEFAULT_MAX_RETURNS,
+    MAX_ID,
     Action,
     Decision,
     Policy,
@@ -59,8 +69,23 @@ def define_workflow(
     """A workflow named `name`, its first steps in the order given, its runs'
     input held to `input_schema` (which its steps' conditions read), each run
     sent back for changes at most `max_returns` times."""
+    if len(rules) > limits.MAX_INITIAL_STEPS:
+        raise errors.InvalidInput(
+            f"'steps' may hold at most {limits.MAX_INITIAL_STEPS} steps; append more one by one"
+        )
     for rule in rules:
         _check_condition(rule, input_schema)
+    planned = Workflow(
+        MAX_ID,
+        name,
+        description,
+        at,
+        tuple(rule.stored(MAX_ID, MAX_ID, order) for order, rule in enumerate(rules, start=1)),
+        policy,
+        input_schema,
+        max_returns,
+    )
+    _check_limits(planned)
 
     def made(workflow_id: int, step_ids: tuple[int, ...]) -> Defined:
         steps = tuple(
@@ -75,18 +100,21 @@ def define_workflow(
     return WorkflowDefinition(name, len(rules), made)
 
 
-def append_step(
-    workflow_id: int, rule: StepRule, at: str, input_schema: Optional[dict[str, Any]] = None
-) -> StepAppend:
-    """A step after the workflow's last one (of the workflow whose runs' input
-    `input_schema` describes, which the step's condition reads)."""
-    _check_condition(rule, input_schema)
+def append_step(workflow: Workflow, rule: StepRule, at: str) -> StepAppend:
+    """A step after the last one of `workflow` as read (its condition reads
+    the input its schema describes): the storage appends it only there, so
+    that the workflow it makes is the one checked against its limits."""
+    _check_condition(rule, workflow.input_schema)
+    after = workflow.steps[-1].step_order if workflow.steps else 0
+    _check_limits(
+        workflow._replace(steps=(*workflow.steps, rule.stored(MAX_ID, workflow.id, after + 1)))
+    )
 
     def made(step_id: int, order: int) -> Appended:
-        step = rule.stored(step_id, workflow_id, order)
+        step = rule.stored(step_id, workflow.id, order)
         return Appended(step, events.prepared_all(events.step_added(step, at)))
 
-    return StepAppend(workflow_id, made)
+    return StepAppend(workflow.id, after, made)
 
 
 def start_run(
@@ -102,7 +130,7 @@ def start_run(
     given = data or {}
     violated = content.violation(workflow.input_schema, given)
     if violated:
-        raise errors.InvalidInput(f"'input' does not meet the workflow's schema at {violated}")
+        raise errors.Unprocessable(f"'input' does not meet the workflow's schema at {violated}")
     landing, skipped = _arrival(workflow.steps, given)
 
     def made(run_id: int) -> Started:
@@ -187,7 +215,7 @@ def resubmit(
     if data is not None:
         violated = content.violation(workflow.input_schema, data)
         if violated:
-            raise errors.InvalidInput(f"'input' does not meet the workflow's schema at {violated}")
+            raise errors.Unprocessable(f"'input' does not meet the workflow's schema at {violated}")
     landing, skipped = _arrival(workflow.steps, given)
     digest = audit.sha256_hex(audit.canonical(data)) if data is not None else None
     return resubmitted(run, workflow, actor, comment, given, digest, landing, skipped, at)
@@ -281,13 +309,23 @@ def deadline_passed(run: Run, at: str) -> Optional[RunChange]:
 
 
 def _check_condition(rule: StepRule, input_schema: Optional[dict[str, Any]]) -> None:
-    """InvalidInput if the step's condition reads an input path that the
-    workflow's schema, where it has one, does not define."""
-    if rule.when is None or input_schema is None:
+    """Unprocessable if the step's condition reads an input path that the
+    workflow's schema, where it has one, does not define, or can never hold
+    for the types of the values it compares (rules no schema of the document
+    can state)."""
+    if rule.when is None:
         return
-    found = conditions.problem(rule.when, content.schema_paths(input_schema))
+    fields = content.input_fields(input_schema) if input_schema is not None else None
+    found = conditions.judged(rule.when, fields)
     if found:
-        raise errors.InvalidInput(f"Step {rule.name!r}: 'when' {found}")
+        raise errors.Unprocessable(f"Step {rule.name!r}: 'when' {found}")
+
+
+def _check_limits(workflow: Workflow) -> None:
+    """Unprocessable if no store could keep every run of `workflow` (limits.py)."""
+    found = limits.definition_problem(workflow)
+    if found:
+        raise errors.Unprocessable(found)
 
 
 def _arrival(steps: Sequence[Step], data: dict[str, Any]) -> tuple[Optional[Step], list[Step]]:

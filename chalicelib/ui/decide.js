@@ -222,8 +222,9 @@ export function resubmitForm(run, workflow, contract) {
       (updated) => go(location.hash, { status: resubmittedText(updated, workflow, "input" in body) }),
       (error) => {
         const status = statusOf(error);
-        if (status === 400 || status === 413) {
-          explain(status === 400 ? fieldOfError(input.fields, error.message) : null, asSentence(error.message));
+        // 422: an input the workflow's schema refuses (400: one no input may be).
+        if (status === 400 || status === 413 || status === 422) {
+          explain(status !== 413 ? fieldOfError(input.fields, error.message) : null, asSentence(error.message));
           return true;
         }
         return false;

@@ -224,7 +224,7 @@ function startRunForm(workflow, contract) {
         if (status === 413) {
           explain(fieldOfError(input.fields, error.message), `The input is too large for the service, which takes at most 32 KiB of it: ${asSentence(error.message)}`);
         } else {
-          explain(status === 400 ? fieldOfError(input.fields, error.message) : null, asSentence(error.message));
+          explain(status === 400 || status === 422 ? fieldOfError(input.fields, error.message) : null, asSentence(error.message));
         }
         return true;
       },

@@ -172,14 +172,16 @@ def test_a_step_appended_later_is_judged_when_a_run_reaches_it(api: Api) -> None
         ({"amount": 1, "lines": [{"sku": "A"}, {"qty": 2}]}, "/lines/1/sku: "),
     ],
 )
-def test_an_input_that_breaks_the_schema_is_400_naming_its_pointer_and_stores_nothing(
+def test_an_input_that_breaks_the_schema_is_422_naming_its_pointer_and_stores_nothing(
     api: Api, data: Any, pointer: str
 ) -> None:
+    """The document cannot state a stored workflow's schema: a request valid by
+    it whose input breaks that schema is 422, not 400."""
     workflow = tiered(api)
 
     response = api.post("/runs", {"workflow_id": workflow["id"], "title": "PO", "input": data})
 
-    assert response.status_code == 400, response.body
+    assert response.status_code == 422, response.body
     message = response.json_body["error"]
     assert f"'input' does not meet the workflow's schema at {pointer}" in message, message
     assert api.get("/runs").json_body["items"] == []
@@ -194,7 +196,7 @@ def test_a_run_started_without_input_has_an_empty_one_and_its_schema_still_appli
     assert api.get_run(run["id"])["input"] == {}
 
     response = api.post("/runs", {"workflow_id": tiered(api)["id"], "title": "PO"})
-    assert response.status_code == 400
+    assert response.status_code == 422
     assert "at /amount: " in response.json_body["error"]
 
 
@@ -221,8 +223,6 @@ def test_an_input_over_32_kib_in_its_canonical_form_is_413_and_stores_nothing(ap
     [
         ([1, 2], "'input' must be a JSON object"),
         ("amount=5", "'input' must be a JSON object"),
-        ({"a": json.loads("[" * 16 + "]" * 16)}, "'input' nests deeper than 16 levels"),
-        ({"big": 2**60}, "integer beyond"),
     ],
 )
 def test_an_input_that_cannot_be_one_is_400(api: Api, data: Any, says: str) -> None:
@@ -236,19 +236,43 @@ def test_an_input_that_cannot_be_one_is_400(api: Api, data: Any, says: str) -> N
 
 
 @pytest.mark.parametrize(
+    ("data", "says"),
+    [
+        ({"a": json.loads("[" * 16 + "]" * 16)}, "'input' nests deeper than 16 levels"),
+        ({"big": 2**60}, "'input' holds an integer beyond +-9007199254740991 at /big"),
+        ({"lines": [{"qty": -(2**53)}]}, "integer beyond +-9007199254740991 at /lines/0/qty"),
+    ],
+)
+def test_an_input_valid_by_the_document_that_breaks_a_rule_it_cannot_state_is_422(
+    api: Api, data: Any, says: str
+) -> None:
+    """RunInput is any object: its depth and the range of the integers nested in
+    it are rules no schema of the document states (422), at a start and a
+    resubmit alike."""
+    workflow = api.create_workflow(steps=["Manager"])
+
+    response = api.post("/runs", {"workflow_id": workflow["id"], "title": "PO", "input": data})
+
+    assert response.status_code == 422, response.body
+    assert says in response.json_body["error"]
+    assert api.get("/runs").json_body["items"] == []
+    run = api.post(
+        "/runs", {"workflow_id": workflow["id"], "title": "PO", "requested_by": "rita"}
+    ).json_body
+    returned = api.post(f"/runs/{run['id']}/return", {"actor": "mo", "comment": "more"})
+    assert returned.status_code == 200, returned.body
+    resubmitted = api.post(f"/runs/{run['id']}/resubmit", {"actor": "rita", "input": data})
+    assert resubmitted.status_code == 422, resubmitted.body
+    assert api.get_run(run["id"])["status"] == "returned"
+
+
+@pytest.mark.parametrize(
     ("schema", "says"),
     [
         ({"type": "array"}, "must describe an object"),
         ({"type": "object", "$ref": "#/x"}, "uses '$ref'"),
-        ({"type": "object", "properties": {"a": {"type": "nope"}}}, "not a valid JSON Schema"),
-        (
-            {"type": "object", "properties": {"a": {"type": "string", "pattern": "(?<=a)b"}}},
-            "not a valid",
-        ),
-        (
-            {"type": "object", "properties": {"a": {"format": "hostname"}}},
-            "format at /properties/a",
-        ),
+        ({"type": "object", "required": "a"}, "not a valid JSON Schema"),
+        ({"type": "object", "format": "hostname"}, "format at /"),
         ("object", "must be a JSON Schema object"),
     ],
 )
@@ -263,32 +287,133 @@ def test_a_workflow_with_a_schema_outside_the_subset_is_400_and_not_defined(
 
 
 @pytest.mark.parametrize(
+    ("schema", "says"),
+    [
+        (
+            {"type": "object", "properties": {"a": {"type": "string", "pattern": "(?<=a)b"}}},
+            "'input_schema' holds a pattern this service cannot match at /properties/a/pattern",
+        ),
+        (
+            {"type": "object", "description": "d" * (32 * 1024)},
+            "'input_schema' must be at most 32,768 bytes in its canonical form",
+        ),
+        (
+            {"type": "object", "properties": {"a": {"type": "nope"}}},
+            "not a valid JSON Schema at /properties/a/type",
+        ),
+        (
+            {"type": "object", "properties": {"a": {"format": "hostname"}}},
+            "format at /properties/a",
+        ),
+    ],
+)
+def test_a_schema_the_document_admits_that_breaks_a_rule_it_cannot_state_is_422(
+    api: Api, schema: Any, says: str
+) -> None:
+    response = api.post("/workflows", {"name": "Bad", "steps": ["A"], "input_schema": schema})
+
+    assert response.status_code == 422, response.body
+    assert says in response.json_body["error"], response.json_body
+    assert api.get("/workflows").json_body["items"] == []
+
+
+@pytest.mark.parametrize(
     ("when", "says"),
     [
         ({"max": [1, 2]}, "Step 'CFO': 'when' uses 'max'"),
-        (
-            {">": [{"var": "amout"}, 1]},
-            "Step 'CFO': 'when' reads 'amout', which the workflow's input_schema does not define",
-        ),
         ({">": [{"var": "amount"}]}, "takes two operands"),
         ("amount > 10000", "'when' must be a condition object"),
     ],
 )
-def test_a_condition_outside_the_subset_or_the_schema_is_400_at_definition(
+def test_a_condition_outside_the_subset_is_400_at_definition(
     api: Api, when: Any, says: str
 ) -> None:
+    """The document's Condition schema states these shapes."""
+    assert_refused_at_definition(api, when, 400, says)
+
+
+@pytest.mark.parametrize(
+    ("when", "says"),
+    [
+        (
+            {">": [{"var": "amout"}, 1]},
+            "Step 'CFO': 'when' reads 'amout', which the workflow's input_schema does not define",
+        ),
+        (
+            {">": [{"var": "amount"}, "10000"]},
+            "Step 'CFO': 'when' compares amount (a number) with \"10000\" (a text): values of "
+            "different types never compare, so it can never hold",
+        ),
+        ({"in": [{"var": "supplier"}, [1, 2]]}, "looks for supplier (null or a text) among"),
+        (json.loads('{"!":' * 17 + "true" + "}" * 17), "'when' nests deeper than 16"),
+    ],
+)
+def test_a_condition_that_reads_past_the_schema_or_can_never_hold_is_422_at_definition(
+    api: Api, when: Any, says: str
+) -> None:
+    """Valid by the document, which cannot state the workflow's schema or the
+    depth of a condition: 422, and nothing is defined or appended."""
+    assert_refused_at_definition(api, when, 422, says)
+
+
+def assert_refused_at_definition(api: Api, when: Any, status: int, says: str) -> None:
     response = api.post(
         "/workflows",
         {"name": "Bad", "steps": ["A", {"name": "CFO", "when": when}], "input_schema": SCHEMA},
     )
-    assert response.status_code == 400, response.body
+    assert response.status_code == status, response.body
     assert says in response.json_body["error"], response.json_body
+    assert api.get("/workflows").json_body["items"] == []
 
     workflow = tiered(api, ["Manager"])
     appended = api.post(f"/workflows/{workflow['id']}/steps", {"name": "CFO", "when": when})
-    assert appended.status_code == 400, appended.body
+    assert appended.status_code == status, appended.body
     assert says in appended.json_body["error"], appended.json_body
     assert [step["name"] for step in api.get_workflow(workflow["id"])["steps"]] == ["Manager"]
+
+
+def test_a_property_named_with_a_dot_cannot_be_read_by_a_condition(api: Api) -> None:
+    """A path splits at each "." (JSON Logic's var): the CFO step reading
+    "cost.eur" of a schema whose property is named "cost.eur" would be skipped
+    for every run, 50,000 EUR too. It is refused where it is defined; the same
+    field nested (cost, then eur) is read."""
+    dotted = {
+        "type": "object",
+        "required": ["cost.eur"],
+        "properties": {"cost.eur": {"type": "number"}},
+    }
+    cfo = {"name": "CFO", "when": {">": [{"var": "cost.eur"}, 10000]}}
+
+    response = api.post(
+        "/workflows", {"name": "Dotted", "steps": ["Manager", cfo], "input_schema": dotted}
+    )
+
+    assert response.status_code == 422, response.body
+    assert response.json_body["error"] == (
+        "Step 'CFO': 'when' reads 'cost.eur', which is eur within cost: a path splits at "
+        "each '.', so the input_schema's property 'cost.eur' cannot be read by a "
+        "condition; name it without a '.'"
+    )
+    workflow = tiered(api, ["Manager"], dotted)
+    appended = api.post(f"/workflows/{workflow['id']}/steps", cfo)
+    assert appended.status_code == 422, appended.body
+    nested = {
+        "type": "object",
+        "required": ["cost"],
+        "properties": {
+            "cost": {
+                "type": "object",
+                "required": ["eur"],
+                "properties": {"eur": {"type": "number"}},
+            }
+        },
+    }
+    reads = api.post(
+        "/workflows", {"name": "Nested", "steps": ["Manager", cfo], "input_schema": nested}
+    )
+    assert reads.status_code == 201, reads.body
+    run = started(api, reads.json_body["id"], {"cost": {"eur": 50000}})
+    assert api.approve(run["id"])["current_step"]["name"] == "CFO"
 
 
 def test_without_a_schema_a_condition_may_read_any_path(api: Api) -> None:

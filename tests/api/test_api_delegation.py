@@ -198,6 +198,7 @@ def test_delegations_are_listed_by_delegator_delegate_and_time(api: Api) -> None
     rest = api.get(f"/delegations?limit=2&cursor={page['next_cursor']}").json_body
     assert [item["id"] for item in rest["items"]] == [third["id"]]
     assert_error(api.get("/delegations?active_at=yesterday"), 400)
+    assert_error(api.get("/delegations?active_at=0001-01-01T00:00:00%2B01:00"), 422)
 
 
 @pytest.mark.parametrize(
@@ -211,6 +212,13 @@ def test_delegations_are_listed_by_delegator_delegate_and_time(api: Api) -> None
         ({"delegate": "user:ＢＯＢ"}, 422, "not to the delegator"),
         ({"starts_at": "tomorrow"}, 400, "RFC 3339"),
         ({"starts_at": "2026-12-24T10:00:00"}, 400, "offset"),
+        # What datetime.fromisoformat reads and RFC 3339 (the document's pattern) does not.
+        ({"starts_at": "2026-12-24 10:00:00Z"}, 400, "RFC 3339"),
+        ({"starts_at": "20261224T100000Z"}, 400, "RFC 3339"),
+        ({"starts_at": at(0) + "\n"}, 400, "RFC 3339"),
+        ({"starts_at": "2026-02-30T10:00:00Z"}, 400, "RFC 3339"),
+        # Valid by the pattern and the format, and no instant this service keeps.
+        ({"ends_at": "9999-12-31T23:59:59-01:00"}, 422, "years 1 to 9999 in UTC"),
         ({"delegate": "group:\u200bx"}, 400, "invisible"),
     ],
 )

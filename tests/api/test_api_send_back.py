@@ -103,7 +103,7 @@ def test_a_resubmit_with_a_new_input_is_held_to_the_schema_and_bound_by_the_chai
     assert sent_back(api, run["id"], comment="Too much: split it").status_code == 200
 
     refused = resubmitted(api, run["id"], input={"amount": "5000"})
-    assert_error(refused, 400)
+    assert_error(refused, 422)
     assert " at /amount: " in refused.json_body["error"]
     assert api.get_run(run["id"])["status"] == "returned"
 

@@ -21,7 +21,7 @@ from openapi_spec_validator import validate
 import app as app_module
 from chalicelib.api import http, validation
 from chalicelib.api.representations import shape
-from chalicelib.domain import audit, errors, names
+from chalicelib.domain import audit, errors, limits, names
 from chalicelib.domain.lifecycle import ActionKind, RunStatus
 from chalicelib.domain.models import MAX_ID, Action, Run, Step, Workflow
 from tests.support import openapi_contract
@@ -146,7 +146,7 @@ def test_request_limits_are_the_engines() -> None:
     new_workflow = schema("NewWorkflow")["properties"]
     assert new_workflow["name"]["maxLength"] == validation.MAX_NAME
     assert new_workflow["description"]["maxLength"] == validation.MAX_TEXT
-    assert new_workflow["steps"]["maxItems"] == validation.MAX_INITIAL_STEPS
+    assert new_workflow["steps"]["maxItems"] == limits.MAX_INITIAL_STEPS
     named_step, step_object = new_workflow["steps"]["items"]["oneOf"]
     assert named_step["maxLength"] == validation.MAX_NAME
     assert step_object == {"$ref": "#/components/schemas/NewStep"}
@@ -187,6 +187,22 @@ def test_request_limits_are_the_engines() -> None:
     assert schema("Id")["maximum"] == MAX_ID
     for name in ("NewWorkflow", "NewStep", "NewRun", "Decision", "Cancellation"):
         assert schema(name)["additionalProperties"] is False, name
+
+
+def test_the_limits_of_a_definition_are_stated() -> None:
+    """Where a schema can say a limit (the steps a workflow holds), it does;
+    where not, the 422 that refuses it names each, as limits.py has it."""
+    assert schema("Workflow")["properties"]["steps"]["maxItems"] == limits.MAX_STEPS
+    documented, _ = openapi_contract.response("/workflows/{workflow_id}/steps", "post", "422")
+    for value in (
+        limits.MAX_STEPS,
+        limits.MAX_APPROVALS,
+        limits.MAX_SKIPPED,
+        limits.MAX_STEP_BYTES,
+        limits.MAX_CONDITION_BYTES,
+        limits.MAX_DEFINITION_BYTES,
+    ):
+        assert f"{value:,}" in documented["description"], value
 
 
 def required_texts() -> dict[str, dict[str, Any]]:

@@ -227,7 +227,7 @@ def test_the_services_refusal_is_shown_by_the_field_it_names(tab: PageUnderTest,
     workflow(api, schema=PURCHASE_SCHEMA, name="Purchase order")
     tab.act_as("maria")
     tab.visit("#/workflows")
-    tab.expect_failed_request(400)
+    tab.expect_failed_request(422)
     form = start_form(tab, "Purchase order")
     amount, supplier = form.get_by_label("Amount (EUR)"), form.get_by_label("supplier")
     form.get_by_label("Title of the new run of Purchase order").fill("PO-8")

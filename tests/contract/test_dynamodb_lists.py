@@ -1,7 +1,8 @@
 """DynamoDB only: what a list page costs (a workflow page one Query on an index;
 a run page one Query per shard of its list and one BatchGetItem), and pages
 that stay correct where an index lags, a Query is cut short (1 MB), a big item
-is refused (400 KB) or the shards were fewer when runs were written."""
+is refused (400 KB: by the limits, first) or the shards were fewer when runs
+were written."""
 
 from __future__ import annotations
 
@@ -131,9 +132,12 @@ def test_a_page_cut_short_at_one_megabyte_still_walks_every_workflow_once(
     assert [workflow["id"] for page in pages for workflow in page] == sorted(created)
 
 
-def test_a_step_that_would_outgrow_the_workflow_item_answers_409_and_writes_nothing(
+def test_a_step_that_would_outgrow_the_workflow_item_is_refused_before_any_write(
     ddb: dynamodb.DynamoDBStorage,
 ) -> None:
+    """The domain's limits (chalicelib/domain/limits.py) refuse a workflow that
+    no item could hold, read as it is, before the table would (422, not the
+    409 of a write DynamoDB refuses)."""
     from botocore.exceptions import ClientError
 
     workflow = stored_workflow(ddb, "Long", "", rules("A"), NOW)
@@ -174,8 +178,8 @@ def test_a_step_that_would_outgrow_the_workflow_item_answers_409_and_writes_noth
             f"/workflows/{workflow.id}/steps", headers=JSON, body=json.dumps({"name": "y" * 200})
         )
 
-    assert response.status_code == 409, response.json_body
-    assert "400 KB" in response.json_body["error"]
+    assert response.status_code == 422, response.json_body
+    assert "A workflow holds at most 100 steps" in response.json_body["error"]
     assert ddb.get_workflow(workflow.id) == before
     assert ddb.steps_after(workflow.id, 1) == ()
 

@@ -8,13 +8,12 @@ A generated non-empty cursor is therefore replaced with one the service issued
 for the generated list and filters (the empty cursor, the only schema violation
 a query string can carry, is left to be refused), so that pages after the first
 are fuzzed too. Every other rule the service applies is either stated by the
-document or answered 422 (tests/unit/test_document_rules.py), but for what a
-run's input and a step's condition must be, which answer 400 as the routes'
-own refusals of their fields do: an input must meet its workflow's
-input_schema, which only the stored workflow knows (so generated valid
-workflows have none; the refusals of invalid schemas are still fuzzed), and
-inputs and conditions have limits of depth and of integers' range that JSON
-Schema cannot state over nested values. Valid cases are kept to those."""
+document or answered 422 (tests/unit/test_document_rules.py; without these
+hooks, test_schemathesis_without_hooks.py finds only the cursor). The rest
+keeps valid cases to what the service goes on with, so that runs reach their
+later states: an input that meets no stored schema (generated valid
+workflows have none; the refusals of invalid schemas are still fuzzed), a
+condition that can hold, delegation windows that are open now."""
 
 from __future__ import annotations
 

@@ -105,15 +105,15 @@ def test_refused_inputs_over_http(served_storage: tuple[int, Backend]) -> None:
 
     status, body = call(port, "POST", "/runs", {**base, "input": {"amount": -1, "supplier": "A"}})
     assert (status, body["error"]) == (
-        400,
+        422,
         "'input' does not meet the workflow's schema at /amount: -1 is less than the minimum of 0",
     )
     status, body = call(port, "POST", "/runs", {**base, "input": {"amount": 5}})
-    assert status == 400 and " at /supplier: " in body["error"], body
+    assert status == 422 and " at /supplier: " in body["error"], body
     status, body = call(
         port, "POST", "/runs", {**base, "input": {"amount": 5, "supplier": "A", "link": "no uri"}}
     )
-    assert status == 400 and " at /link: " in body["error"], body
+    assert status == 422 and " at /link: " in body["error"], body
     big = {"amount": 5, "supplier": "x" * (33 * 1024)}
     status, body = call(port, "POST", "/runs", {**base, "input": big})
     assert status == 413 and "bytes in its canonical form; at most 32,768" in body["error"], body

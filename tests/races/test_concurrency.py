@@ -25,7 +25,7 @@ import pytest
 
 from chalicelib import engine
 from chalicelib.api.representations import shape
-from chalicelib.domain import errors
+from chalicelib.domain import errors, limits
 from chalicelib.domain.lifecycle import RunStatus
 from chalicelib.domain.models import Run, Step, Workflow
 from chalicelib.storage import Storage
@@ -435,6 +435,33 @@ def test_concurrent_appends_all_succeed_with_consecutive_step_orders(
     assert engine.get_workflow(storage, workflow.id).steps == workflow.steps + tuple(appended)
     added = stream(storage, f"workflows/{workflow.id}")[1:]
     assert [body["data"]["step"]["id"] for body in added] == [step.id for step in appended]
+
+
+@SHARING
+def test_appends_racing_for_a_workflows_last_step_leave_it_at_its_limit(
+    race_storage_factory: Opener, per_thread: bool
+) -> None:
+    """Each append is checked against the workflow as its racer read it, and
+    written only after the last step it read: of racers that all read 99
+    steps, one appends the 100th and the others, reading again, are refused."""
+    storage = race_storage_factory()
+    first = [f"Initial {n}" for n in range(limits.MAX_INITIAL_STEPS)]
+    workflow = engine.create_workflow(storage, "Nearly full", steps=first)
+    for n in range(limits.MAX_INITIAL_STEPS, limits.MAX_STEPS - 1):
+        engine.append_step(storage, workflow.id, f"Appended {n}")
+    workflow = engine.get_workflow(storage, workflow.id)
+    storages = storages_for_threads(race_storage_factory, storage, per_thread)
+
+    outcomes = run_together(
+        [partial(engine.append_step, s, workflow.id, f"Last {i}") for i, s in enumerate(storages)],
+        warm_up=[partial(s.get_workflow, workflow.id) for s in storages],
+    )
+
+    won = [outcome for outcome in outcomes if isinstance(outcome, Step)]
+    assert [step.step_order for step in won] == [limits.MAX_STEPS], outcomes
+    refused = [outcome for outcome in outcomes if not isinstance(outcome, Step)]
+    assert all(isinstance(outcome, errors.Unprocessable) for outcome in refused), refused
+    assert engine.get_workflow(storage, workflow.id).steps == (*workflow.steps, *won)
 
 
 # -- (d) concurrent creates of one name ----------------------------------------------------

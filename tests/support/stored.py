@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Optional
 
-from chalicelib.domain import transitions
+from chalicelib.domain import errors, transitions
 from chalicelib.domain.lifecycle import ActionKind
 from chalicelib.domain.models import DEFAULT_POLICY, Decision, Policy, Run, Step, StepRule, Workflow
 from chalicelib.storage import Storage
@@ -36,8 +36,13 @@ def stored_workflow(
 
 
 def stored_step(storage: Storage, workflow_id: int, step: StepRule, now: str) -> Step:
-    """The step `storage` appends to the workflow."""
-    return storage.append_step(transitions.append_step(workflow_id, step, now))
+    """The step `storage` appends to the workflow as read now (to one that does
+    not exist, as if it had no steps: the storage answers NotFound)."""
+    try:
+        workflow = storage.get_workflow(workflow_id)
+    except errors.NotFound:
+        workflow = Workflow(workflow_id, "gone", "", now, ())
+    return storage.append_step(transitions.append_step(workflow, step, now))
 
 
 def stored_run(

@@ -12,6 +12,7 @@ which schemathesis generates from) evaluate them, with Python's `re`.
 from __future__ import annotations
 
 import functools
+import json
 import random
 from collections.abc import Callable
 from typing import Any
@@ -20,7 +21,7 @@ import jsonschema
 import pytest
 
 from chalicelib.api import queries, validation
-from chalicelib.domain import errors
+from chalicelib.domain import delegations, errors
 from tests.support import openapi_contract
 
 ACCEPTED, UNPROCESSABLE, INVALID = "accepted", "422", "400"
@@ -216,6 +217,58 @@ def test_a_name_field_admits_exactly_what_the_service_accepts(field: str) -> Non
     assert outcomes == {ACCEPTED, INVALID}, "the values drawn try both sides of the rule"
 
 
+SCHEMA_OF_EVERY_KEYWORD: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "title": "Every keyword",
+    "description": "d",
+    "required": ["n"],
+    "additionalProperties": False,
+    "properties": {
+        "n": {"type": ["number", "null"], "minimum": 0, "maximum": 9, "default": 1},
+        "x": {"type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 9, "examples": [1]},
+        "s": {"type": "string", "minLength": 1, "maxLength": 9, "pattern": "^a", "format": "email"},
+        "l": {"type": "array", "items": {"enum": ["a", 1, None]}, "minItems": 0, "maxItems": 3},
+        "c": {"const": {"any": ["thing"]}},
+        "t": True,
+    },
+}
+
+
+def property_schema(schema: Any) -> dict[str, Any]:
+    """An input_schema whose one property has `schema`."""
+    return {"type": "object", "properties": {"p": schema}}
+
+
+def nested_schema(levels: int) -> dict[str, Any]:
+    """An input_schema whose properties nest `levels` schemas deep, itself the first."""
+    schema: dict[str, Any] = {"type": "object"}
+    inner = schema
+    for _ in range(levels - 1):
+        inner["properties"] = {"a": {}}
+        inner = inner["properties"]["a"]
+    return schema
+
+
+def delegation(starts_at: str, ends_at: str = "2031-01-02T00:00:00Z") -> dict[str, Any]:
+    return {"delegator": "bob", "delegate": "dave", "starts_at": starts_at, "ends_at": ends_at}
+
+
+def granted(request: validation.NewDelegation) -> Any:
+    """The delegation a request makes, as of now (the domain reads its times)."""
+    assert request.delegator is not None
+    return delegations.grant(
+        request.delegator,
+        delegations.delegate_principal(request.delegate),
+        request.workflow_id,
+        request.starts_at,
+        request.ends_at,
+        request.reason,
+        request.delegator,
+        "2026-12-04T00:00:00.000Z",
+    )
+
+
 # Requests around every other rule the schemas state: limits, types, nulls and
 # the dependencies between a step's deadline fields, and the rules they cannot.
 EDGES: list[tuple[str, Any, str]] = [
@@ -333,8 +386,167 @@ EDGES: list[tuple[str, Any, str]] = [
     ("Decision", {}, INVALID),
     ("Cancellation", {"actor": "a", "reason": None}, ACCEPTED),
     ("Cancellation", {"actor": "a", "reason": "r" * 5001}, INVALID),
+    # A step's condition: its shape is the document's Condition; its depth no schema states.
+    ("NewStep", {"name": "S", "when": {">": [{"var": "amount"}, 1]}}, ACCEPTED),
+    ("NewStep", {"name": "S", "when": {"==": [1, "1"]}}, ACCEPTED),  # judged with the schema
+    ("NewStep", {"name": "S", "when": {"in": [1, "abc"]}}, ACCEPTED),
+    ("NewStep", {"name": "S", "when": {"in": [1, []]}}, ACCEPTED),
+    ("NewStep", {"name": "S", "when": {"in": [{"var": "a"}, [1, "b", None, True]]}}, ACCEPTED),
+    ("NewStep", {"name": "S", "when": {"!": [{"var": "a"}]}}, ACCEPTED),
+    ("NewStep", {"name": "S", "when": {"!": 0}}, ACCEPTED),
+    ("NewStep", {"name": "S", "when": {"and": [True]}}, ACCEPTED),
+    ("NewStep", {"name": "S", "when": None}, ACCEPTED),
+    ("NewStep", {"name": "S", "when": json.loads('{"!":' * 16 + "1" + "}" * 16)}, ACCEPTED),
+    ("NewStep", {"name": "S", "when": json.loads('{"!":' * 17 + "1" + "}" * 17)}, UNPROCESSABLE),
+    ("NewStep", {"name": "S", "when": {">": [{"var": "amount"}]}}, INVALID),
+    ("NewStep", {"name": "S", "when": {"<": ["x"]}}, INVALID),
+    ("NewStep", {"name": "S", "when": {"and": {}}}, INVALID),
+    ("NewStep", {"name": "S", "when": {"<=": {}}}, INVALID),
+    ("NewStep", {"name": "S", "when": {"and": []}}, INVALID),
+    ("NewStep", {"name": "S", "when": {"in": [1, [{"var": "x"}]]}}, INVALID),
+    ("NewStep", {"name": "S", "when": {"in": [[1], [1]]}}, INVALID),
+    ("NewStep", {"name": "S", "when": {"==": [[1], 1]}}, INVALID),
+    ("NewStep", {"name": "S", "when": {"!": [1, 2]}}, INVALID),
+    ("NewStep", {"name": "S", "when": {"!": [[1]]}}, INVALID),
+    ("NewStep", {"name": "S", "when": {"!": []}}, INVALID),
+    ("NewStep", {"name": "S", "when": {"var": ""}}, INVALID),
+    ("NewStep", {"name": "S", "when": {"var": ["a", 1]}}, INVALID),
+    ("NewStep", {"name": "S", "when": {"max": [1, 2]}}, INVALID),
+    # The document states a condition's operands one level deep: one within it is an object.
+    ("NewStep", {"name": "S", "when": {"and": [{"<": ["x"]}]}}, UNPROCESSABLE),
+    ("NewStep", {"name": "S", "when": {"!": {"max": 1}}}, UNPROCESSABLE),
+    ("NewStep", {"name": "S", "when": {"or": [{}]}}, UNPROCESSABLE),
+    ("NewStep", {"name": "S", "when": {"==": [{"in": [1, [[1]]]}, True]}}, UNPROCESSABLE),
+    ("NewStep", {"name": "S", "when": {"and": [[1]]}}, INVALID),
+    ("NewStep", {"name": "S", "when": {">": [1, 2], "<": [1, 2]}}, INVALID),
+    ("NewStep", {"name": "S", "when": {}}, INVALID),
+    ("NewStep", {"name": "S", "when": True}, INVALID),
+    # A workflow's input_schema: the keywords and their values' shapes are the
+    # document's; a pattern's engine, the depth and the size no schema states.
+    ("NewWorkflow", {"name": "W", "input_schema": {"type": "object"}}, ACCEPTED),
+    ("NewWorkflow", {"name": "W", "input_schema": SCHEMA_OF_EVERY_KEYWORD}, ACCEPTED),
+    ("NewWorkflow", {"name": "W", "input_schema": None}, ACCEPTED),
+    ("NewWorkflow", {"name": "W", "input_schema": {"type": "string"}}, INVALID),
+    ("NewWorkflow", {"name": "W", "input_schema": {"properties": {}}}, INVALID),
+    ("NewWorkflow", {"name": "W", "input_schema": {"type": "object", "": {}}}, INVALID),
+    ("NewWorkflow", {"name": "W", "input_schema": {"type": "object", "minLength": -1}}, INVALID),
+    ("NewWorkflow", {"name": "W", "input_schema": {"type": "object", "minimum": "1"}}, INVALID),
+    ("NewWorkflow", {"name": "W", "input_schema": {"type": "object", "format": "ipv4"}}, INVALID),
+    ("NewWorkflow", {"name": "W", "input_schema": {"type": "object", "enum": 1}}, INVALID),
+    (
+        "NewWorkflow",
+        {"name": "W", "input_schema": {"type": "object", "required": ["a", "a"]}},
+        INVALID,
+    ),
+    ("NewWorkflow", {"name": "W", "input_schema": {"type": "object", "items": 3}}, INVALID),
+    ("NewWorkflow", {"name": "W", "input_schema": {"type": "object", "properties": []}}, INVALID),
+    ("NewWorkflow", {"name": "W", "input_schema": property_schema({"$ref": "#/x"})}, UNPROCESSABLE),
+    (
+        "NewWorkflow",
+        {"name": "W", "input_schema": property_schema({"type": "object", "x": 1})},
+        UNPROCESSABLE,
+    ),
+    ("NewWorkflow", {"name": "W", "input_schema": {"type": "object", "$ref": "#/x"}}, INVALID),
+    (
+        "NewWorkflow",
+        {"name": "W", "input_schema": property_schema({"type": "nope"})},
+        UNPROCESSABLE,
+    ),
+    ("NewWorkflow", {"name": "W", "input_schema": property_schema({"type": []})}, UNPROCESSABLE),
+    (
+        "NewWorkflow",
+        {"name": "W", "input_schema": property_schema({"type": ["a", "a"]})},
+        UNPROCESSABLE,
+    ),
+    (
+        "NewWorkflow",
+        {"name": "W", "input_schema": property_schema({"minLength": -1})},
+        UNPROCESSABLE,
+    ),
+    ("NewWorkflow", {"name": "W", "input_schema": property_schema({"minLength": 1.0})}, ACCEPTED),
+    (
+        "NewWorkflow",
+        {"name": "W", "input_schema": property_schema({"minimum": "1"})},
+        UNPROCESSABLE,
+    ),
+    (
+        "NewWorkflow",
+        {"name": "W", "input_schema": property_schema({"format": "ipv4"})},
+        UNPROCESSABLE,
+    ),
+    ("NewWorkflow", {"name": "W", "input_schema": property_schema({"enum": []})}, ACCEPTED),
+    ("NewWorkflow", {"name": "W", "input_schema": property_schema({"enum": 1})}, UNPROCESSABLE),
+    ("NewWorkflow", {"name": "W", "input_schema": property_schema(3)}, INVALID),
+    ("NewWorkflow", {"name": "W", "input_schema": property_schema(False)}, ACCEPTED),
+    (
+        "NewWorkflow",
+        {"name": "W", "input_schema": property_schema({"required": ["a", "a"]})},
+        UNPROCESSABLE,
+    ),
+    ("NewWorkflow", {"name": "W", "input_schema": property_schema({"items": 3})}, UNPROCESSABLE),
+    (
+        "NewWorkflow",
+        {
+            "name": "W",
+            "input_schema": {
+                "type": "object",
+                "$schema": "http://json-schema.org/draft-07/schema#",
+            },
+        },
+        INVALID,
+    ),
+    (
+        "NewWorkflow",
+        {"name": "W", "input_schema": property_schema({"pattern": "(?<=a)b"})},
+        UNPROCESSABLE,
+    ),
+    (
+        "NewWorkflow",
+        {"name": "W", "input_schema": property_schema({"pattern": "("})},
+        UNPROCESSABLE,
+    ),
+    ("NewWorkflow", {"name": "W", "input_schema": nested_schema(17)}, UNPROCESSABLE),
+    ("NewWorkflow", {"name": "W", "input_schema": nested_schema(16)}, ACCEPTED),
+    (
+        "NewWorkflow",
+        {"name": "W", "input_schema": {"type": "object", "description": "d" * 32_768}},
+        UNPROCESSABLE,
+    ),
+    # A run's input: an object; its depth and its integers' range no schema states.
+    ("NewRun", {"workflow_id": 1, "title": "t", "input": {"n": 2**53 - 1}}, ACCEPTED),
+    ("NewRun", {"workflow_id": 1, "title": "t", "input": {"n": [2**53]}}, UNPROCESSABLE),
+    (
+        "NewRun",
+        {"workflow_id": 1, "title": "t", "input": json.loads('{"a":' * 17 + "1" + "}" * 17)},
+        UNPROCESSABLE,
+    ),
+    ("NewRun", {"workflow_id": 1, "title": "t", "input": [1]}, INVALID),
+    # A delegation's window: RFC 3339 date-times as the document's pattern and
+    # format state them; what they must be to each other no schema states.
+    ("NewDelegation", delegation("2031-01-01T00:00:00Z"), ACCEPTED),
+    ("NewDelegation", delegation("2031-01-01t00:00:00z"), ACCEPTED),
+    ("NewDelegation", delegation("2031-01-01T00:00:00.123456789+05:30"), ACCEPTED),
+    ("NewDelegation", delegation("2031-01-01T00:00:00-00:00"), ACCEPTED),
+    ("NewDelegation", delegation("2031-01-01 00:00:00Z"), INVALID),
+    ("NewDelegation", delegation("2031-01-01T00:00:00"), INVALID),
+    ("NewDelegation", delegation("2031-01-01"), INVALID),
+    ("NewDelegation", delegation("20310101T000000Z"), INVALID),
+    ("NewDelegation", delegation("2031-02-30T00:00:00Z"), INVALID),
+    ("NewDelegation", delegation("2031-01-01T24:00:00Z"), INVALID),
+    ("NewDelegation", delegation("2031-01-01T00:00:60Z"), INVALID),
+    ("NewDelegation", delegation("2031-01-01T00:00:00Z\n"), INVALID),
+    ("NewDelegation", delegation(" 2031-01-01T00:00:00Z"), INVALID),
+    ("NewDelegation", delegation("2031-01-01T00:00:00,5Z"), INVALID),
+    ("NewDelegation", delegation("2031-01-03T00:00:00Z"), UNPROCESSABLE),  # after ends_at
+    ("NewDelegation", delegation("2020-01-01T00:00:00Z", "2020-01-02T00:00:00Z"), UNPROCESSABLE),
+    (
+        "NewDelegation",
+        delegation("9999-12-31T00:00:00Z", "9999-12-31T23:59:59-01:00"),
+        UNPROCESSABLE,
+    ),
 ]
 VALIDATE: dict[str, Callable[[Any], Any]] = {
+    "NewDelegation": lambda body: granted(validation.new_delegation(body)),
     "NewStep": validation.new_step,
     "NewWorkflow": validation.new_workflow,
     "NewRun": validation.new_run,

@@ -31,7 +31,6 @@ from chalicelib.domain.models import Action, Event, EventDraft, Run, Slice, Step
 from chalicelib.storage.dynamodb import items, keys
 from chalicelib.storage.dynamodb.client import (
     MAX_TRANSACTION_ITEMS,
-    ItemTooLarge,
     Requests,
     key_of,
     n,
@@ -64,9 +63,6 @@ STEP_COUNT_COPIES = 16
 # Workflows whose steps a storage keeps in memory (steps are only appended, so
 # what it knows stays true); past this many it forgets the oldest.
 KNOWN_WORKFLOWS = 1024
-# Orders an append tries before it gives up (503): each lost one was taken by
-# another append to the same workflow in the meantime.
-APPEND_ATTEMPTS = 50
 
 
 class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState, Delegations):
@@ -146,42 +142,34 @@ class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState, Delegations):
         if not last:
             raise errors.workflow_not_found(workflow_id)
         order = int(last[0]["step_order"]["N"]) + 1 if "step_order" in last[0] else 1
+        if order != append.after_order + 1:
+            raise errors.LostWrite()  # another append came first
         event_seq = items.event_seq(last[0])
         (step_id,) = self.counters.take("step")
-        # A lost race means `order` is taken: the next free one is right after
-        # it, so orders stay consecutive without reading again. A transaction
+        appended = append.made(step_id, order)
+        step, told = appended.step, appended.events
+        item = {**items.step_item(step), "event_seq": n(event_seq + len(told))}
+        # The step's put takes its order only if it is free: a transaction
         # that adds step n + 1 to the workflow's list runs only after the one
         # that wrote step n, so the list stays in step order. Each append is
         # one event of the workflow's stream: its sequence moves with the order.
-        for _ in range(APPEND_ATTEMPTS):
-            appended = append.made(step_id, order)
-            step, told = appended.step, appended.events
-            item = {**items.step_item(step), "event_seq": n(event_seq + len(told))}
-            try:
-                reasons = self.requests.transact(
-                    [
-                        self.requests.put_new(item),
-                        self._listed_step(step),
-                        *self._counted_step(step),
-                        *self._event_puts(told, event_seq),
-                    ]
-                )
-            except ItemTooLarge as exc:
-                raise ItemTooLarge(
-                    f"Workflow {workflow_id} cannot take another step: its steps fill the "
-                    "400 KB that DynamoDB stores per workflow"
-                ) from exc
-            # Written, or refused because an earlier attempt of it was applied.
-            if not reasons or self._applied(told, event_seq):
-                known = self._known_steps.get(workflow_id)
-                if known is not None and len(known) == order - 1:
-                    self._known_steps[workflow_id] = (*known, step)
-                return step
-            if reasons[1] == "ConditionalCheckFailed":
-                raise errors.workflow_not_found(workflow_id)
-            order += 1
-            event_seq += len(told)
-        raise errors.Unavailable("Too many steps are being appended at once; retry shortly")
+        reasons = self.requests.transact(
+            [
+                self.requests.put_new(item),
+                self._listed_step(step),
+                *self._counted_step(step),
+                *self._event_puts(told, event_seq),
+            ]
+        )
+        # Written, or refused because an earlier attempt of it was applied.
+        if not reasons or self._applied(told, event_seq):
+            known = self._known_steps.get(workflow_id)
+            if known is not None and len(known) == order - 1:
+                self._known_steps[workflow_id] = (*known, step)
+            return step
+        if reasons[1] == "ConditionalCheckFailed":
+            raise errors.workflow_not_found(workflow_id)
+        raise errors.LostWrite()  # the order was taken meanwhile
 
     def _listed_step(self, step: Step) -> dict[str, Any]:
         """The update that appends `step` to the steps its workflow item carries."""

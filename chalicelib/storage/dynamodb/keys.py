@@ -56,8 +56,10 @@ Access patterns: what each request reads and writes.
                                                                   events
     GET /workflows/{id}       workflow item (Query)               -
     GET /workflows            `all`: one Query                    -
-    POST /workflows/{id}/steps  the partition's last item (Query)  step, workflow item's steps,
-                                                                  the 16 step counts, event
+    POST /workflows/{id}/steps  workflow item (Query), then the   step (at the order after the
+                              partition's last item (Query)       last step read), workflow
+                                                                  item's steps, the 16 step
+                                                                  counts, event
     POST /runs                workflow item (Query)               run, its 2 events, its first
                                                                   step's inbox entries
     GET /runs/{id}            RUN#<id> partition (Query)          -

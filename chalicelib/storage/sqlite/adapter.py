@@ -131,7 +131,8 @@ class SQLiteStorage(Connections):
 
     def append_step(self, append: StepAppend) -> Step:
         # The write lock taken by BEGIN IMMEDIATE makes max()+1 and the insert
-        # one step: no other writer can slip in between.
+        # one step: no other writer can slip in between. The step goes where
+        # the domain read the workflow's last, or nowhere.
         workflow_id = append.workflow_id
         with self._write() as conn:
             if (
@@ -143,6 +144,8 @@ class SQLiteStorage(Connections):
                 "SELECT COALESCE(MAX(step_order), 0) FROM workflow_steps WHERE workflow_id = ?",
                 (workflow_id,),
             ).fetchone()
+            if max_order != append.after_order:
+                raise errors.LostWrite()  # another append came first
             appended = append.made(next_id(conn, "workflow_steps"), max_order + 1)
             rows.insert_step(conn, appended.step)
             rows.record_events(conn, appended.events)
