@@ -59,8 +59,7 @@ def has_control_characters(value: str) -> bool:
 # - control characters (Cc), tab and newline included; format characters (Cf:
 #   bidirectional controls, zero-width joiners, interlinear annotation, Arabic
 #   and Syriac number and abbreviation marks, Egyptian hieroglyph joiners, tag
-#   characters); surrogates (Cs), private use (Co) and unassigned code points
-#   (Cn, in the Unicode version of Python's unicodedata), which render as
+#   characters); surrogates (Cs) and private use (Co), which render as
 #   nothing, a box, or what a font chooses;
 # - the default-ignorable code points (INVISIBLE_RANGES: Hangul fillers and
 #   variation selectors among them);
@@ -72,8 +71,13 @@ def has_control_characters(value: str) -> bool:
 #   as the character they decompose to. Fullwidth and halfwidth forms are
 #   kept: canonical() maps them to their usual width, as RFC 8265 does.
 #
-# combination_problem, how the characters go together (no pattern states it;
-# a body that breaks it is 422), after Unicode TR 39 (Security Mechanisms):
+# combination_problem, what no pattern states (a body that breaks it is 422):
+# - an unassigned code point (Cn, in the Unicode version of Python's
+#   unicodedata): which code points are unassigned changes with each Unicode
+#   version, so no pattern a client checks can say it alike, and listing them
+#   made the document's name patterns ten times longer and schemathesis's
+#   generation of names ten times slower;
+# and how the characters go together, after Unicode TR 39 (Security Mechanisms):
 # - more than one script: the name's resolved script set (section 5.1: each
 #   character's Script_Extensions, Han augmented with Japanese, Korean and
 #   Bopomofo's Hanb, Common and Inherited going with any script) is empty,
@@ -95,7 +99,7 @@ PRESENTATION_FORMS = (
     "<font>", "<noBreak>", "<initial>", "<medial>", "<final>", "<isolated>", "<circle>",
     "<square>", "<super>", "<sub>", "<fraction>", "<small>", "<vertical>",
 )  # fmt: skip
-REFUSED_CATEGORIES = ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
+REFUSED_CATEGORIES = ("Cc", "Cf", "Cs", "Co", "Zl", "Zp")
 MAX_MARKS = 4
 
 
@@ -134,7 +138,7 @@ def character_problem(char: str) -> Optional[str]:
     if _invisible(char):
         return f"holds an invisible or bidirectional control character ({code})"
     if category in REFUSED_CATEGORIES:
-        return f"holds a format, private-use or unassigned character ({code})"
+        return f"holds a format or private-use character ({code})"
     if (category == "Zs" and char != " ") or char in BLANK_GLYPHS:
         return f"holds a character that renders blank ({code})"
     if unicodedata.decomposition(char).startswith(PRESENTATION_FORMS):
@@ -143,12 +147,20 @@ def character_problem(char: str) -> Optional[str]:
 
 
 def combination_problem(name: str) -> Optional[str]:
-    """Why `name`'s characters, each allowed, cannot go together in one name
-    (Unicode TR 39's mixed-script, mixed-number and mark rules); None if they can."""
+    """Why `name` cannot be a principal's for what no pattern states: an
+    unassigned code point, or characters, each allowed, that cannot go together
+    in one name (Unicode TR 39's mixed-script, mixed-number and mark rules);
+    None if it can."""
     if name.isascii():
         return None  # Latin and Common only, no marks
     import unicodedata
 
+    unassigned = next((char for char in name if unicodedata.category(char) == "Cn"), None)
+    if unassigned is not None:
+        return (
+            f"holds a code point unassigned in Unicode {unicodedata.unidata_version} "
+            f"(U+{ord(unassigned):04X})"
+        )
     name = unicodedata.normalize("NFC", name)
     if not _one_script(name):
         return "mixes scripts (write a name in one script)"

@@ -692,7 +692,7 @@ def walk(c: Conversation, run: Run) -> None:
     tiered = {"name": "Tiered purchase", "input_schema": schema, "steps": tiers}
     post("tiered workflow", "/workflows", tiered, "ada")
     refused = run_of("tiered workflow", "PO-3001", input={"amount": -1})
-    post("tiered refused", "/runs", refused, "rita", 400)
+    post("tiered refused", "/runs", refused, "rita", 422)
     start("tiered run", "tiered workflow", "PO-3002: toner", "rita", input={"amount": 500})
     decide("tiered approve", "tiered run", "approve", "maria")
 
