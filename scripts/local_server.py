@@ -1,43 +1,13 @@
-"""The API on a local HTTP server, as `chalice local --no-autoreload` serves it,
-but answering as the deployed API does where chalice's differs.
+"""`make run`'s server: the API as `chalice local --no-autoreload` serves it, but
+answering as the deployed API does where chalice's differs.
 
     python scripts/local_server.py [--host 127.0.0.1] [--port 8000] [--stage dev]
                                    [--autoreload] [--project-dir DIR]
 
-`make run`, `make run-dynamodb` (scripts/run_dynamodb.sh) and the fuzz tests
-serve through it. Like `chalice local` it reads the stage from
-.chalice/config.json (its environment_variables reach the app, its
-lambda_timeout the Lambda context), and gives the app a request per thread.
-Where it differs, on purpose:
-
-- A path that matches no route answers 404 {"error": ...} with an X-Request-Id
-  and its own access line, where chalice local answers 403 {"message":
-  "Missing Authentication Token"}. The shape is that of the packaged API
-  Gateway's own answers (deploy/stack.yaml maps them to {"error": ...}); the
-  status is the one a missing route should have (API Gateway's own is still 403).
-- One access line per request, the service's JSON line (chalicelib/api/access_log.py),
-  also for what the server answers itself; http.server's own "127.0.0.1 - -
-  [...] GET ..." line is not written (under `chalice local` the app quiets it:
-  chalicelib/background.py).
-- Each request is read within bounds (scripts/local_http.py): chunked bodies
-  are decoded; a request line over 64 KiB answers 414, header fields over
-  64 KiB 431, a body over the app's 1 MiB 413 (unread), a bad framing 400, a
-  request that pauses 5 s (or takes 30 s in all) 408, a client that closes
-  mid-request 400: each in the service's error shape {"error": ...}, with its
-  access line, and the connection is then closed. The listen backlog is
-  BACKLOG (http.server's 5 reset concurrent clients).
-- A port in use, or an address that cannot be listened on, is one line on
-  standard error and exit status 1, not a traceback.
-- No reloading on code changes unless --autoreload is given (chalice's
-  reloader restarts the server, dropping requests in flight, on every change
-  of a file under the project).
-- The background work starts with the server, not on the first request.
-
-And what the deployed stack does with functions of their own, it does with
-threads of the serving process (chalicelib/background.py): the event
-dispatcher sends the events each change recorded within a second of their
-commit, and the deadline sweeper runs every WORKFLOW_SWEEP_SECONDS (default
-10). WORKFLOW_STAGE is the --stage, for the events' source.
+`make run`, `make run-dynamodb` (scripts/run_dynamodb.sh), the fuzz tests and
+`make screenshots` serve through it. docs/development.md says where it differs
+from `chalice local`, and why; docs/operating.md what it refuses itself, each
+request read within bounds by scripts/local_http.py.
 """
 
 from __future__ import annotations
@@ -145,7 +115,7 @@ class RequestHandler(chalice.local.ChaliceRequestHandler):
             return
         except local_http.Gone as gone:
             # Only its sending side may be closed: it may still read the answer.
-            self._refuse(400, gone.message)
+            self._refuse(400, str(gone))
             return
         self.connection.settimeout(local_http.REQUEST_SECONDS)
         try:

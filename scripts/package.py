@@ -2,31 +2,14 @@
 
     python scripts/package.py [--stage prod] [--out dist]
 
-writes OUT/sam.json and OUT/deployment.zip. The stack's own resources (the
-table, the HTTP API, the event bus and queues, the log groups, the grants and
-the parameters) and its settings of what chalice generates are in
-deploy/stack.yaml, which `chalice package --merge-template` merges into the
-SAM template it generates from app.py and .chalice/config.json (docs/deploy.md
-says what each part is for). tests/unit/test_stack_template.py holds the
-template's table to chalicelib/storage/dynamodb/schema.py, the definition
-`make dynamodb-table` creates.
-
-What this script does is what a file merged by keys cannot say:
-
-- run chalice offline: a placeholder region when none is configured (chalice
-  picks the partition's service principals by it, and calls no AWS API);
-- check that chalice made what the template names (the four functions, each
-  with the role of its own the template grants to; the REST API, in the
-  Swagger version the template declares), and that a public stage verifies
-  its callers;
-- change what chalice generates route by route, which a merge cannot reach:
-  each CORS preflight's allowed origin becomes the stack's CorsOrigin, and
-  every path's other methods go to the function (405, as `make run` answers);
-- the EndpointURL output, whichever API the stack has (a merge would mix the
-  template's value into chalice's);
-- ship every module of the bundle compiled (add_bytecode);
-- write the template as JSON (chalice writes YAML when it merges YAML), which
-  `make scan`, `make rehearse` and the tests read.
+writes OUT/sam.json and OUT/deployment.zip. The stack's own resources, and
+its settings of what chalice generates, are in deploy/stack.yaml, which
+`chalice package --merge-template` merges into the SAM template it generates
+(docs/deploy.md says what each part is for). This script does only what a
+file merged by keys cannot say, each in a function below: run chalice
+offline, check what it made, rewrite its CORS preflights and the other
+methods of its routes, set the EndpointURL output, compile the bundle, and
+write the template as JSON (chalice writes YAML when it merges YAML).
 """
 
 from __future__ import annotations
@@ -80,6 +63,7 @@ def package(out_dir: Path, stage: str) -> Path:
     import botocore.session
 
     env = dict(os.environ)
+    # chalice picks the partition's service principals by the region, and calls no AWS API.
     if botocore.session.Session().get_config_variable("region") is None:
         env["AWS_DEFAULT_REGION"] = env.get("AWS_REGION") or PLACEHOLDER_REGION
     subprocess.run(

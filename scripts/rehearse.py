@@ -3,14 +3,8 @@
     python scripts/rehearse.py [--dist dist] [--runtime .lambda-runtime/python]
                                [--mutations none|sample|all] [--api-type http|rest]
 
-Reads dist/sam.json and dist/deployment.zip (`make package`), expands the
-template as CloudFormation does, creates it on a moto server that enforces
-IAM, runs each function from the package in an interpreter of its own with
-its own role, drives it through its trigger, and compares every answer with
-`make run`'s. The stack has the template's default API (the HTTP API) unless
---api-type (REHEARSAL_API_TYPE) names the other. Then the mutation check: the
-sample (default) or every granted action removed in turn must make it fail.
-Exit status 0 when all of it holds.
+Exit status 0 when the rehearsal of dist/sam.json and dist/deployment.zip
+passes, and so does the mutation check.
 """
 
 from __future__ import annotations

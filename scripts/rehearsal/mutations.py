@@ -11,7 +11,6 @@ import hashlib
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Optional
 
 from scripts.rehearsal import template as tpl
 from scripts.rehearsal.rehearsal import Environment, Outcome, Reference, Run
@@ -25,8 +24,8 @@ class Verdict:
     seconds: float
     failures: list[str]
 
-    def line(self, role_names: dict[str, str]) -> str:
-        who = ", ".join(role_names.get(r, r) for r in self.mutation.roles)
+    def line(self) -> str:
+        who = ", ".join(self.mutation.roles)
         if self.bit:
             return f"  bites   {self.mutation}  [{who}]  {self.denial}  ({self.seconds:.1f} s)"
         if not self.failures:
@@ -80,7 +79,7 @@ def check(
         outcome = run.execute()
         physical = run.stack.physical if hasattr(run, "stack") else {}
         roles = {physical[r] for r in mutation.roles if r in physical}
-        denial: Optional[Any] = next(
+        denial = next(
             (d for d in outcome.denials if d.action == mutation.action and d.role in roles), None
         )
         verdict = Verdict(
@@ -90,6 +89,6 @@ def check(
             seconds=time.monotonic() - started,
             failures=outcome.failures,
         )
-        log(verdict.line({}))
+        log(verdict.line())
         verdicts.append(verdict)
     return verdicts

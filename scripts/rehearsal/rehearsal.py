@@ -23,7 +23,7 @@ from typing import Any, Optional, Union
 
 from scripts.moto_server import Fault
 from scripts.rehearsal import template as tpl
-from scripts.rehearsal.cloud import SERVER_ERROR, Cloud, Decision, client, entries_failed
+from scripts.rehearsal.cloud import SERVER_ERROR, Cloud, Decision, entries_failed
 from scripts.rehearsal.gateway import Answer, Gateway, HttpGateway
 from scripts.rehearsal.local import Issuer, MakeRun, Receiver, certificate
 from scripts.rehearsal.runtime import Container, Invocation, check_imports
@@ -36,7 +36,7 @@ from scripts.rehearsal.scenario import (
     wait_for,
     wait_while_growing,
 )
-from scripts.rehearsal.sources import QueueSource, Report, Schedule, StreamSource
+from scripts.rehearsal.sources import QueueSource, Report, StreamSource, scheduled_event
 from scripts.rehearsal.stack import ACCOUNT, REGION, Stack
 
 # A path, or a path that depends on a side's earlier answers.
@@ -128,21 +128,13 @@ class Environment:
         self.webhook_secret = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
         self.cloud.create_deployer()
         with self.cloud.as_account():
-            ssm = self._account_client("ssm")
+            ssm = self.cloud.account_client("ssm")
             # Outside the stack, once per account (docs/deploy.md, "Deploy to an AWS account").
             ssm.put_parameter(Name=CURSOR_PARAMETER, Type="SecureString", Value=self.cursor_secret)
             ssm.put_parameter(
                 Name=WEBHOOK_PARAMETER, Type="SecureString", Value=self.webhook_secret
             )
         self.stacks = 0
-
-    def _account_client(self, service: str) -> Any:
-        return client(
-            self.cloud.endpoint,
-            service,
-            aws_access_key_id="rehearsal",
-            aws_secret_access_key="rehearsal",
-        )
 
     def function_environment(self) -> dict[str, str]:
         """What the rehearsal adds to Lambda's variables: where AWS is, whom TLS trusts."""
@@ -394,8 +386,6 @@ class Run:
                 api["Body"],
                 stage["StageName"],
                 self.stack.physical[api_name],
-                REGION,
-                ACCOUNT,
                 lambda event: self._api_invocation(handler, event),
                 self.stack.functions[handler].arn,
                 permissions,
@@ -415,8 +405,6 @@ class Run:
             stage["StageName"],
             list(self.stack.of_type("AWS::ApiGatewayV2::Route").values()),
             integrations,
-            REGION,
-            ACCOUNT,
             lambda event: self._api_invocation(function, event),
             self.stack.functions[function].arn,
             permissions,
@@ -446,21 +434,23 @@ class Run:
 
     # -- the event sources --------------------------------------------------------
 
-    def _mapping(self, function: str) -> dict[str, Any]:
-        (mapping,) = (
-            m
+    def _source(self, service: str) -> tuple[str, dict[str, Any]]:
+        """The function a mapping on `service` (":sqs:") triggers, and the mapping."""
+        ((name, mapping),) = (
+            (n, m)
+            for n, f in self.stack.functions.items()
             for m in self.stack.of_type("AWS::Lambda::EventSourceMapping").values()
-            if m["FunctionName"] == self.stack.functions[function].name
+            if m["FunctionName"] == f.name and service in m["EventSourceArn"]
         )
-        return mapping
+        return name, mapping
 
     @property
     def stream(self) -> StreamSource:
         if not hasattr(self, "_stream"):
-            relay = self._function_of_source(":dynamodb:")
+            relay, mapping = self._source(":dynamodb:")
             role = self.stack.functions[relay].role
             self._stream = StreamSource(
-                self._mapping(relay),
+                mapping,
                 lambda event: self.invoke(relay, event),
                 self.stack.role_client(role, "dynamodbstreams"),
                 self.stack.role_client(role, "sqs"),
@@ -471,8 +461,7 @@ class Run:
     @property
     def queue(self) -> QueueSource:
         if not hasattr(self, "_queue"):
-            sender = self._function_of_source(":sqs:")
-            mapping = self._mapping(sender)
+            sender, mapping = self._source(":sqs:")
             self._queue = QueueSource(
                 mapping,
                 lambda event: self.invoke(sender, event),
@@ -481,42 +470,9 @@ class Run:
             )
         return self._queue
 
-    def _function_of_source(self, service: str) -> str:
-        (name,) = (
-            n
-            for n, f in self.stack.functions.items()
-            for m in self.stack.of_type("AWS::Lambda::EventSourceMapping").values()
-            if m["FunctionName"] == f.name and service in m["EventSourceArn"]
-        )
-        return name
-
     def _queue_url(self, arn: str) -> str:
         name = arn.rsplit(":", 1)[1]
         return f"{self.env.cloud.endpoint}/{ACCOUNT}/{name}"
-
-    def schedule(self) -> Schedule:
-        ((name, rule),) = (
-            (n, r)
-            for n, r in self.stack.of_type("AWS::Events::Rule").items()
-            if "ScheduleExpression" in r
-        )
-        (target,) = rule["Targets"]
-        (function,) = (n for n, f in self.stack.functions.items() if f.arn == target["Arn"])
-        rule_arn = self.stack.resolve.get_attribute(name, "Arn")
-        permitted = any(
-            p.get("Principal") == "events.amazonaws.com"
-            and p.get("SourceArn") == rule_arn
-            and p.get("FunctionName") == self.stack.functions[function].name
-            for p in self.stack.of_type("AWS::Lambda::Permission").values()
-        )
-        return Schedule(
-            rule_arn,
-            rule["ScheduleExpression"],
-            lambda e: self.invoke(function, e),
-            ACCOUNT,
-            REGION,
-            permitted,
-        )
 
     def _timed(self, what: str, started: float) -> None:
         if os.environ.get("REHEARSAL_VERBOSE") == "1":
@@ -539,14 +495,26 @@ class Run:
         self.env.cloud.inject("TransactWriteItems", Fault(500, SERVER_ERROR, remaining=count))
 
     def sweep(self) -> None:
-        schedule = self.schedule()
-        if not schedule.permitted:
+        """The event the schedule's rule sends its function, if a Permission lets it."""
+        ((name, rule),) = (
+            (n, r)
+            for n, r in self.stack.of_type("AWS::Events::Rule").items()
+            if "ScheduleExpression" in r
+        )
+        (target,) = rule["Targets"]
+        (function,) = (n for n, f in self.stack.functions.items() if f.arn == target["Arn"])
+        rule_arn = self.stack.resolve.get_attribute(name, "Arn")
+        if not any(
+            p.get("Principal") == "events.amazonaws.com"
+            and p.get("SourceArn") == rule_arn
+            and p.get("FunctionName") == self.stack.functions[function].name
+            for p in self.stack.of_type("AWS::Lambda::Permission").values()
+        ):
             self.outcome.failures.append(
                 "no permission lets the schedule's rule invoke the sweeper"
             )
             return
-        invocation = schedule.fire()
-        assert invocation is not None
+        invocation = self.invoke(function, scheduled_event(rule_arn, ACCOUNT, REGION))
         if invocation.error is not None:
             self.outcome.failures.append(f"the sweeper failed: {invocation.error}")
 

@@ -1,16 +1,9 @@
-"""Lambda, played: each function of the template in an execution environment of its own.
-
-A container is a fresh interpreter (bootstrap.py) on the unzipped deployment
-package, with the function's environment as the template resolves it, the
-credentials of the function's role (assumed through STS, as Lambda does),
-and the variables Lambda itself sets. It lives for the whole rehearsal, as
-a warm Lambda container does, and serves one invocation at a time.
-
-What Lambda does with the role besides the function's own calls is done here
-with the same credentials: each invocation's output goes to the function's
-log group (logs:CreateLogStream, logs:PutLogEvents) and, with active
-tracing, its segment to X-Ray (xray:PutTraceSegments,
-xray:PutTelemetryRecords), as the runtime's log shipper and X-Ray daemon do.
+"""Lambda, played (docs/rehearsal.md, step 4): each function of the template in an
+execution environment of its own, a fresh interpreter (bootstrap.py) on the
+unzipped package, with the function's environment, its role's credentials and
+the variables Lambda sets; warm for the whole rehearsal, one invocation at a
+time. What Lambda does with the role besides is done here with the same
+credentials: each invocation's log lines, and with active tracing its segment.
 """
 
 from __future__ import annotations
@@ -147,10 +140,9 @@ class Container:
         }
         read_answers, self._answers_fd = os.pipe()
         self._process = subprocess.Popen(
-            [
-                *(PYTHON, "-I", "-S", str(BOOTSTRAP), str(task_root), str(runtime_dir)),
-                *(function.handler, "--answers", str(self._answers_fd)),
-            ],
+            _bootstrap(
+                task_root, runtime_dir, function.handler, "--answers", str(self._answers_fd)
+            ),
             cwd=task_root,
             env=environment,
             stdin=subprocess.PIPE,
@@ -163,7 +155,6 @@ class Container:
         os.close(self._answers_fd)
         self._answers = os.fdopen(read_answers, encoding="utf-8")
         self._lines: queue.Queue[Optional[str]] = queue.Queue()
-        self.init_lines: list[str] = []
         threading.Thread(target=self._read_output, daemon=True).start()
 
     def _read_output(self) -> None:
@@ -281,19 +272,15 @@ class Container:
                 self._process.wait()
 
 
+def _bootstrap(task_root: Path, runtime_dir: Path, handler: str, *flags: str) -> list[str]:
+    """The command of a fresh interpreter on the package (bootstrap.py says how)."""
+    return [PYTHON, "-I", "-S", str(BOOTSTRAP), str(task_root), str(runtime_dir), handler, *flags]
+
+
 def check_imports(task_root: Path, runtime_dir: Path) -> dict[str, Any]:
     """The app's own imports, each resolved in a fresh interpreter on the package."""
     answer = subprocess.run(
-        [
-            PYTHON,
-            "-I",
-            "-S",
-            str(BOOTSTRAP),
-            str(task_root),
-            str(runtime_dir),
-            "app.app",
-            "--check-imports",
-        ],
+        _bootstrap(task_root, runtime_dir, "app.app", "--check-imports"),
         cwd=task_root,
         env={"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": LANG, "AWS_REGION": "us-east-1"},
         capture_output=True,
