@@ -201,9 +201,6 @@ class Cloud(MotoServer):
         _fix_moto()
         super().__init__()
         self.decisions: list[Decision] = []
-        # The keys of an administrator of the account, for the rehearsal's own
-        # reads once IAM is enforced (created by `create_deployer`).
-        self.deployer: dict[str, str] = {}
         self._lock = threading.Lock()
         _CLOUDS.append(self)
 
@@ -239,27 +236,6 @@ class Cloud(MotoServer):
     def account_client(self, service: str) -> Any:
         """A client with any keys: while `as_account`, the account's own."""
         return client(self.endpoint, service, **ACCOUNT_KEYS)
-
-    def create_deployer(self) -> None:
-        """An IAM user allowed everything: who deploys, and reads back what exists."""
-        with self.as_account():
-            iam = self.account_client("iam")
-            iam.create_user(UserName="rehearsal-deployer")
-            iam.put_user_policy(
-                UserName="rehearsal-deployer",
-                PolicyName="everything",
-                PolicyDocument=json.dumps(
-                    {
-                        "Version": "2012-10-17",
-                        "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}],
-                    }
-                ),
-            )
-            key = iam.create_access_key(UserName="rehearsal-deployer")["AccessKey"]
-        self.deployer = {
-            "aws_access_key_id": key["AccessKeyId"],
-            "aws_secret_access_key": key["SecretAccessKey"],
-        }
 
     def _reset_auth(self, count: float) -> None:
         """What moto's /moto-api/reset-auth does (the server runs in this process)."""

@@ -16,9 +16,6 @@ import hmac
 import http.server
 import ipaddress
 import json
-import os
-import signal
-import socket
 import ssl
 import subprocess
 import threading
@@ -210,52 +207,29 @@ class Receiver:
         self._server.close()
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind((HOST, 0))
-        return int(probe.getsockname()[1])
-
-
-def ctrl_c_stops() -> None:
-    """In a command's process, before it starts (Popen's preexec_fn): SIGINT
-    stops it as Ctrl-C does in a terminal, even where whoever starts it runs
-    with SIGINT ignored (a job started with `&` or nohup inherits that, and the
-    command would too)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 class MakeRun:
-    """`make run`, as a user runs it, configured as the stack is (jwt, the same
-    issuer and origin, webhooks to its own receiver), on a free port."""
+    """`make run`, as a user runs it (tests/support/processes.py), configured as
+    the stack is (jwt, the same issuer and origin, webhooks to its own
+    receiver), on a free port."""
 
     def __init__(self, project: Path, environment: Mapping[str, str], log: Path) -> None:
-        self.port = free_port()
-        clean = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("AWS_", "WORKFLOW_", "MAKE", "MFLAGS"))
-            and k not in ("PORT", "HOST")
-        }
+        from tests.support import processes
+
+        self.port = processes.free_port()
         self._log = log.open("w")
         self.process = subprocess.Popen(
             ["make", "--no-print-directory", "run", f"PORT={self.port}", f"HOST={HOST}"],
             cwd=project,
-            env={**clean, "AWS_EC2_METADATA_DISABLED": "true", **environment},
+            env=processes.command_env(log.parent, **environment),
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=ctrl_c_stops,
+            preexec_fn=processes.ctrl_c_stops,
         )
-        self.url = f"http://{HOST}:{self.port}"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"make run stopped: see {log}")
-            with socket.socket() as probe:
-                if probe.connect_ex((HOST, self.port)) == 0:
-                    return
-            time.sleep(0.1)
-        raise RuntimeError(f"make run did not listen on {self.port} within 60 s: see {log}")
+        try:
+            processes.wait_listening(self.port, self.process)
+        except AssertionError as exc:
+            raise RuntimeError(f"make run did not start ({exc}): see {log}") from None
 
     def request(
         self, method: str, path: str, headers: Mapping[str, str], body: Optional[bytes]
@@ -272,11 +246,7 @@ class MakeRun:
 
     def stop(self) -> None:
         """The process group make leads: make, and the server it started."""
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGINT)
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+        from tests.support import processes
+
+        processes.stop(self.process)
         self._log.close()

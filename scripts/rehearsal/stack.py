@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from scripts.rehearsal import template as tpl
-from scripts.rehearsal.cloud import Cloud, client
+from scripts.rehearsal.cloud import Cloud
 from scripts.rehearsal.runtime import Credentials, Function
 
 REGION = "us-east-1"
@@ -45,10 +45,6 @@ class Stack:
     credentials: dict[str, Credentials] = field(default_factory=dict)
     physical: dict[str, str] = field(default_factory=dict)
     played: dict[str, dict[str, Any]] = field(default_factory=dict)  # resolved properties
-
-    def client(self, service: str) -> Any:
-        """A client of the account that deploys (admin), for the rehearsal's own reads."""
-        return client(self.cloud.endpoint, service, **self.cloud.deployer)
 
     def role_client(self, role: str, service: str) -> Any:
         return self.credentials[role].client(service, self.cloud.endpoint, REGION)
