@@ -110,12 +110,9 @@ class RequestHandler(chalice.local.ChaliceRequestHandler):
         try:
             if not self._read_request():
                 return  # parse_request refused it (send_error)
-        except local_http.Refused as refused:
-            self._refuse(refused.status, refused.message)
-            return
-        except local_http.Gone as gone:
-            # Only its sending side may be closed: it may still read the answer.
-            self._refuse(400, str(gone))
+        except (local_http.Refused, local_http.Gone) as refused:
+            # A client that is Gone may have closed only its sending side: it may still read.
+            self._refuse(getattr(refused, "status", 400), str(refused))
             return
         self.connection.settimeout(local_http.REQUEST_SECONDS)
         try:
@@ -299,22 +296,16 @@ def serving(app: Chalice, config: Config, host: str = "127.0.0.1", port: int = 0
         app.__class__ = app_class
 
 
-def stage_config(project_dir: Path, stage: str) -> Config:
-    """The stage's configuration as `chalice local --stage` reads it; loading
-    its app (config.chalice_app) puts the stage's environment_variables in os.environ."""
-    from chalice.cli.factory import CLIFactory
-
-    return CLIFactory(str(project_dir), environ=os.environ).create_config_obj(
-        chalice_stage_name=stage
-    )
-
-
 def stage_server(
     project_dir: Path, stage: str, host: str, port: int
 ) -> chalice.local.LocalDevServer:
+    """The stage's app on a server, its configuration read as `chalice local --stage`
+    reads it: loading the app puts the stage's environment_variables in os.environ."""
+    from chalice.cli.factory import CLIFactory
     from chalice.deploy.validate import validate_routes
 
-    config = stage_config(project_dir, stage)
+    factory = CLIFactory(str(project_dir), environ=os.environ)
+    config = factory.create_config_obj(chalice_stage_name=stage)
     app = config.chalice_app
     # What chalice local checks first: routes API Gateway would refuse.
     validate_routes(app.routes)
@@ -342,7 +333,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # What the chalice CLI sets for every command, for apps that ask.
     os.environ["AWS_CHALICE_CLI_MODE"] = "true"
-
     os.environ.setdefault(events.STAGE_VARIABLE, args.stage)
 
     def server() -> chalice.local.LocalDevServer:

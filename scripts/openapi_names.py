@@ -4,12 +4,7 @@
 
 The rule of a name lives in chalicelib/domain/names.py (`written_problem`: its
 length, its start and each of its characters). The document states it as the
-patterns of four schemas, every name field referring to one of them:
-
-    UserName    a user's name, bare or as user:<name>
-    GroupName   a group's name, bare or as group:<name>
-    Principal   user:<name> or group:<name>
-    Delegate    a user (bare or user:<name>) or group:<name>
+patterns of four schemas (KINDS), every name field referring to one of them.
 
 A pattern cannot state the rules about how the characters go together (one
 script, one number system, combining marks: `combination_problem`); the

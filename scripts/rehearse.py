@@ -10,6 +10,7 @@ passes, and so does the mutation check.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -25,9 +26,7 @@ from scripts.expand_template import expand  # noqa: E402
 from scripts.rehearsal import mutations as mutation_check  # noqa: E402
 from scripts.rehearsal.rehearsal import Environment, Run  # noqa: E402
 
-
-def say(line: str) -> None:
-    print(line, flush=True)
+say = functools.partial(print, flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

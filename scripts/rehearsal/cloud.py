@@ -20,6 +20,7 @@ import urllib.parse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Optional
+from unittest import mock
 
 from scripts.moto_server import MotoServer
 
@@ -216,7 +217,7 @@ class Cloud(MotoServer):
         super().__exit__(*exc)
         _CLOUDS.remove(self)
         if not _CLOUDS:
-            _unfix_moto()
+            _FIXES.close()
 
     def enforce(self) -> None:
         """Every request from now on is authenticated and authorised."""
@@ -256,39 +257,27 @@ class Cloud(MotoServer):
 
 # The server whose decisions a request is recorded in (one at a time).
 _CLOUDS: list[Cloud] = []
-# (owner, attribute, what it was) for each fix, undone when the last server closes:
-# moto in this process (a test's mock_aws, say) is moto's own again.
-_UNDO: list[tuple[Any, str, Any]] = []
-_ABSENT = object()
+# Each fix, undone when the last server closes: moto in this process (a test's
+# mock_aws, say) is moto's own again.
+_FIXES = contextlib.ExitStack()
 
 
 def _patch(owner: Any, name: str, value: Any) -> None:
-    _UNDO.append((owner, name, owner.__dict__.get(name, _ABSENT)))
-    setattr(owner, name, value)
+    _FIXES.enter_context(mock.patch.object(owner, name, value))
 
 
 def _fix_moto() -> None:
     """Install the IAM evaluation and the CloudFormation fixes, while a server runs."""
-    if _UNDO:
+    if _CLOUDS:
         return
     from moto import settings
     from moto.core.authorization import ActionAuthenticatorMixin
 
-    count = settings.INITIAL_NO_AUTH_ACTION_COUNT
-    _UNDO.append((settings, "INITIAL_NO_AUTH_ACTION_COUNT", count))
-    requests = ActionAuthenticatorMixin.request_count
-    _UNDO.append((ActionAuthenticatorMixin, "request_count", requests))
+    # As they were, once the fixes are undone.
+    _patch(settings, "INITIAL_NO_AUTH_ACTION_COUNT", settings.INITIAL_NO_AUTH_ACTION_COUNT)
+    _patch(ActionAuthenticatorMixin, "request_count", ActionAuthenticatorMixin.request_count)
     _authorise_resources()
     _fix_cloudformation()
-
-
-def _unfix_moto() -> None:
-    while _UNDO:
-        owner, name, value = _UNDO.pop()
-        if value is _ABSENT:
-            delattr(owner, name)
-        else:
-            setattr(owner, name, value)
 
 
 def _authorise_resources() -> None:

@@ -35,21 +35,18 @@ class Answer:
         return json.loads(self.body)
 
 
-@dataclass(frozen=True)
-class Route:
-    path: str  # the definition's, e.g. /runs/{run_id}/approve
-    pattern: re.Pattern[str]
-    methods: Mapping[str, dict[str, Any]]
-    literal_segments: int
-
-
-def _route(path: str, methods: Mapping[str, dict[str, Any]]) -> Route:
-    segments = [s for s in path.split("/") if s]
+def _pattern(path: str) -> re.Pattern[str]:
+    """A path of the definition (/runs/{run_id}) as a regex of what it routes."""
     regex = "".join(
-        "/(?P<" + s[1:-1] + ">[^/]+)" if s.startswith("{") else "/" + re.escape(s) for s in segments
+        "/(?P<" + s[1:-1] + ">[^/]+)" if s.startswith("{") else "/" + re.escape(s)
+        for s in path.split("/")
+        if s
     )
-    literal = sum(1 for s in segments if not s.startswith("{"))
-    return Route(path, re.compile("^" + (regex or "/") + "/?$"), methods, literal)
+    return re.compile("^" + (regex or "/") + "/?$")
+
+
+def _literal_segments(path: str) -> int:
+    return sum(1 for s in path.split("/") if s and not s.startswith("{"))
 
 
 class _Api:
@@ -129,10 +126,9 @@ class Gateway(_Api):
             "x-amazon-apigateway-gateway-responses", {}
         )
         self._binary = list(definition.get("x-amazon-apigateway-binary-media-types", []))
-        self._routes = sorted(
-            (_route(path, methods) for path, methods in definition["paths"].items()),
-            key=lambda route: -route.literal_segments,
-        )
+        # Literal segments match before parameters, as API Gateway matches.
+        paths = sorted(definition["paths"].items(), key=lambda item: -_literal_segments(item[0]))
+        self._routes = [(path, _pattern(path), methods) for path, methods in paths]
 
     def _own(self, answer: Answer) -> Answer:
         """API Gateway's request id, on every answer it sends."""
@@ -148,12 +144,12 @@ class Gateway(_Api):
     ) -> Answer:
         """`path` is the stage's, with its query: /runs?limit=1 means /<stage>/runs?limit=1."""
         route_path, _, query = path.partition("?")
-        for route in self._routes:
-            match = route.pattern.match(route_path)
+        for route, pattern, methods in self._routes:
+            match = pattern.match(route_path)
             if match is None:
                 continue
             # A method of its own first, then the path's ANY, as API Gateway matches.
-            operation = route.methods.get(method.lower()) or route.methods.get(ANY_METHOD)
+            operation = methods.get(method.lower()) or methods.get(ANY_METHOD)
             if operation is None:
                 break
             integration = operation["x-amazon-apigateway-integration"]
@@ -172,7 +168,7 @@ class Gateway(_Api):
     def _event(
         self,
         method: str,
-        route: Route,
+        route: str,
         path: str,
         parameters: dict[str, str],
         query: str,
@@ -189,7 +185,7 @@ class Gateway(_Api):
             body,
             http_api=False,
             query=query,
-            route=route.path,
+            route=route,
             path_parameters={k: urllib.parse.unquote(v) for k, v in parameters.items()},
             stage=self.stage,
             binary=body is not None and self._is_binary(content_type),

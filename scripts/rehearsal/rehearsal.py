@@ -9,6 +9,7 @@ TLS certificate, the issuer, the account's SSM parameters, `make run`.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import os
@@ -348,7 +349,8 @@ class Run:
         return conversation
 
     def _gateway(self) -> Gateway | HttpGateway:
-        """The API the stack has (ApiType): the REST API, or the HTTP API."""
+        """The API the stack has (ApiType): the REST API, or the HTTP API, in front
+        of the function its integration names."""
         permissions = list(self.stack.of_type("AWS::Lambda::Permission").values())
         rest = self.stack.of_type("AWS::ApiGateway::RestApi")
         http = self.stack.of_type("AWS::ApiGatewayV2::Api")
@@ -356,48 +358,31 @@ class Run:
             raise tpl.TemplateError(
                 f"the stack has {len(rest)} REST and {len(http)} HTTP APIs, not one API"
             )
-        if rest:
-            ((api_name, api),) = rest.items()
-            (stage,) = self.stack.of_type("AWS::ApiGateway::Stage").values()
-            handler = self._handler_of_api(api["Body"])
-            return Gateway(
-                api["Body"],
-                stage["StageName"],
-                self.stack.physical[api_name],
-                lambda event: self._api_invocation(handler, event),
-                self.stack.functions[handler].arn,
-                permissions,
-                api.get("EndpointConfiguration", {}).get("Types", []),
-            )
-        ((api_name, _),) = http.items()
+        ((api_name, api),) = {**rest, **http}.items()
         api_id = self.stack.physical[api_name]
-        (stage,) = self.stack.of_type("AWS::ApiGatewayV2::Stage").values()
         integrations = {
             self.stack.physical[name]: integration
             for name, integration in self.stack.of_type("AWS::ApiGatewayV2::Integration").items()
         }
-        (uri,) = {integration["IntegrationUri"] for integration in integrations.values()}
-        (function,) = (n for n, f in self.stack.functions.items() if f.arn == uri)
-        return HttpGateway(
-            api_id,
-            stage["StageName"],
-            list(self.stack.of_type("AWS::ApiGatewayV2::Route").values()),
-            integrations,
-            lambda event: self._api_invocation(function, event),
-            self.stack.functions[function].arn,
-            permissions,
-        )
-
-    def _handler_of_api(self, definition: dict[str, Any]) -> str:
-        uris = {
+        uris = {integration["IntegrationUri"] for integration in integrations.values()} or {
             operation["x-amazon-apigateway-integration"]["uri"]
-            for methods in definition["paths"].values()
+            for methods in api.get("Body", {}).get("paths", {}).values()
             for operation in methods.values()
             if operation["x-amazon-apigateway-integration"]["type"] == "aws_proxy"
         }
         (uri,) = uris
         (function,) = (n for n, f in self.stack.functions.items() if f.arn in uri)
-        return function
+        invoke = functools.partial(self._api_invocation, function)
+        arn = self.stack.functions[function].arn
+        if rest:
+            (stage,) = self.stack.of_type("AWS::ApiGateway::Stage").values()
+            types = api.get("EndpointConfiguration", {}).get("Types", [])
+            return Gateway(api["Body"], stage["StageName"], api_id, invoke, arn, permissions, types)
+        (stage,) = self.stack.of_type("AWS::ApiGatewayV2::Stage").values()
+        routes = list(self.stack.of_type("AWS::ApiGatewayV2::Route").values())
+        return HttpGateway(
+            api_id, stage["StageName"], routes, integrations, invoke, arn, permissions
+        )
 
     def _api_invocation(
         self, function: str, event: dict[str, Any]
@@ -534,7 +519,7 @@ class Run:
             self.outcome.failures.append(
                 f"{len(receiver.unsigned())} webhook deliveries were not signed with the secret"
             )
-        if not any(d.status >= 500 for d in receiver.deliveries):
+        if not any(got.status >= 500 for got in receiver.received):
             self.outcome.failures.append(
                 "the receiver never refused a delivery: the retry was not rehearsed"
             )

@@ -209,16 +209,6 @@ def assets_of(html: str) -> list[str]:
     return parser.urls
 
 
-@dataclass
-class Mismatch:
-    label: str
-    request: str
-    problems: list[str]
-
-    def __str__(self) -> str:
-        return f"{self.label} ({self.request}): " + "; ".join(self.problems[:6])
-
-
 class Conversation:
     """Both sides, asked the same things in the same order."""
 
@@ -227,7 +217,8 @@ class Conversation:
         self.deployed = deployed
         self.tokens = tokens
         self.origin = origin
-        self.mismatches: list[Mismatch] = []
+        # One line per request whose answers differ: its label, the request, what differs.
+        self.mismatches: list[str] = []
         self.asked = 0
         self.after_each: Callable[[], None] = lambda: None
         # With REHEARSAL_VERBOSE=1, each exchange in one line (both bodies on a difference).
@@ -273,7 +264,7 @@ class Conversation:
         if expect is not None and local.status != expect:
             problems.append(f"make run answered {local.status}, the rehearsal expects {expect}")
         if problems:
-            self.mismatches.append(Mismatch(label, f"{method} {local.path}", problems))
+            self.mismatches.append(f"{label} ({method} {local.path}): " + "; ".join(problems[:6]))
         if self.verbose:
             print(
                 f"  {label}: {method} {local.path} -> {local.status} / {deployed.status}",
@@ -304,7 +295,7 @@ class Conversation:
         self.asked += 1
         if expect is not None and answer.status != expect:
             problem = f"the stack answered {answer.status}, the rehearsal expects {expect}"
-            self.mismatches.append(Mismatch(label, f"{method} {where}", [problem]))
+            self.mismatches.append(f"{label} ({method} {where}): {problem}")
         self.after_each()
         return answer
 

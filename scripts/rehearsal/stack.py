@@ -85,7 +85,7 @@ class Stack:
     def _upload(self, code: bytes) -> None:
         """Where `aws cloudformation package` would put the code: the template's S3 location."""
         s3 = self.cloud.account_client("s3")
-        for function in self.template.functions().values():
+        for function in self.template.of_type("AWS::Lambda::Function").values():
             location = function["Properties"]["Code"]
             buckets = {b["Name"] for b in s3.list_buckets().get("Buckets", [])}
             if location["S3Bucket"] not in buckets:

@@ -123,9 +123,6 @@ class Template:
         }
         return body
 
-    def functions(self) -> dict[str, dict[str, Any]]:
-        return self.of_type("AWS::Lambda::Function")
-
     def role_of(self, function: str) -> str:
         role = self.resources[function]["Properties"]["Role"]
         ((name, attribute),) = referenced(role)
