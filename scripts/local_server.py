@@ -62,6 +62,11 @@ _REFUSALS = {
 _METHOD = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
+def _error(message: str) -> bytes:
+    """The service's error shape, compact as the app writes it."""
+    return json.dumps({"error": message}, separators=(",", ":")).encode()
+
+
 class RequestHandler(chalice.local.ChaliceRequestHandler):
     """chalice's request handler, reading each request within bounds
     (scripts/local_http.py), with the deployed API's answer to unknown paths,
@@ -202,11 +207,7 @@ class RequestHandler(chalice.local.ChaliceRequestHandler):
         # page on it can read the 404 (deploy/stack.yaml's gateway responses).
         if isinstance(self._cors, CORSConfig):
             headers["Access-Control-Allow-Origin"] = self._cors.allow_origin
-        body = (
-            None
-            if self.command == "HEAD"
-            else json.dumps({"error": NO_ROUTE}, separators=(",", ":"))
-        )
+        body = None if self.command == "HEAD" else _error(NO_ROUTE).decode()
         self._send_http_response(404, headers, body)
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
@@ -223,11 +224,7 @@ class RequestHandler(chalice.local.ChaliceRequestHandler):
         request_id = self._access_line(status, route)
         self.close_connection = True
         self.request_version = self.protocol_version  # a status line, whatever was sent
-        body = (
-            b""
-            if self.command == "HEAD"
-            else json.dumps({"error": message}, separators=(",", ":")).encode()
-        )
+        body = b"" if self.command == "HEAD" else _error(message)
         try:
             self.connection.settimeout(local_http.PAUSE_SECONDS)
             self.send_response(status)

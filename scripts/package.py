@@ -157,17 +157,10 @@ def function_runtime(template: dict[str, Any]) -> str:
 def add_bytecode(bundle: Path, runtime: str) -> int:
     """Ship each module of `bundle` compiled, as the runtime would compile it; how many.
 
-    Lambda's task root is read-only, so a function whose bundle holds only
-    sources compiles every module it imports on every cold start (chalice's
-    app.py alone is 2,000 lines), and `chalice package` adds no bytecode: it
-    copies chalice's app.py, app.py and the dependencies as sources, and
-    whatever __pycache__ the working tree has under chalicelib/ (stale files,
-    other Pythons' files, checked against modification times the zip keeps to
-    2 seconds). Those are dropped; every module gets a checked-hash .pyc (PEP
-    552): the runtime uses it while it matches the source beside it, and
-    compiles the source as before when it does not (a source edited in the
-    unzipped bundle without packaging it again).
-    """
+    Why, and why as checked-hash .pyc files (PEP 552): docs/deploy.md ("Every module
+    in deployment.zip ships compiled"). What __pycache__ chalice copied from the
+    working tree is dropped (stale files, other Pythons', checked against modification
+    times the zip keeps to 2 seconds)."""
     import importlib.util
     import marshal
     import zipfile
@@ -219,11 +212,9 @@ def _compiled(filename: str, source: bytes) -> Optional[CodeType]:
 
 
 def other_methods_reach_the_function(template: dict[str, Any]) -> None:
-    """API Gateway answers a method a path does not define as a missing route
-    (404 here), where the app, and `make run`, answer 405 with an Allow header,
-    as the OpenAPI document says. Every path's other methods (API Gateway's
-    ANY, which the defined ones take precedence over) go to the function too,
-    which answers them so."""
+    """Every path's other methods (API Gateway's ANY, which the defined ones take
+    precedence over) go to the function, which answers them 405 with an Allow
+    header as `make run` does, not as API Gateway's missing route (docs/deploy.md)."""
     definition = template["Resources"][REST_API]["Properties"]["DefinitionBody"]
     for methods in definition["paths"].values():
         proxied = [
@@ -240,10 +231,9 @@ def other_methods_reach_the_function(template: dict[str, Any]) -> None:
 
 
 def preflights_allow_the_origin(template: dict[str, Any]) -> None:
-    """API Gateway answers a browser's CORS preflight (OPTIONS) itself, with the
-    headers chalice wrote into the definition: the allowed origin the app had
-    while it was packaged ("null" in jwt mode), not the stack's. Each preflight
-    names the CorsOrigin parameter instead, as the gateway responses do."""
+    """Each CORS preflight, which API Gateway answers itself from the definition, names
+    the CorsOrigin parameter as the gateway responses do, not the origin the app had
+    while chalice packaged it ("null" in jwt mode)."""
     api = template["Resources"][REST_API]["Properties"]
     origin = api["GatewayResponses"]["DEFAULT_4XX"]["ResponseParameters"]["Headers"]
     for methods in api["DefinitionBody"]["paths"].values():

@@ -24,8 +24,11 @@ from unittest import mock
 
 from scripts.moto_server import MotoServer
 
+REGION = "us-east-1"
+ACCOUNT = "123456789012"  # moto's
 
-def client(endpoint: str, service: str, region: str = "us-east-1", **keys: str) -> Any:
+
+def client(endpoint: str, service: str, **keys: str) -> Any:
     """A boto3 client of `service` at `endpoint`, with these credentials
     (aws_access_key_id, aws_secret_access_key, aws_session_token).
 
@@ -35,7 +38,7 @@ def client(endpoint: str, service: str, region: str = "us-east-1", **keys: str) 
     made with; the lock is there because a session is not safe to make
     clients from on two threads at once (a client, once made, is)."""
     with _making_clients:
-        return _session().client(service, endpoint_url=endpoint, region_name=region, **keys)
+        return _session().client(service, endpoint_url=endpoint, region_name=REGION, **keys)
 
 
 _making_clients = threading.Lock()
@@ -263,7 +266,7 @@ _FIXES = contextlib.ExitStack()
 
 
 def _patch(owner: Any, name: str, value: Any) -> None:
-    _FIXES.enter_context(mock.patch.object(owner, name, value))
+    _FIXES.enter_context(mock.patch.object(owner, name, value, create=True))
 
 
 def _fix_moto() -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from scripts.gateway_events import forwarded, proxy_event
-from scripts.rehearsal.stack import ACCOUNT, REGION
+from scripts.rehearsal.cloud import ACCOUNT, REGION
 
 ANY_METHOD = "x-amazon-apigateway-any-method"
 Invoke = Callable[[dict[str, Any]], tuple[Any, Optional[dict[str, Any]]]]
@@ -69,6 +69,24 @@ class _Api:
         self._permissions = permissions
         self.invocations = 0
 
+    def request(
+        self, method: str, path: str, headers: Mapping[str, str], body: Optional[bytes] = None
+    ) -> Answer:
+        """`path` is the stage's, with its query: /runs?limit=1 means /<stage>/runs?limit=1.
+        Every answer carries API Gateway's request id, in its API's header."""
+        route_path, _, query = path.partition("?")
+        answer = self._answer(method, route_path, query, headers, body)
+        answer.headers.update(self._request_id())
+        return answer
+
+    def _answer(
+        self, method: str, path: str, query: str, headers: Mapping[str, str], body: Optional[bytes]
+    ) -> Answer:
+        raise NotImplementedError
+
+    def _request_id(self) -> dict[str, str]:
+        raise NotImplementedError
+
     @property
     def base(self) -> str:
         """What precedes the app's routes in the URL: the stage (none for `$default`)."""
@@ -103,6 +121,14 @@ class _Api:
         return Answer(int(result["statusCode"]), headers, raw)
 
 
+def _static_headers(response: Mapping[str, Any], prefix: str) -> dict[str, str]:
+    """The headers a mock or gateway response sets: `prefix` + name, a quoted value."""
+    parameters = response.get("responseParameters", {})
+    return {
+        name.removeprefix(prefix).lower(): value.strip("'") for name, value in parameters.items()
+    }
+
+
 def _message(status: int, message: str) -> Answer:
     """An answer of API Gateway's own, in its words: `{"message": ...}`."""
     body = json.dumps({"message": message}).encode()
@@ -130,22 +156,14 @@ class Gateway(_Api):
         paths = sorted(definition["paths"].items(), key=lambda item: -_literal_segments(item[0]))
         self._routes = [(path, _pattern(path), methods) for path, methods in paths]
 
-    def _own(self, answer: Answer) -> Answer:
-        """API Gateway's request id, on every answer it sends."""
-        answer.headers["x-amzn-requestid"] = str(uuid.uuid4())
-        return answer
+    def _request_id(self) -> dict[str, str]:
+        return {"x-amzn-requestid": str(uuid.uuid4())}
 
-    def request(
-        self,
-        method: str,
-        path: str,
-        headers: Mapping[str, str],
-        body: Optional[bytes] = None,
+    def _answer(
+        self, method: str, path: str, query: str, headers: Mapping[str, str], body: Optional[bytes]
     ) -> Answer:
-        """`path` is the stage's, with its query: /runs?limit=1 means /<stage>/runs?limit=1."""
-        route_path, _, query = path.partition("?")
         for route, pattern, methods in self._routes:
-            match = pattern.match(route_path)
+            match = pattern.match(path)
             if match is None:
                 continue
             # A method of its own first, then the path's ANY, as API Gateway matches.
@@ -154,15 +172,13 @@ class Gateway(_Api):
                 break
             integration = operation["x-amazon-apigateway-integration"]
             if integration["type"] == "mock":
-                return self._own(self._mock(integration))
+                return self._mock(integration)
             if integration["type"] != "aws_proxy":
                 raise NotImplementedError(f"{integration['type']} integrations are not played")
-            event = self._event(method, route, route_path, match.groupdict(), query, headers, body)
-            return self._own(self._proxy(event))
-        return self._own(
-            self._gateway_response(
-                "MISSING_AUTHENTICATION_TOKEN", 403, "Missing Authentication Token"
-            )
+            event = self._event(method, route, path, match.groupdict(), query, headers, body)
+            return self._proxy(event)
+        return self._gateway_response(
+            "MISSING_AUTHENTICATION_TOKEN", 403, "Missing Authentication Token"
         )
 
     def _event(
@@ -208,10 +224,7 @@ class Gateway(_Api):
 
     def _mock(self, integration: Mapping[str, Any]) -> Answer:
         response = integration["responses"]["default"]
-        headers = {
-            name.removeprefix("method.response.header.").lower(): value.strip("'")
-            for name, value in response.get("responseParameters", {}).items()
-        }
+        headers = _static_headers(response, "method.response.header.")
         headers.setdefault("content-type", "application/json")
         return Answer(int(response["statusCode"]), headers, b"")
 
@@ -220,10 +233,7 @@ class Gateway(_Api):
         response = self._responses.get(kind) or self._responses.get(family)
         if response is None:
             return _message(status, message)
-        headers = {
-            name.removeprefix("gatewayresponse.header.").lower(): value.strip("'")
-            for name, value in response.get("responseParameters", {}).items()
-        }
+        headers = _static_headers(response, "gatewayresponse.header.")
         template = response.get("responseTemplates", {}).get("application/json", "")
         body = template.replace("$context.error.messageString", json.dumps(message))
         headers["content-type"] = "application/json"
@@ -251,22 +261,15 @@ class HttpGateway(_Api):
         self._routes = {route["RouteKey"]: route for route in routes}
         self._integrations = integrations
 
-    def _own(self, answer: Answer) -> Answer:
-        answer.headers["apigw-requestid"] = secrets.token_urlsafe(12)
-        return answer
+    def _request_id(self) -> dict[str, str]:
+        return {"apigw-requestid": secrets.token_urlsafe(12)}
 
-    def request(
-        self,
-        method: str,
-        path: str,
-        headers: Mapping[str, str],
-        body: Optional[bytes] = None,
+    def _answer(
+        self, method: str, path: str, query: str, headers: Mapping[str, str], body: Optional[bytes]
     ) -> Answer:
-        """`path` is the stage's, with its query."""
-        route_path, _, query = path.partition("?")
-        route = self._routes.get(f"{method} {route_path}") or self._routes.get("$default")
+        route = self._routes.get(f"{method} {path}") or self._routes.get("$default")
         if route is None:
-            return self._own(_message(404, "Not Found"))
+            return _message(404, "Not Found")
         target = str(route.get("Target", ""))
         integration = self._integrations.get(target.removeprefix("integrations/"))
         if integration is None or integration.get("IntegrationType") != "AWS_PROXY":
@@ -275,7 +278,7 @@ class HttpGateway(_Api):
             raise NotImplementedError("only payload format 1.0 is played (the app's)")
         event = proxy_event(
             method,
-            route_path,
+            path,
             forwarded(self.host, headers),
             body,
             http_api=True,
@@ -286,7 +289,6 @@ class HttpGateway(_Api):
             account=ACCOUNT,
             request_id=secrets.token_urlsafe(12),
         )
-        if not self._allowed(method, route_path):
-            return self._own(_message(500, "Internal Server Error"))
-        answer = self._proxied(event)
-        return self._own(answer or _message(500, "Internal Server Error"))
+        if not self._allowed(method, path):
+            return _message(500, "Internal Server Error")
+        return self._proxied(event) or _message(500, "Internal Server Error")

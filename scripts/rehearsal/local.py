@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Optional
 
-from tests.support import receiver
+from tests.support import receiver, tokens
 from tests.support.receiver import verify
 
 HOST = "127.0.0.1"
@@ -100,16 +100,10 @@ class Issuer:
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
 
     def token(self, actor: str, groups: tuple[str, ...] = ()) -> str:
+        """Signed RS256, valid for an hour: the whole mutation sweep, on a busy machine."""
         import jwt
 
-        now = int(time.time())
-        claims = {
-            "iss": self.url,
-            "sub": actor,
-            "groups": list(groups),
-            "iat": now,
-            "exp": now + 3600,
-        }
+        claims = tokens.claims(actor, groups, iss=self.url, exp=int(time.time()) + 3600)
         return jwt.encode(claims, self._key, algorithm="RS256", headers={"kid": KEY_ID})
 
     def close(self) -> None:

@@ -24,7 +24,7 @@ from typing import Any, Optional
 
 from scripts.moto_server import Fault
 from scripts.rehearsal import template as tpl
-from scripts.rehearsal.cloud import SERVER_ERROR, Cloud, Decision, entries_failed
+from scripts.rehearsal.cloud import ACCOUNT, SERVER_ERROR, Cloud, Decision, entries_failed
 from scripts.rehearsal.gateway import Answer, Gateway, HttpGateway
 from scripts.rehearsal.local import Issuer, MakeRun, Receiver, certificate
 from scripts.rehearsal.runtime import Container, Invocation, check_imports
@@ -36,18 +36,17 @@ from scripts.rehearsal.scenario import (
     wait_while_growing,
 )
 from scripts.rehearsal.sources import QueueSource, Report, StreamSource, scheduled_event
-from scripts.rehearsal.stack import ACCOUNT, REGION, Stack
+from scripts.rehearsal.stack import Stack
 from scripts.rehearsal.walk import CALLERS, ORIGIN, walk
 
 CURSOR_PARAMETER = "/approval-workflows/cursor-secret"
 WEBHOOK_PARAMETER = "/approval-workflows/webhook-secret"
 # Lines in a function's log that fail the rehearsal wherever they appear.
 ALARMS = re.compile(r"Traceback|AccessDenied|ModuleNotFoundError|ImportError| ERROR[: ]")
-# The webhook queue is drained until it is empty; it is stuck if its messages
-# stay hidden, none to receive, this long: longer than the hide of any retry
-# a rehearsal makes (the first within 5 s, then 10, 20). The time the sender
-# works is not counted: a loaded machine slows it down, and must not change
-# the verdict (a bound on the whole drain once failed a rehearsal so).
+# The webhook queue is drained until it is empty; it is stuck if its messages stay
+# hidden, none to receive, this long: longer than the hide of any retry a rehearsal
+# makes (5, 10, 20 s). Not a bound on the whole drain: docs/rehearsal.md, "The same
+# verdict on a busy machine".
 DRAIN_IDLE_SECONDS = 40.0
 # make run's deliveries must reach the stack's; they are late if they stop
 # growing this long.
@@ -114,10 +113,6 @@ class Environment:
                 Name=WEBHOOK_PARAMETER, Type="SecureString", Value=self.webhook_secret
             )
         self.stacks = 0
-
-    def function_environment(self) -> dict[str, str]:
-        """What the rehearsal adds to Lambda's variables: where AWS is, whom TLS trusts."""
-        return {"AWS_ENDPOINT_URL": self.cloud.endpoint, "SSL_CERT_FILE": str(self.tls[0])}
 
     def make_run(self, receiver: Receiver) -> MakeRun:
         return MakeRun(
@@ -202,10 +197,12 @@ class Run:
                 self.task_root,
                 self.env.runtime_dir,
                 self.stack.credentials[spec.role],
-                self.env.cloud.endpoint,
-                REGION,
                 self.env.work / self.outcome.stack,
-                self.env.function_environment(),
+                # What the rehearsal adds to Lambda's variables: where AWS is, whom TLS trusts.
+                {
+                    "AWS_ENDPOINT_URL": self.env.cloud.endpoint,
+                    "SSL_CERT_FILE": str(self.env.tls[0]),
+                },
             )
         return self.containers[function]
 
@@ -477,7 +474,7 @@ class Run:
                 "no permission lets the schedule's rule invoke the sweeper"
             )
             return
-        invocation = self.invoke(function, scheduled_event(rule_arn, ACCOUNT, REGION))
+        invocation = self.invoke(function, scheduled_event(rule_arn))
         if invocation.error is not None:
             self.outcome.failures.append(f"the sweeper failed: {invocation.error}")
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from scripts.rehearsal.cloud import REGION, client
+
 BOOTSTRAP = Path(__file__).with_name("bootstrap.py")
 # The interpreter the functions run in: the machine's, without any site-packages.
 PYTHON = getattr(sys, "_base_executable", sys.executable)
@@ -34,13 +36,10 @@ class Credentials:
     secret_key: str
     token: str
 
-    def client(self, service: str, endpoint: str, region: str) -> Any:
-        from scripts.rehearsal.cloud import client
-
+    def client(self, service: str, endpoint: str) -> Any:
         return client(
             endpoint,
             service,
-            region,
             aws_access_key_id=self.access_key,
             aws_secret_access_key=self.secret_key,
             aws_session_token=self.token,
@@ -77,11 +76,9 @@ class Invocation:
 
 
 def patience(load: Optional[float] = None, cores: Optional[int] = None) -> float:
-    """How many times its timeout a function is waited for: 1 on a quiet
-    machine, the load per core on a busy one. Lambda gives a function its own
-    share of a CPU; here every function, moto and make run share this
-    machine's cores with whatever else runs, and a function that takes twice
-    as long on a machine twice as busy has not timed out."""
+    """How many times its timeout a function is waited for: 1 on a quiet machine,
+    the load per core on a busy one, whose cores every function, moto and make run
+    share (docs/rehearsal.md, "The same verdict on a busy machine")."""
     if load is None:
         load = os.getloadavg()[0]
     cores = cores or os.cpu_count() or 1
@@ -97,15 +94,13 @@ class Container:
         task_root: Path,
         runtime_dir: Path,
         credentials: Credentials,
-        endpoint: str,
-        region: str,
         tmp: Path,
         extra_environment: dict[str, str],
     ) -> None:
+        """`extra_environment` names the endpoint of AWS (AWS_ENDPOINT_URL)."""
         self.function = function
         self.credentials = credentials
-        self.endpoint = endpoint
-        self.region = region
+        self.endpoint = extra_environment["AWS_ENDPOINT_URL"]
         day = time.strftime("%Y/%m/%d", time.gmtime())
         self.log_stream = f"{day}/[$LATEST]{secrets.token_hex(16)}"
         self._logs: Any = None
@@ -123,8 +118,8 @@ class Container:
             "LAMBDA_RUNTIME_DIR": str(runtime_dir),
             "_HANDLER": function.handler,
             "AWS_EXECUTION_ENV": f"AWS_Lambda_{function.runtime}",
-            "AWS_REGION": region,
-            "AWS_DEFAULT_REGION": region,
+            "AWS_REGION": REGION,
+            "AWS_DEFAULT_REGION": REGION,
             "AWS_LAMBDA_FUNCTION_NAME": function.name,
             "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
             "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(function.memory),
@@ -229,7 +224,7 @@ class Container:
     def _ship(self, invocation: Invocation, trace: str) -> None:
         """What Lambda sends with the function's role: its log lines, its segment."""
         if self._logs is None:
-            self._logs = self.credentials.client("logs", self.endpoint, self.region)
+            self._logs = self.credentials.client("logs", self.endpoint)
             self._logs.create_log_stream(
                 logGroupName=self.function.log_group, logStreamName=self.log_stream
             )
@@ -245,7 +240,7 @@ class Container:
         if not self.function.tracing:
             return
         if self._xray is None:
-            self._xray = self.credentials.client("xray", self.endpoint, self.region)
+            self._xray = self.credentials.client("xray", self.endpoint)
             self._xray.put_telemetry_records(
                 TelemetryRecords=[{"Timestamp": time.time(), "SegmentsReceivedCount": 0}]
             )
@@ -282,7 +277,7 @@ def check_imports(task_root: Path, runtime_dir: Path) -> dict[str, Any]:
     answer = subprocess.run(
         _bootstrap(task_root, runtime_dir, "app.app", "--check-imports"),
         cwd=task_root,
-        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": LANG, "AWS_REGION": "us-east-1"},
+        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": LANG, "AWS_REGION": REGION},
         capture_output=True,
         text=True,
         timeout=120,

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import Any, Optional, Union
+from urllib.parse import quote
 
 TIME_KEYS = {
     "created_at",
@@ -303,13 +304,7 @@ class Conversation:
 def cursor_of(label: str) -> Callable[[Side], str]:
     """The next page's cursor in each side's own answer to `label`."""
 
-    def cursor(side: Side) -> str:
-        from urllib.parse import quote
-
-        value = side.answers[label].json()["next_cursor"]
-        return quote(str(value), safe="")
-
-    return cursor
+    return lambda side: quote(str(side.answers[label].json()["next_cursor"]), safe="")
 
 
 def wait_while_growing(

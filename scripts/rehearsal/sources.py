@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from scripts.rehearsal.cloud import ACCOUNT, REGION
 from scripts.rehearsal.runtime import Invocation
 
 RETRIES = 2
@@ -244,12 +245,9 @@ class QueueSource:
 
     def drain(self, report: Report, idle: float, most: float = 600.0) -> bool:
         """Poll until the queue is empty, hidden messages included; False if it
-        held messages and had none to receive for `idle` seconds in a row (a
-        message hidden for longer than any retry the rehearsal makes waits for:
-        stuck), or after `most` seconds in all (a sender that never finishes).
-
-        The time the sender takes is not held against it: on a loaded machine
-        it works slower, and only waiting is a sign that nothing will come."""
+        held messages and had none to receive for `idle` seconds in a row (stuck),
+        or after `most` seconds in all (a sender that never finishes). The time the
+        sender takes is not held against it: a loaded machine slows it down."""
         started = waiting = time.monotonic()
         while time.monotonic() - started < most:
             if self.poll_once(report):
@@ -264,16 +262,16 @@ class QueueSource:
         return False
 
 
-def scheduled_event(rule_arn: str, account: str, region: str) -> dict[str, Any]:
+def scheduled_event(rule_arn: str) -> dict[str, Any]:
     """The event an AWS::Events::Rule with a ScheduleExpression sends its target."""
     return {
         "version": "0",
         "id": str(uuid.uuid4()),
         "detail-type": "Scheduled Event",
         "source": "aws.events",
-        "account": account,
+        "account": ACCOUNT,
         "time": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "region": region,
+        "region": REGION,
         "resources": [rule_arn],
         "detail": {},
     }

@@ -19,11 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from scripts.rehearsal import template as tpl
-from scripts.rehearsal.cloud import Cloud
+from scripts.rehearsal.cloud import ACCOUNT, REGION, Cloud
 from scripts.rehearsal.runtime import Credentials, Function
-
-REGION = "us-east-1"
-ACCOUNT = "123456789012"  # moto's
 
 
 class StackError(Exception):
@@ -47,7 +44,7 @@ class Stack:
     played: dict[str, dict[str, Any]] = field(default_factory=dict)  # resolved properties
 
     def role_client(self, role: str, service: str) -> Any:
-        return self.credentials[role].client(service, self.cloud.endpoint, REGION)
+        return self.credentials[role].client(service, self.cloud.endpoint)
 
     def deploy(self, code: bytes) -> None:
         with self.cloud.as_account():
@@ -195,21 +192,17 @@ class Stack:
         problems = []
         if table["KeySchema"] != properties["KeySchema"]:
             problems.append(f"keys {table['KeySchema']}")
-        attribute = {
-            (a["AttributeName"], a["AttributeType"]) for a in table["AttributeDefinitions"]
-        }
-        if attribute != {
-            (a["AttributeName"], a["AttributeType"]) for a in properties["AttributeDefinitions"]
-        }:
+
+        def attributes(spec: Mapping[str, Any]) -> set[tuple[str, str]]:
+            return {(a["AttributeName"], a["AttributeType"]) for a in spec["AttributeDefinitions"]}
+
+        def indexes(spec: Mapping[str, Any]) -> dict[str, Any]:
+            found = spec.get("GlobalSecondaryIndexes", [])
+            return {i["IndexName"]: (i["KeySchema"], i["Projection"]) for i in found}
+
+        if attributes(table) != attributes(properties):
             problems.append("attribute definitions")
-        made = {
-            i["IndexName"]: (i["KeySchema"], i["Projection"])
-            for i in table.get("GlobalSecondaryIndexes", [])
-        }
-        wanted = {
-            i["IndexName"]: (i["KeySchema"], i["Projection"])
-            for i in properties.get("GlobalSecondaryIndexes", [])
-        }
+        made, wanted = indexes(table), indexes(properties)
         if made != wanted:
             problems.append(f"indexes {sorted(made)} instead of {sorted(wanted)}")
         stream = table.get("StreamSpecification", {})
