@@ -86,3 +86,25 @@ def test_someone_the_step_does_not_await_is_shown_why_not(
     expect(tab.heading).to_have_text(run["title"])
     assert tab.offered() == []
     expect(tab.page.locator("ul.why-not")).to_contain_text("finance")
+
+
+def test_a_session_that_ends_while_typing_signs_in_again_and_keeps_the_comment(
+    tab: PageUnderTest, api: Api, provider: OidcTestProvider
+) -> None:
+    run = started(api, provider)
+    tab.expect_failed_request(401)
+    tab.visit(f"#/runs/{run['id']}")
+    sign_in(tab, "maria")
+    expect(tab.heading).to_have_text(run["title"])
+    tab.page.get_by_label("Comment").fill("Checked the quote twice")
+
+    tab.context.clear_cookies()  # the session ends (as when it expires, or is revoked)
+    tab.page.get_by_role("button", name="Approve", exact=True).click()
+    expect(tab.alert).to_contain_text("You are signed out")
+    sign_in(tab, "maria")
+
+    expect(tab.heading).to_have_text(run["title"])
+    expect(tab.page.get_by_label("Comment")).to_have_value("Checked the quote twice")
+    tab.page.get_by_role("button", name="Approve", exact=True).click()
+    expect(tab.status).to_contain_text("You approved step 1, Finance")
+    assert "maria approved at Finance Checked the quote twice" in tab.history()[0]
