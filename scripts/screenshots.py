@@ -158,10 +158,10 @@ def sign_in_views(chromium: Any, base_url: str, out: Path) -> None:
             WORKFLOW_OIDC_CLIENT_ID=oidc_provider.CLIENT_ID,
             WORKFLOW_CURSOR_SECRET=os.urandom(32).hex(),
         )
+        viewport = {"width": 1280, "height": 600}
         context = chromium.new_context(
-            viewport={"width": 1280, "height": 600}, base_url=base_url, locale="en-GB",
-            timezone_id="Europe/Lisbon",
-        )  # fmt: skip
+            viewport=viewport, base_url=base_url, locale="en-GB", timezone_id="Europe/Lisbon"
+        )
         context.route("https://cdn.jsdelivr.net/**", lambda route: route.fulfill(body=""))
         page = context.new_page()
         page.goto("/#/me")

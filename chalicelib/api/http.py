@@ -249,8 +249,8 @@ class JsonApi:
             headers["Set-Cookie"] = list(outcome.cookies)
         if outcome.body is None:
             return Response(body="", status_code=outcome.status, headers=headers)
-        return Response(body=_encode(outcome.body), status_code=outcome.status,
-                        headers={**JSON_HEADERS, **headers})  # fmt: skip
+        headers.update(JSON_HEADERS)
+        return Response(body=_encode(outcome.body), status_code=outcome.status, headers=headers)
 
     def origin(self) -> str:
         """Where the page was loaded from, as a browser names it: scheme and host."""

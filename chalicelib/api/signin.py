@@ -122,8 +122,8 @@ def sign_in(query: Mapping[str, str], origin: str, base: str) -> Outcome:
         "code_challenge_method": "S256",
     }
     endpoint = _endpoint(config, "authorization_endpoint")
-    waiting = {"state": state, "nonce": nonce, "verifier": verifier, "back": back,
-               "until": int(time.time()) + sessions.SIGNIN_SECONDS}  # fmt: skip
+    until = int(time.time()) + sessions.SIGNIN_SECONDS
+    waiting = {"state": state, "nonce": nonce, "verifier": verifier, "back": back, "until": until}
     cookie = sessions.seal(waiting, sessions.SIGNIN_LABEL)
     separator = "&" if "?" in endpoint else "?"
     return Outcome(

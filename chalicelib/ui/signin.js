@@ -111,7 +111,11 @@ function drawTokenForm(current, caller) {
 function drawSession(current, caller) {
   if (!caller) {
     const next = session.get(KEYS.next) || "#/inbox";
-    const start = el("button", { type: "button", class: "primary", onclick: () => location.assign(signInUrl(next)) }, "Sign in");
+    const goSignIn = () => {
+      session.set(KEYS.next, null); // the service brings the person back there itself
+      location.assign(signInUrl(next));
+    };
+    const start = el("button", { type: "button", class: "primary", onclick: goSignIn }, "Sign in");
     return draw(current, "Sign in", el("p", {}, "Sign in with your organisation's account to see what waits for you and decide it."), el("div", { class: "actions" }, start));
   }
   const out = el("button", { type: "button", onclick: () => leave(out) }, "Sign out");
