@@ -61,10 +61,12 @@ def test_a_finance_approver_signs_in_decides_reloads_and_signs_out(
 
     tab.page.get_by_role("link", name="Signed in as maria").click()
     expect(tab.page.locator("dl.facts")).to_contain_text("finance")
+    tab.assert_accessible()
     tab.page.get_by_role("button", name="Sign out").click()
     expect(tab.page.get_by_role("heading", name="End Session")).to_be_visible()
     tab.page.get_by_role("button", name="End session").click()
     expect(tab.heading).to_have_text("Sign in")
+    tab.assert_accessible()
 
     refused = tab.page.evaluate(
         "async () => (await fetch('/inbox', {headers: {'X-Requested-With': 'x'}})).status"
