@@ -48,6 +48,7 @@ finally:
     gc.enable()
 
 if TYPE_CHECKING:
+    from chalicelib.domain.models import Contact
     from chalicelib.storage import Backend
 
 app = Chalice(app_name="approval-workflows")
@@ -339,6 +340,52 @@ def revoke_delegation(delegation_id: str) -> Delegation:
     query = queries.caller_query(api.query(), verified=caller is not None)
     actor = identity.actor_of(caller, query.actor)
     return delegations.revoke(get_storage(), did, actor, identity.is_admin(caller))
+
+
+# -- contacts (chalicelib/contacts.py) ----------------------------------------------
+
+
+@app.route("/contacts", methods=["GET"])
+@api.answers(200)
+def list_contacts() -> Page[Contact]:
+    from chalicelib import contacts
+    from chalicelib.api import queries
+
+    query = queries.workflow_query(api.query())
+    reader, _, admin = identity.reader_of(api.caller())
+    return contacts.listed(get_storage(), query.limit, query.cursor, reader, admin)
+
+
+@app.route("/contacts/{principal}", methods=["PUT"])
+@api.answers(200)
+def put_contact(principal: str) -> Contact:
+    from chalicelib import contacts
+    from chalicelib.api import contact_fields
+
+    whose = contact_fields.principal(principal)
+    new = contact_fields.new_contact(api.body())
+    reader, _, admin = identity.reader_of(api.caller())
+    return contacts.put(get_storage(), whose, new.email, new.slack, reader, admin)
+
+
+@app.route("/contacts/{principal}", methods=["GET"])
+@api.answers(200)
+def get_contact(principal: str) -> Contact:
+    from chalicelib import contacts
+    from chalicelib.api import contact_fields
+
+    reader, _, admin = identity.reader_of(api.caller())
+    return contacts.get(get_storage(), contact_fields.principal(principal), reader, admin)
+
+
+@app.route("/contacts/{principal}", methods=["DELETE"])
+@api.answers(200)
+def delete_contact(principal: str) -> Contact:
+    from chalicelib import contacts
+    from chalicelib.api import contact_fields
+
+    reader, _, admin = identity.reader_of(api.caller())
+    return contacts.delete(get_storage(), contact_fields.principal(principal), reader, admin)
 
 
 # -- events in the cloud (chalicelib/delivery/relay.py; wired by deploy/stack.yaml) -------

@@ -34,6 +34,7 @@ STATUS: dict[type[errors.WorkflowError], int] = {
     errors.Forbidden: 403,
     errors.NotFound: 404,
     errors.Conflict: 409,
+    errors.Gone: 410,
     errors.IdempotencyMismatch: 422,
     errors.Unavailable: 503,
 }

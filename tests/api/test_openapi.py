@@ -328,6 +328,7 @@ def test_each_rule_no_schema_states_is_a_documented_422_and_cursors_a_400() -> N
     cursor = {"$ref": "#/components/parameters/Cursor"}
     taking = [path for method, path, op in operations() if cursor in op.get("parameters", [])]
     assert sorted(taking) == [
+        "/contacts",
         "/delegations",
         "/inbox",
         "/runs",
