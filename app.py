@@ -388,6 +388,56 @@ def delete_contact(principal: str) -> Contact:
     return contacts.delete(get_storage(), contact_fields.principal(principal), reader, admin)
 
 
+# -- one-time action links (chalicelib/action_links.py): HTML pages, not JSON ------------
+
+
+@app.route("/act/{token}", methods=["GET"])
+def link_offer(token: str) -> Response:
+    """What the link would decide, and its form: nothing changes."""
+    from chalicelib import action_links
+    from chalicelib.api import action_pages
+
+    def respond(base: str) -> Response:
+        offer = action_links.offer(get_storage(), token)
+        run, link = offer.run, offer.link
+        step = run.current_step.name if run.current_step else ""
+        return action_pages.confirmation(
+            base, link.action, run.title, offer.workflow.name, step, link.person,
+            run.input, link.on_behalf_of,
+        )  # fmt: skip
+
+    return _link_answer(respond)
+
+
+@app.route("/act/{token}", methods=["POST"], content_types=["application/x-www-form-urlencoded"])
+def link_decision(token: str) -> Response:
+    """The link's decision, taken once, as its person."""
+    from chalicelib import action_links
+    from chalicelib.api import action_pages, contact_fields
+
+    def respond(base: str) -> Response:
+        comment = contact_fields.link_comment(api.form())
+        done = action_links.act(get_storage(), token, comment)
+        return action_pages.outcome(base, done.link.action, done.run.title, done.run.status)
+
+    return _link_answer(respond)
+
+
+def _link_answer(respond: Callable[[str], Response]) -> Response:
+    """A link's page, or the page of why not (links off: 404, as an unknown one)."""
+    from chalicelib import action_links
+    from chalicelib.api import action_pages
+    from chalicelib.domain import errors
+
+    base = api.base_path()
+    try:
+        verified = identity.settings().mode == identity.JWT
+        action_links.check_enabled(verified, os.environ.get(action_links.LINKS_VARIABLE))
+        return respond(base)
+    except errors.WorkflowError as exc:
+        return action_pages.refusal(base, http.status_of(exc), exc.message)
+
+
 # -- events in the cloud (chalicelib/delivery/relay.py; wired by deploy/stack.yaml) -------
 
 

@@ -46,6 +46,8 @@ ROUTES = (
     ("/contacts/{principal}", "PUT", "put_contact"),
     ("/contacts/{principal}", "GET", "get_contact"),
     ("/contacts/{principal}", "DELETE", "delete_contact"),
+    ("/act/{token}", "GET", "link_offer"),
+    ("/act/{token}", "POST", "link_decision"),
     ("/openapi.json", "GET", "openapi_document"),
     ("/", "GET", "page_document"),
     ("/ui/{name}", "GET", "page_file"),

@@ -86,6 +86,9 @@ def test_every_documented_operation_is_a_route_of_the_app() -> None:
 
 # The approvers' page: text for a browser, not JSON (chalicelib/api/page.py).
 PAGE = {"/": ["text/html"], "/ui/{name}": ["text/javascript", "text/css"]}
+# HTML pages for a browser, every answer of theirs that the service writes
+# (docs/notifications.md): the one-time action links.
+HTML_PAGES = ("/act/{token}",)
 
 
 def test_every_response_is_json_with_a_request_id() -> None:
@@ -94,6 +97,8 @@ def test_every_response_is_json_with_a_request_id() -> None:
             if path in PAGE and status == "200":
                 continue  # test_the_pages_files_are_documented_as_text
             response, _ = openapi_contract.response(path, method, status)
+            if path in HTML_PAGES and "text/html" in response.get("content", {}):
+                continue  # test_the_link_pages_are_html_with_the_pages_headers
             ids = {
                 name: header["$ref"].rpartition("/")[2]
                 for name, header in response["headers"].items()
@@ -123,6 +128,17 @@ def test_the_pages_files_are_documented_as_text_with_their_headers() -> None:
         assert DOCUMENT["paths"][path]["get"]["security"] == []
 
 
+def test_the_link_pages_are_html_with_the_pages_headers() -> None:
+    for method, path, operation in operations():
+        if path not in HTML_PAGES:
+            continue
+        assert operation["security"] == []
+        for status in operation["responses"]:
+            response, _ = openapi_contract.response(path, method, status)
+            if "text/html" in response["content"]:
+                assert {"Content-Security-Policy", "Referrer-Policy"} <= set(response["headers"])
+
+
 def test_every_201_names_its_location() -> None:
     created = [path for _, path, operation in operations() if "201" in operation["responses"]]
     assert len(created) == 4
@@ -133,8 +149,8 @@ def test_every_201_names_its_location() -> None:
 def test_every_post_takes_an_idempotency_key_and_documents_its_answers() -> None:
     key = {"$ref": "#/components/parameters/IdempotencyKey"}
     for method, path, operation in operations():
-        if method != "POST":
-            continue
+        if method != "POST" or path in HTML_PAGES:
+            continue  # a link's form decides once by its token, not by a key
         assert key in operation["parameters"], path
         assert {"400", "409", "415", "422", "503"} <= set(operation["responses"]), path
         success = next(status for status in operation["responses"] if status < "300")
