@@ -28,7 +28,11 @@ class NewContact(Record):
 
 
 def principal(raw: str) -> str:
-    """A principal in a path: "user:<name>" or "group:<name>" (the kind is required)."""
+    """A principal in a path: "user:<name>" or "group:<name>" (the kind is
+    required), percent-decoded where the server left it encoded."""
+    from urllib.parse import unquote
+
+    raw = unquote(raw)
     for kind in (USER_PREFIX, GROUP_PREFIX):
         if raw.startswith(kind):
             return kind + principal_name({"principal": raw}, "principal", kind)

@@ -372,7 +372,8 @@ class Contact(Record):
     email: Optional[str]
     # A user's Slack user id (U..., W...), a group's channel id (C...).
     slack: Optional[str]
-    updated_at: str
+    # None: no contact is set (who has none is told nothing).
+    updated_at: Optional[str]
     updated_by: Optional[str] = None
 
 

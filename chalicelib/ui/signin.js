@@ -2,6 +2,7 @@
 // tokens, for a bearer token (pasted, or in a link after #token=), and shows
 // whose it is and until when. Then on to where the person was going.
 import { ACTOR_CLAIM, KEYS, MODE, describeCaller, me, session, tokenClaims } from "./caller.js";
+import { contactSettings } from "./contact.js";
 import { readContract } from "./contract.js";
 import { el, facts, refuse, uid } from "./dom.js";
 import { isPast, splitList, time } from "./format.js";
@@ -22,17 +23,20 @@ function continueAfterIdentity(message) {
  */
 export async function showMe(current) {
   const caller = me();
-  if (MODE === "none") return drawNameForm(current, caller, (await readContract()).maxLength("/runs/{run_id}/approve", "actor"));
-  return drawTokenForm(current, caller);
+  // One's contact, once the page knows who one is (its own section, after the form).
+  const contact = caller ? await contactSettings(caller) : null;
+  if (MODE === "none") return drawNameForm(current, caller, (await readContract()).maxLength("/runs/{run_id}/approve", "actor"), contact);
+  return drawTokenForm(current, caller, contact);
 }
 
 /**
  * @param {number} current
  * @param {Caller | null} caller
  * @param {string | null} nameLength The longest name the API takes.
+ * @param {HTMLElement | null} contact
  * @returns {HTMLElement | null}
  */
-function drawNameForm(current, caller, nameLength) {
+function drawNameForm(current, caller, nameLength, contact) {
   const nameId = uid("actor");
   const groupsId = uid("groups");
   const groupsHint = uid("hint");
@@ -58,15 +62,17 @@ function drawNameForm(current, caller, nameLength) {
     "Who are you?",
     el("p", {}, "This service takes your word for who you are (it runs without sign-in, for local use). Your name is recorded with every decision you make here; it is kept for this tab only."),
     form,
+    contact,
   );
 }
 
 /**
  * @param {number} current
  * @param {Caller | null} caller
+ * @param {HTMLElement | null} contact
  * @returns {HTMLElement | null}
  */
-function drawTokenForm(current, caller) {
+function drawTokenForm(current, caller, contact) {
   const tokenId = uid("token");
   const hintId = uid("hint");
   const token = el("textarea", { id: tokenId, name: "token", rows: "4", required: true, autocomplete: "off", spellcheck: "false", "aria-describedby": hintId });
@@ -95,7 +101,7 @@ function drawTokenForm(current, caller) {
         ]),
       )
     : null;
-  return draw(current, "Who are you?", el("p", {}, "This service verifies who you are with a bearer token. Paste yours, or open a link that carries it after #token=."), currentToken, form);
+  return draw(current, "Who are you?", el("p", {}, "This service verifies who you are with a bearer token. Paste yours, or open a link that carries it after #token=."), currentToken, form, contact);
 }
 
 function forget() {

@@ -26,7 +26,9 @@ def test_a_contact_is_set_read_replaced_and_removed(api: Api) -> None:
     assert replaced.json_body["slack"] is None
     assert api.get("/contacts/user:rita").json_body["email"] == "r@example.com"
     assert api.delete("/contacts/user:rita").json_body["email"] == "r@example.com"
-    assert_error(api.get("/contacts/user:rita"), 404)
+    none = {"principal": "user:rita", "email": None, "slack": None, "updated_at": None}
+    assert api.get("/contacts/user:rita").json_body == {**none, "updated_by": None}
+    assert api.get("/contacts/user%3Arita").json_body["principal"] == "user:rita"
     assert_error(api.delete("/contacts/user:rita"), 404)
 
 

@@ -24,9 +24,8 @@ def contact_item(contact: Contact) -> Item:
         "PK": s(keys.CONTACTS_PK),
         "SK": s(canonical_principal(contact.principal)),
         "principal": s(contact.principal),
-        "updated_at": s(contact.updated_at),
     }
-    for name in ("email", "slack", "updated_by"):
+    for name in ("email", "slack", "updated_at", "updated_by"):
         value = getattr(contact, name)
         if value is not None:
             item[name] = s(value)
@@ -41,7 +40,7 @@ def contact_of(item: Item) -> Contact:
         item["principal"]["S"],
         text("email"),
         text("slack"),
-        item["updated_at"]["S"],
+        text("updated_at"),
         text("updated_by"),
     )
 
