@@ -83,10 +83,12 @@ def implied(cloud_event: Mapping[str, Any]) -> tuple[Notice, ...]:
         told = step.get("approvers") or []
     round_ = int(data.get("round") or 1)
     step_id = int(step.get("id") or 0)
-    unique = dict.fromkeys(told, None)
+    unique: dict[str, str] = {}
+    for principal in told:  # one notice per person, however their name is written
+        unique.setdefault(canonical_principal(principal), principal)
     return tuple(
         Notice(kind, principal, data["run_id"], data["workflow_id"], round_, step_id)
-        for principal in unique
+        for principal in unique.values()
     )
 
 
