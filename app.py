@@ -56,6 +56,7 @@ app = Chalice(app_name="approval-workflows")
 # the stack's own table stream and queue.
 RELAYED_STREAM = "arn:aws:dynamodb:us-east-1:000000000000:table/approval-workflows/stream/packaged"
 WEBHOOK_QUEUE = "arn:aws:sqs:us-east-1:000000000000:approval-workflows-webhooks"
+NOTIFICATION_QUEUE = "arn:aws:sqs:us-east-1:000000000000:approval-workflows-notifications"
 app.api.cors = http.cors()
 access_log.install(app)
 # Served by `chalice local`: the event dispatch and deadline sweeps that
@@ -463,6 +464,19 @@ def deliver_webhooks(event: SQSEvent) -> dict[str, Any]:
     return relay.deliver_messages(
         records, get_storage(), sink, time.time, hide, webhooks.retry_delay
     )
+
+
+@app.on_sqs_message(queue_arn=NOTIFICATION_QUEUE, batch_size=10)
+def notify_people(event: SQSEvent) -> dict[str, Any]:
+    """The bus's events, through SQS -> the emails they imply (chalicelib/delivery/notifier.py)."""
+    import time
+
+    from chalicelib.delivery import mail, notifier
+
+    records = (record.to_dict() for record in event)
+    mailer = mail.configured_mailer(default="ses")
+    assert mailer is not None, "a default is given"
+    return notifier.consume(records, get_storage(), mailer, time.time(), notifier.settings())
 
 
 @app.schedule(Rate(1, unit=Rate.MINUTES))

@@ -67,4 +67,9 @@ app.on_sqs_message(
     batch_size=10,
     name="deliver_webhooks",
 )(nothing)
+app.on_sqs_message(
+    queue_arn="arn:aws:sqs:us-east-1:000000000000:bare-notifications",
+    batch_size=10,
+    name="notify_people",
+)(nothing)
 app.schedule(Rate(1, unit=Rate.MINUTES), name="sweep_deadlines")(nothing)

@@ -199,3 +199,43 @@ def test_events_that_concern_nobody_send_nothing(storage: Backend) -> None:
         '{"type": "approval.workflow.created", "data": {}}',
     )
     assert notifier.notify(event, storage, lambda message: "nowhere", 0.0, notifier.settings())
+
+
+def test_the_deployed_notifier_consumes_the_bus_s_events_and_mails_through_ses(
+    ddb: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """app.notify_people, as the stack's queue hands it the bus's events, on
+    DynamoDB and SES (moto); a redelivered batch sends nothing twice."""
+    import json as json_module
+
+    import boto3
+    from chalice.test import Client
+    from moto.backends import get_backend
+
+    import app as app_module
+
+    monkeypatch.setenv("WORKFLOW_MAIL_FROM", "approvals@example.com")
+    monkeypatch.setenv("WORKFLOW_PUBLIC_URL", PUBLIC_URL)
+    mail.forget_clients()
+    boto3.client("sesv2").create_email_identity(EmailIdentity="example.com")
+    with Client(app_module.app) as client:
+        api = Api(client)
+        setup_run(api)
+        recorded = ddb.list_events("runs/1", None, 100).items
+        bus = [{"detail-type": e.type, "detail": json_module.loads(e.body)} for e in recorded]
+        records = [
+            {"messageId": str(i), "body": json_module.dumps(message), "receiptHandle": "r",
+             "eventSource": "aws:sqs", "eventSourceARN": app_module.NOTIFICATION_QUEUE,
+             "attributes": {}, "messageAttributes": {}}
+            for i, message in enumerate(bus)
+        ]  # fmt: skip
+        for _ in range(2):
+            answer = client.lambda_.invoke("notify_people", {"Records": records})
+            assert answer.payload == {"batchItemFailures": []}
+    sent = get_backend("ses")["123456789012"]["us-east-1"].sent_messages
+    assert sorted(m.destinations[0] for m in sent) == ["finance@example.com", "maria@example.com"]
+    assert ["/act/" in m.raw_data for m in sorted(sent, key=lambda m: m.destinations)] == [
+        False,
+        True,
+    ]
+    mail.forget_clients()
