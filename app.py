@@ -439,6 +439,32 @@ def _link_answer(respond: Callable[[str], Response]) -> Response:
         return action_pages.refusal(base, http.status_of(exc), exc.message)
 
 
+# -- Slack's button clicks (chalicelib/slack_clicks.py): signed by Slack, not by a JWT --------
+
+
+@app.route(
+    "/integrations/slack/interactions",
+    methods=["POST"],
+    content_types=["application/x-www-form-urlencoded"],
+)
+def slack_interaction() -> Response:
+    """A click on a message's Approve or Reject: decided as its Slack user's person."""
+    import time
+
+    from chalicelib import slack_clicks
+    from chalicelib.domain import errors
+
+    request = api.request
+    raw = request.raw_body if isinstance(request.raw_body, bytes) else b""
+    headers = {name.lower(): value for name, value in request.headers.items()}
+    try:
+        http.check_body_size(raw)
+        slack_clicks.click(get_storage(), raw, headers, time.time())
+    except errors.WorkflowError as exc:
+        return http.domain_error_response(exc)
+    return http.json_response({}, 200)
+
+
 # -- events in the cloud (chalicelib/delivery/relay.py; wired by deploy/stack.yaml) -------
 
 

@@ -48,6 +48,7 @@ ROUTES = (
     ("/contacts/{principal}", "DELETE", "delete_contact"),
     ("/act/{token}", "GET", "link_offer"),
     ("/act/{token}", "POST", "link_decision"),
+    ("/integrations/slack/interactions", "POST", "slack_interaction"),
     ("/openapi.json", "GET", "openapi_document"),
     ("/", "GET", "page_document"),
     ("/ui/{name}", "GET", "page_file"),

@@ -29,7 +29,7 @@ from typing import Any, Optional
 
 from chalicelib.delivery import mail
 from chalicelib.delivery.dispatch import Sink, iso
-from chalicelib.domain import links, notifications
+from chalicelib.domain import events, links, notifications
 from chalicelib.domain.models import GROUP_PREFIX, USER_PREFIX, Contact, Event, Run, Workflow
 from chalicelib.domain.names import canonical_principal
 from chalicelib.domain.notifications import Notice
@@ -55,6 +55,8 @@ class Settings(Record):
     public_url: Optional[str]
     links: bool
     ttl_seconds: int
+    # The Slack bot token (None: nothing is posted to Slack).
+    slack_token: Optional[str] = None
 
 
 def settings(environ: Mapping[str, str] = os.environ) -> Settings:
@@ -68,7 +70,10 @@ def settings(environ: Mapping[str, str] = os.environ) -> Settings:
     if raw and not (raw.isdigit() and 60 <= int(raw) <= 2_592_000):
         raise ValueError(f"{TTL_VARIABLE} is {raw!r}: set it to seconds, from 60 to 2592000")
     ttl = int(raw) if raw else links.DEFAULT_TTL_SECONDS
-    return Settings(url, switch == "on" or (switch == "" and not jwt), ttl)
+    from chalicelib.delivery import slack
+
+    token = slack.configured_token()
+    return Settings(url, switch == "on" or (switch == "" and not jwt), ttl, token)
 
 
 def notify(
@@ -77,9 +82,10 @@ def notify(
     """Send what `event` implies, each notification at most once; whether
     every one of them is sent (or was before, or needs no sending)."""
     cloud_event = json.loads(event.body)
+    updated = _update_slack(cloud_event, storage, config)
     notices = notifications.implied(cloud_event)
     if not notices:
-        return True
+        return updated
     at = iso(now)
     lent = [
         delegation
@@ -94,19 +100,23 @@ def notify(
     reachable = [
         (notice, contact)
         for notice in notices
-        if (contact := contacts.get(canonical_principal(notice.principal))) and contact.email
+        if (contact := contacts.get(canonical_principal(notice.principal)))
+        and (contact.email or (contact.slack and config.slack_token))
     ]
     if not reachable:
-        return True
+        return updated
     run = storage.get_run(notices[0].run_id, history=False)
     workflow = storage.get_workflow(run.workflow_id)
     data = cloud_event.get("data") or {}
-    sent = [
-        _send(notice, contact, run, workflow, data, storage, mailer, at, config)
-        for notice, contact in reachable
-        if not notice.asks or _still_asks(run, notice)
-    ]
-    return all(sent)
+    sent = []
+    for notice, contact in reachable:
+        if notice.asks and not _still_asks(run, notice):
+            continue
+        if contact.email:
+            sent.append(_send(notice, contact, run, workflow, data, storage, mailer, at, config))
+        if contact.slack and config.slack_token:
+            sent.append(_post(notice, contact, run, workflow, data, storage, at, config))
+    return updated and all(sent)
 
 
 def _still_asks(run: Run, notice: Notice) -> bool:
@@ -188,6 +198,85 @@ def _link(notice: Notice, action: str, token: str, at: str, ttl: int) -> links.A
         iso(expires.timestamp()),
         notice.on_behalf_of,
     )
+
+
+# -- Slack -------------------------------------------------------------------------------------
+
+# The events that decide a step, and how its Slack messages then say so.
+DECIDED = {
+    events.STEP_APPROVED: "approved",
+    events.STEP_REJECTED: "rejected",
+    events.STEP_EXPIRED: "expired",
+    events.RUN_RETURNED: "sent back",
+}
+
+
+def _post(
+    notice: Notice,
+    contact: Contact,
+    run: Run,
+    workflow: Workflow,
+    data: Mapping[str, Any],
+    storage: Backend,
+    at: str,
+    config: Settings,
+) -> bool:
+    """chat.postMessage to the contact's Slack id, at most once (its own
+    once-key); Approve and Reject for a user asked to decide."""
+    import uuid
+
+    from chalicelib.delivery import slack
+
+    assert contact.slack is not None and config.slack_token is not None
+    once, claim = notice.once_key + "#slack", f"{at}#{uuid.uuid4().hex}"
+    if not storage.claim_notice(once, claim):
+        return True
+    letter = compose(notice, contact.slack, run, workflow, data, (), config.public_url)
+    run_url = f"{config.public_url}/#/runs/{run.id}" if config.public_url else None
+    asks_user = notice.asks and notice.principal.startswith(USER_PREFIX)
+    decide = slack.button_value(run.id, notice.round, notice.step_id) if asks_user else None
+    summary = "\n".join((f"*{letter.subject}*", *letter.lines))
+    blocks = slack.blocks(summary, letter.fields, run_url, decide)
+    try:
+        posted = slack.post_message(config.slack_token, contact.slack, letter.subject, blocks)
+    except slack.SlackError as exc:
+        storage.release_notice(once, claim)
+        LOGGER.warning("could not post %s of run %s to Slack: %s", notice.kind, run.id, exc)
+        return False
+    if notice.asks:
+        post = notifications.SlackPost(
+            run.id, notice.round, notice.step_id, posted.channel, posted.ts, notice.principal
+        )
+        storage.put_slack_post(post)
+    LOGGER.info("posted %s of run %s to %s on Slack", notice.kind, run.id, notice.principal)
+    return True
+
+
+def _update_slack(cloud_event: Mapping[str, Any], storage: Backend, config: Settings) -> bool:
+    """Once a step is decided (by any channel), every message posted about it
+    shows the outcome and who decided, without its buttons (chat.update)."""
+    verb = DECIDED.get(cloud_event.get("type", ""))
+    data = cloud_event.get("data") or {}
+    step = data.get("step") or {}
+    if verb is None or config.slack_token is None or not step.get("id"):
+        return True
+    from chalicelib.delivery import slack
+    from chalicelib.domain.lifecycle import RunStatus
+
+    round_ = int(data.get("round") or 1)
+    run = storage.get_run(int(data["run_id"]), history=False)
+    waits = run.current_step is not None and run.current_step.id == step["id"]
+    if run.status == RunStatus.IN_PROGRESS and waits and run.round == round_:
+        return True  # an approval short of the quorum: the step still waits
+    text = f"*{run.title}*: {step.get('name')} was {verb} by {data.get('actor')}."
+    done = True
+    for post in storage.slack_posts(run.id, round_, int(step["id"])):
+        try:
+            slack.update_message(config.slack_token, post.channel, post.ts, text)
+        except slack.SlackError as exc:
+            LOGGER.warning("could not update a Slack message of run %s: %s", run.id, exc)
+            done = False
+    return done
 
 
 # -- what a message says ----------------------------------------------------------------------

@@ -67,6 +67,18 @@ class Notice(Record):
         return self.kind in ASKING
 
 
+class SlackPost(Record):
+    """A Slack message the notifier posted about a run's step: updated, its
+    buttons taken away, once the step is decided (by any channel)."""
+
+    run_id: int
+    round: int
+    step_id: int
+    channel: str
+    ts: str
+    principal: str
+
+
 def implied(cloud_event: Mapping[str, Any]) -> tuple[Notice, ...]:
     """The notifications a recorded CloudEvent implies (before delegates)."""
     kind = _kind(cloud_event["type"])

@@ -221,6 +221,18 @@ class Notices(Protocol):
         """Undo use_link (the decision it was used for was refused)."""
         ...
 
+    def contact_of_slack_user(self, slack_id: str) -> Optional[Contact]:
+        """The user's contact whose Slack id is `slack_id`, if any (the first by key)."""
+        ...
+
+    def put_slack_post(self, post: SlackPost) -> None:
+        """Remember a Slack message posted about a run's step (to update it later)."""
+        ...
+
+    def slack_posts(self, run_id: int, round_: int, step_id: int) -> tuple[SlackPost, ...]:
+        """The Slack messages posted about that step of that round of the run."""
+        ...
+
 
 if TYPE_CHECKING:
     from chalicelib.domain.changes import (
@@ -233,6 +245,7 @@ if TYPE_CHECKING:
     )
     from chalicelib.domain.idempotency import KeyStore
     from chalicelib.domain.links import ActionLink
+    from chalicelib.domain.notifications import SlackPost
 
     class Backend(Storage, KeyStore, Outbox, Notices, Protocol):
         """What each adapter is: the service's state, the Idempotency-Key store

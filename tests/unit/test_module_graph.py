@@ -53,6 +53,7 @@ USE_CASES = (
     "chalicelib.cursors",
     "chalicelib.contacts",
     "chalicelib.action_links",
+    "chalicelib.slack_clicks",
 )
 FORBIDDEN = {
     "chalicelib.domain": (*EDGE, STORAGE, DELIVERY, "chalicelib.engine", "boto3", "botocore"),

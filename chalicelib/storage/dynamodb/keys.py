@@ -37,6 +37,7 @@ Items (PK, SK are strings):
     action link  LINK#<token's SHA-256>      #LINK                    run, round, step, person,
                                                                       action, expiry
     link used    LINKUSE#<run>#<round>#<step>#<person key>  #USE      the digest used, when
+    slack post   SLACK#<run>#<round>#<step>  <channel>#<ts>           a message posted about it
 
 Indexes (schema.py), partition key -> sort key, all sorted by `id` but `due`:
 
@@ -347,6 +348,10 @@ def notice_pk(once_key: str) -> str:
 
 def link_pk(digest: str) -> str:
     return f"LINK#{digest}"
+
+
+def slack_posts_pk(run_id: int, round_: int, step_id: int) -> str:
+    return f"SLACK#{run_id}#{round_}#{step_id}"
 
 
 def link_use_pk(use_key: str) -> str:

@@ -17,6 +17,7 @@ from chalicelib.storage.dynamodb.keys import Item
 
 if TYPE_CHECKING:
     from chalicelib.domain.links import ActionLink
+    from chalicelib.domain.notifications import SlackPost
 
 
 def contact_item(contact: Contact) -> Item:
@@ -155,6 +156,40 @@ class Notices:
 
         key = {"PK": s(keys.link_use_pk(use_key(link))), "SK": s(keys.LINK_USE_SK)}
         self._delete_if(key, "digest", s(link.digest))
+
+    def contact_of_slack_user(self, slack_id: str) -> Optional[Contact]:
+        # The CONTACTS partition read whole, filtered: contacts are few, and
+        # a click is rare; an index would cost every contact's write.
+        for item in self.requests.query_partition(keys.CONTACTS_PK, "user:"):
+            if item.get("slack", {}).get("S") == slack_id:
+                return contact_of(item)
+        return None
+
+    def put_slack_post(self, post: SlackPost) -> None:
+        item = {
+            "PK": s(keys.slack_posts_pk(post.run_id, post.round, post.step_id)),
+            "SK": s(f"{post.channel}#{post.ts}"),
+            "channel": s(post.channel),
+            "ts": s(post.ts),
+            "principal": s(post.principal),
+        }
+        self.requests.call("put_item", TableName=self.requests.table, Item=item)
+
+    def slack_posts(self, run_id: int, round_: int, step_id: int) -> tuple[SlackPost, ...]:
+        from chalicelib.domain.notifications import SlackPost
+
+        pk = keys.slack_posts_pk(run_id, round_, step_id)
+        return tuple(
+            SlackPost(
+                run_id,
+                round_,
+                step_id,
+                item["channel"]["S"],
+                item["ts"]["S"],
+                item["principal"]["S"],
+            )
+            for item in self.requests.query_partition(pk)
+        )
 
     def _put_if_free(self, item: Item) -> bool:
         """Put `item` if its key is free; whether it was."""

@@ -180,6 +180,12 @@ MIGRATIONS: tuple[Migration, ...] = (
     # + 5: the channel each action came through (Action.channel); every action
     # before it came through the API.
     "ALTER TABLE workflow_actions ADD COLUMN channel TEXT NOT NULL DEFAULT 'api'",
+    # + 6, + 7: the contacts found by their Slack id (a click's user), and the
+    # Slack messages posted about a step, to update once it is decided.
+    "CREATE INDEX contacts_slack ON contacts(slack) WHERE slack IS NOT NULL",
+    "CREATE TABLE slack_posts (run_id INTEGER NOT NULL, round INTEGER NOT NULL, "
+    "step_id INTEGER NOT NULL, channel TEXT NOT NULL, ts TEXT NOT NULL, principal TEXT NOT NULL, "
+    "PRIMARY KEY (run_id, round, step_id, channel, ts)) WITHOUT ROWID",
 )
 
 

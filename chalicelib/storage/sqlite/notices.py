@@ -13,6 +13,7 @@ from chalicelib.storage.sqlite.connections import Connections
 
 if TYPE_CHECKING:
     from chalicelib.domain.links import ActionLink
+    from chalicelib.domain.notifications import SlackPost
 
 CONTACT_COLUMNS = "principal, email, slack, updated_at, updated_by"
 LINK_COLUMNS = (
@@ -126,6 +127,36 @@ class NoticeRows(Connections):
                 (use_key(link), link.digest, at),
             ).rowcount
         return used == 1
+
+    def contact_of_slack_user(self, slack_id: str) -> Optional[Contact]:
+        row = (
+            self._connection()
+            .execute(
+                f"SELECT {CONTACT_COLUMNS} FROM contacts WHERE slack = ? "
+                "AND principal_key LIKE 'user:%' ORDER BY principal_key LIMIT 1",
+                (slack_id,),
+            )
+            .fetchone()
+        )
+        return Contact(*row) if row else None
+
+    def put_slack_post(self, post: SlackPost) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO slack_posts "
+                "(run_id, round, step_id, channel, ts, principal) VALUES (?, ?, ?, ?, ?, ?)",
+                tuple(post),
+            )
+
+    def slack_posts(self, run_id: int, round_: int, step_id: int) -> tuple[SlackPost, ...]:
+        from chalicelib.domain.notifications import SlackPost
+
+        found = self._connection().execute(
+            "SELECT run_id, round, step_id, channel, ts, principal FROM slack_posts "
+            "WHERE run_id = ? AND round = ? AND step_id = ? ORDER BY channel, ts",
+            (run_id, round_, step_id),
+        )
+        return tuple(SlackPost(*row) for row in found)
 
     def unuse_link(self, link: ActionLink) -> None:
         from chalicelib.domain.links import use_key
