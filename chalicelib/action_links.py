@@ -9,6 +9,7 @@ from typing import Optional
 
 from chalicelib import engine
 from chalicelib.domain import errors, links
+from chalicelib.domain.lifecycle import ActionKind
 from chalicelib.domain.models import Run, Workflow
 from chalicelib.domain.record import Record
 from chalicelib.storage import Backend
@@ -54,7 +55,7 @@ def act(storage: Backend, token: str, comment: str, clock: engine.Clock = engine
     if not storage.use_link(link, clock()):
         raise errors.Gone("Another of your links for this step was used already.")
     seen = engine.Seen(link.step_id, link.round, link.on_behalf_of, links.CHANNEL)
-    decide = engine.approve if link.action == "approve" else engine.reject
+    decide = engine.approve if link.action == ActionKind.APPROVE else engine.reject
     try:
         run = decide(storage, link.run_id, link.person, comment, seen=seen, history=False)
     except errors.WorkflowError:

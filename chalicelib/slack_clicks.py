@@ -16,8 +16,9 @@ from urllib.parse import parse_qs
 from chalicelib import engine
 from chalicelib.delivery import slack
 from chalicelib.domain import errors
-from chalicelib.domain.lifecycle import RunStatus
+from chalicelib.domain.lifecycle import ActionKind, RunStatus
 from chalicelib.domain.models import USER_PREFIX
+from chalicelib.domain.notifications import DECISIONS
 from chalicelib.storage import Backend
 
 CHANNEL = "slack"
@@ -58,7 +59,7 @@ def _payload(body: bytes) -> Optional[tuple[str, str, str, str]]:
         found = (pressed["action_id"], pressed["value"], payload["user"]["id"])
     except (UnicodeDecodeError, KeyError, IndexError, ValueError, TypeError):
         raise errors.InvalidInput("Not a Slack interaction payload") from None
-    if payload.get("type") != "block_actions" or found[0] not in ("approve", "reject"):
+    if payload.get("type") != "block_actions" or found[0] not in DECISIONS:
         return None
     return (*found, str(payload.get("response_url") or ""))
 
@@ -82,7 +83,7 @@ def _decide(storage: Backend, action: str, target: str, slack_user: str) -> Opti
     if run.status != RunStatus.IN_PROGRESS or not waits or run.round != round_:
         return "This step was decided already, or the run moved on: nothing was decided."
     seen = engine.Seen(step_id, round_, None, CHANNEL)
-    decide = engine.approve if action == "approve" else engine.reject
+    decide = engine.approve if action == ActionKind.APPROVE else engine.reject
     person = contact.principal[len(USER_PREFIX) :]
     try:
         decide(storage, run_id, person, "", seen=seen, history=False)

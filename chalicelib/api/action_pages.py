@@ -17,6 +17,7 @@ from typing import Any
 from chalice.app import Response
 
 from chalicelib.api.page import HEADERS
+from chalicelib.domain.lifecycle import ActionKind, RunStatus
 
 HTML_HEADERS: Mapping[str, str] = {**HEADERS, "Content-Type": "text/html; charset=utf-8"}
 
@@ -46,7 +47,7 @@ def confirmation(
 ) -> Response:
     """What the link decides, a comment box and one button: nothing is decided yet."""
     e = html.escape
-    verb = "Approve" if action == "approve" else "Reject"
+    verb = action.capitalize()
     rows = "".join(
         f"<tr><th>{e(name)}</th><td>{e(_shown(value))}</td></tr>" for name, value in fields.items()
     )
@@ -65,7 +66,7 @@ def confirmation(
 
 def outcome(base: str, action: str, title: str, status: str) -> Response:
     e = html.escape
-    done = "approved" if action == "approve" else "rejected"
+    done = "approved" if action == ActionKind.APPROVE else RunStatus.REJECTED.value
     body = f"<p>You {done} <strong>{e(title)}</strong>. The run is {e(status)} now.</p>"
     return _page(base, "Done", body, 200)
 

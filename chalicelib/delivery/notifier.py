@@ -30,6 +30,7 @@ from typing import Any, Optional
 from chalicelib.delivery import mail
 from chalicelib.delivery.dispatch import Sink, iso
 from chalicelib.domain import events, links, notifications
+from chalicelib.domain.lifecycle import RunStatus
 from chalicelib.domain.models import GROUP_PREFIX, USER_PREFIX, Contact, Event, Run, Workflow
 from chalicelib.domain.names import canonical_principal
 from chalicelib.domain.notifications import Notice
@@ -48,7 +49,6 @@ LINKS_VARIABLE = "WORKFLOW_LINKS"
 TTL_VARIABLE = "WORKFLOW_LINK_TTL_SECONDS"
 # Delegations of one delegator read per notification.
 DELEGATIONS_READ = 100
-ACTIONS = ("approve", "reject")
 
 
 class Settings(Record):
@@ -174,7 +174,7 @@ def _links(
     offered: list[mail.Link] = []
     if notice.asks and config.links and notice.principal.startswith(USER_PREFIX):
         made = []
-        for action in ACTIONS:
+        for action in notifications.DECISIONS:
             token = links.new_token()
             made.append(_link(notice, action, token, at, config.ttl_seconds))
             offered.append(mail.Link(action.capitalize(), f"{config.public_url}/act/{token}"))
@@ -205,7 +205,7 @@ def _link(notice: Notice, action: str, token: str, at: str, ttl: int) -> links.A
 # The events that decide a step, and how its Slack messages then say so.
 DECIDED = {
     events.STEP_APPROVED: "approved",
-    events.STEP_REJECTED: "rejected",
+    events.STEP_REJECTED: RunStatus.REJECTED.value,
     events.STEP_EXPIRED: "expired",
     events.RUN_RETURNED: "sent back",
 }
@@ -261,7 +261,6 @@ def _update_slack(cloud_event: Mapping[str, Any], storage: Backend, config: Sett
     if verb is None or config.slack_token is None or not step.get("id"):
         return True
     from chalicelib.delivery import slack
-    from chalicelib.domain.lifecycle import RunStatus
 
     round_ = int(data.get("round") or 1)
     run = storage.get_run(int(data["run_id"]), history=False)
@@ -285,10 +284,10 @@ SUBJECTS = {
     notifications.ARRIVED: "{title} waits for you at {step}",
     notifications.REMINDED: "Reminder: {title} waits for you at {step}",
     notifications.ESCALATED: "Escalated to you: {title} waits at {step}",
-    "completed": "{title} was approved",
-    "rejected": "{title} was rejected",
-    "returned": "{title} was sent back for changes",
-    "cancelled": "{title} was cancelled",
+    RunStatus.COMPLETED.value: "{title} was approved",
+    RunStatus.REJECTED.value: "{title} was rejected",
+    RunStatus.RETURNED.value: "{title} was sent back for changes",
+    RunStatus.CANCELLED.value: "{title} was cancelled",
 }
 
 

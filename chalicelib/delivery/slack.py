@@ -19,6 +19,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
+from chalicelib.domain.notifications import DECISIONS
 from chalicelib.domain.record import Record
 
 TOKEN_VARIABLE = "WORKFLOW_SLACK_TOKEN"
@@ -107,7 +108,8 @@ def blocks(
         )
     elements: list[dict[str, Any]] = []
     if decide is not None:
-        for action, style in (("approve", "primary"), ("reject", "danger")):
+        approve, reject = DECISIONS
+        for action, style in ((approve, "primary"), (reject, "danger")):
             elements.append(
                 {
                     "type": "button",

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Optional
 
 from chalicelib.domain import events
+from chalicelib.domain.lifecycle import ActionKind, RunStatus
 from chalicelib.domain.models import USER_PREFIX, Delegation
 from chalicelib.domain.names import canonical_principal
 from chalicelib.domain.record import Record
@@ -29,16 +30,18 @@ from chalicelib.domain.record import Record
 ARRIVED, REMINDED, ESCALATED = "arrived", "reminded", "escalated"
 # The kinds that ask someone to decide (their email carries the action links).
 ASKING = (ARRIVED, REMINDED, ESCALATED)
+# What an asked user may do from a message: its links and buttons.
+DECISIONS = (ActionKind.APPROVE.value, ActionKind.REJECT.value)
 # The events by which a run arrives at a step: a start, an advance and a
 # resubmit each record step.activated. A change that moves a run to a step
 # some other way (a reassign, a move) adds its event type here.
 ARRIVALS = frozenset({events.STEP_ACTIVATED})
 # The run's outcomes its requester is told of, by event type.
 OUTCOMES = {
-    events.RUN_COMPLETED: "completed",
-    events.RUN_REJECTED: "rejected",
-    events.RUN_RETURNED: "returned",
-    events.RUN_CANCELLED: "cancelled",
+    events.RUN_COMPLETED: RunStatus.COMPLETED.value,
+    events.RUN_REJECTED: RunStatus.REJECTED.value,
+    events.RUN_RETURNED: RunStatus.RETURNED.value,
+    events.RUN_CANCELLED: RunStatus.CANCELLED.value,
 }
 
 

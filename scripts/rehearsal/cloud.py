@@ -170,6 +170,16 @@ def ssm_checks(handler: Any, action: str) -> Checks:
     ]
 
 
+def ses_checks(handler: Any, action: str) -> Checks:
+    """SES authorises a SendEmail as the identity it sends from: here the
+    sender's domain (the notifier's MailIdentity)."""
+    if action != "SendEmail":
+        return [(action, "*")]
+    sender = str(_body(handler).get("FromEmailAddress", ""))
+    domain = sender.rpartition("@")[2]
+    return [(action, _arn(handler, "ses", f"identity/{domain}"))]
+
+
 def events_checks(handler: Any, action: str) -> Checks:
     if action != "PutEvents":
         return [(action, "*")]
@@ -339,6 +349,7 @@ def _authorise_resources() -> None:
     from moto.events.responses import EventsHandler
     from moto.iam.access_control import IAMRequest
     from moto.logs.responses import LogsResponse
+    from moto.sesv2.responses import SESV2Response
     from moto.sqs.responses import SQSResponse
     from moto.ssm.responses import SimpleSystemManagerResponse
     from moto.xray.responses import XRayResponse
@@ -359,6 +370,8 @@ def _authorise_resources() -> None:
             return sqs_checks(handler, action, resource)
         if isinstance(handler, XRayResponse):
             return xray_checks(handler, action)
+        if isinstance(handler, SESV2Response):
+            return ses_checks(handler, action)
         return [(action, resource)]
 
     def authorise(handler: Any, resource: str = "*") -> None:

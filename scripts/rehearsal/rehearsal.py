@@ -45,6 +45,9 @@ Path_ = Union[str, Callable[[Side], str]]
 ORIGIN = "https://approvals.example.com"
 CURSOR_PARAMETER = "/approval-workflows/cursor-secret"
 WEBHOOK_PARAMETER = "/approval-workflows/webhook-secret"
+# The template's MailIdentity default, and the function that mails (app.notify_people).
+MAIL_IDENTITY = "example.com"
+NOTIFIER = "NotifyPeople"
 # Who calls, and their groups (the token's groups claim).
 CALLERS = {
     "ada": ("workflow-admins",),
@@ -134,6 +137,8 @@ class Environment:
             ssm.put_parameter(
                 Name=WEBHOOK_PARAMETER, Type="SecureString", Value=self.webhook_secret
             )
+            # The identity the notifier sends as (the stack's MailIdentity), verified.
+            self._account_client("sesv2").create_email_identity(EmailIdentity=MAIL_IDENTITY)
         self.stacks = 0
 
     def _account_client(self, service: str) -> Any:
@@ -471,7 +476,7 @@ class Run:
     @property
     def queue(self) -> QueueSource:
         if not hasattr(self, "_queue"):
-            sender = self._function_of_source(":sqs:")
+            sender = self._function_of_source(":sqs:", besides=NOTIFIER)
             mapping = self._mapping(sender)
             self._queue = QueueSource(
                 mapping,
@@ -481,12 +486,32 @@ class Run:
             )
         return self._queue
 
-    def _function_of_source(self, service: str) -> str:
+    @property
+    def notifications(self) -> QueueSource:
+        """The notifier's mapping on its queue; each email it sent counted."""
+        if not hasattr(self, "_notifications"):
+            mapping = self._mapping(NOTIFIER)
+
+            def invoked(event: Any) -> Invocation:
+                invocation = self.invoke(NOTIFIER, event)
+                self.mailed += sum(" INFO: sent " in line for line in invocation.lines)
+                return invocation
+
+            self.mailed = 0
+            self._notifications = QueueSource(
+                mapping,
+                invoked,
+                self.stack.role_client(self.stack.functions[NOTIFIER].role, "sqs"),
+                self._queue_url(mapping["EventSourceArn"]),
+            )
+        return self._notifications
+
+    def _function_of_source(self, service: str, besides: str = "") -> str:
         (name,) = (
             n
             for n, f in self.stack.functions.items()
             for m in self.stack.of_type("AWS::Lambda::EventSourceMapping").values()
-            if m["FunctionName"] == f.name and service in m["EventSourceArn"]
+            if m["FunctionName"] == f.name and service in m["EventSourceArn"] and n != besides
         )
         return name
 
@@ -559,6 +584,18 @@ class Run:
                 f"{DRAIN_IDLE_SECONDS:.0f} s"
             )
         self._timed("drain", started)
+        self._check_watch()
+
+    def notify(self) -> None:
+        """The notifier's queue to the notifier, until nothing is left: the
+        requester's emails (SES, as the one identity its role may send as)."""
+        started = time.monotonic()
+        report = self.reports.setdefault("notifications", Report())
+        if not self.notifications.drain(report, DRAIN_IDLE_SECONDS):
+            self.outcome.failures.append("the notification queue still held messages")
+        if not self.mailed:
+            self.outcome.failures.append("the notifier sent no email")
+        self._timed("notify", started)
         self._check_watch()
 
     # -- the end ------------------------------------------------------------------
@@ -671,6 +708,9 @@ def walk(c: Conversation, run: Run) -> None:
     cab = {"name": "CAB", "approvers": ["group:change-board"], "deadline_seconds": 1}
     change = {"name": "Change", "steps": [{**cab, "on_deadline": "reject"}]}
     post("deadline workflow", "/workflows", change, "ada")
+    # The requester is told of her runs' outcomes (docs/notifications.md).
+    mine = {"email": "rita@example.com"}
+    c.ask("rita's contact", "PUT", "/contacts/user:rita", mine, who="rita", expect=200)
     start("deadline run", "deadline workflow", "CHG-7: database upgrade", "rita")
 
     # The README's walk-through, each caller with a token of their own.
@@ -817,6 +857,8 @@ def walk(c: Conversation, run: Run) -> None:
 
     # The webhook queue to the sender, until nothing is left (one delivery fails once).
     run.drain()
+    # The notifier's queue to the notifier: the requester's emails, through SES.
+    run.notify()
     get("every run", "/runs?limit=100", "ada")
 
 

@@ -105,13 +105,36 @@ class Notices:
         return tuple(contact_of(item) for item in found)
 
     def claim_notice(self, once_key: str, claim: str) -> bool:
+        from botocore.exceptions import ClientError
+
         item = {"PK": s(keys.notice_pk(once_key)), "SK": s(keys.NOTICE_SK), "claim": s(claim)}
-        return self._put_if_free(item)
+        try:  # free, or given back by a sender whose send failed
+            self.requests.call(
+                "put_item",
+                TableName=self.requests.table,
+                Item=item,
+                ConditionExpression="attribute_not_exists(PK) OR released = :yes",
+                ExpressionAttributeValues={":yes": {"BOOL": True}},
+            )
+        except ClientError:  # ConditionalCheckFailedException: Requests lets only it by
+            return False
+        return True
 
     def release_notice(self, once_key: str, claim: str) -> None:
-        self._delete_if(
-            {"PK": s(keys.notice_pk(once_key)), "SK": s(keys.NOTICE_SK)}, "claim", s(claim)
-        )
+        """Given back by a put, not a delete: the notifier's role needs no DeleteItem."""
+        from botocore.exceptions import ClientError
+
+        key = {"PK": s(keys.notice_pk(once_key)), "SK": s(keys.NOTICE_SK)}
+        try:
+            self.requests.call(
+                "put_item",
+                TableName=self.requests.table,
+                Item={**key, "claim": s(claim), "released": {"BOOL": True}},
+                ConditionExpression="claim = :claim",
+                ExpressionAttributeValues={":claim": s(claim)},
+            )
+        except ClientError:  # someone else's claim now: theirs to keep
+            return
 
     def put_links(self, links: Sequence[ActionLink]) -> None:
         for link in links:
