@@ -1,14 +1,12 @@
-"""Screenshots of the approvers' page for the README: the inbox, a run page and
-the delegations, each 360 px wide (a phone) and 1280 px wide, on sample data.
+"""Screenshots of the approvers' page for the README and docs/approvers-page.md: the
+inbox, a run page and the delegations, 360 px (a phone) and 1280 px wide.
 
     python scripts/screenshots.py docs/screenshots
 
-`make screenshots` runs it. The app is served in this process from a fresh
-SQLite file (WORKFLOW_AUTH=none), filled through the API as people would, and
-photographed by Debian's headless Chromium (scripts/browser.py). Steps have
-approvers and a quorum, runs an input (what is being approved, under the
-workflow's input schema), the CFO's step a condition, and the viewer has
-delegations lent and lent to them.
+`make screenshots` runs it: the app served in this process from a fresh SQLite
+file (WORKFLOW_AUTH=none), filled through the API as people would, with sample
+data that shows what the page can (approvers, a quorum, an input under a schema,
+a step's condition, delegations), and photographed by scripts/browser.py.
 """
 
 from __future__ import annotations
