@@ -511,6 +511,53 @@ def sweep_deadlines(event: CloudWatchEvent) -> None:
     engine.sweep(get_storage())
 
 
+# -- sign-in (chalicelib/api/signin.py): the service as the page's OIDC client --------------
+
+
+@app.route("/auth/signin", methods=["GET"])
+def sign_in() -> Response:
+    """To the provider, with PKCE, state and nonce; back to the page afterwards."""
+    from chalicelib.api import signin
+
+    return api.signed(lambda: signin.sign_in(api.query(), api.origin(), api.base_path()))
+
+
+@app.route("/auth/callback", methods=["GET"])
+def sign_in_callback() -> Response:
+    """The provider's answer: the code exchanged, the ID token verified, the session set."""
+    from chalicelib.api import signin
+
+    request = api.request
+    return api.signed(
+        lambda: signin.callback(api.query(), request.headers, api.origin(), api.base_path())
+    )
+
+
+@app.route("/auth/session", methods=["GET"])
+def signed_in_session() -> Response:
+    """Who is signed in, and until when."""
+    from chalicelib.api import signin
+
+    return api.signed(lambda: signin.session_answer(api.request.headers))
+
+
+@app.route("/auth/renew", methods=["POST"])
+def renew_session() -> Response:
+    """A longer session, from the provider's refresh token."""
+    from chalicelib.api import signin
+
+    return api.signed(lambda: signin.renew(api.request.headers))
+
+
+@app.route("/auth/signout", methods=["POST"])
+def sign_out() -> Response:
+    """The session cleared, and where the provider ends its own."""
+    from chalicelib.api import signin
+
+    request = api.request
+    return api.signed(lambda: signin.sign_out(request.headers, api.origin(), api.base_path()))
+
+
 @app.route("/openapi.json", methods=["GET"])
 def openapi_document() -> Response:
     """The OpenAPI document, its servers pointing at the stage that served it."""

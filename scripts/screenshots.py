@@ -6,7 +6,9 @@ inbox, a run page and the delegations, 360 px (a phone) and 1280 px wide.
 `make screenshots` runs it: the app served in this process from a fresh SQLite
 file (WORKFLOW_AUTH=none), filled through the API as people would, with sample
 data that shows what the page can (approvers, a quorum, an input under a schema,
-a step's condition, delegations), and photographed by scripts/browser.py.
+a step's condition, delegations), and photographed by scripts/browser.py; sign-in
+(1280 px) goes through the test OpenID provider (scripts/oidc_provider.py), as
+`make run-oidc` does.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from chalice.config import Config
 import app as app_module
 from chalicelib.api import access_log
 from chalicelib.storage.sqlite.adapter import SQLiteStorage
-from scripts import browser, local_server
+from scripts import browser, local_server, oidc_provider
 
 WIDTHS = (360, 1280)
 VIEWER = ("finn", "finance")
@@ -140,6 +142,39 @@ def sample_delegations(base_url: str) -> None:
     lend("cfo", VIEWER[0], 0, 3, "At the board meeting in Porto")
 
 
+def sign_in_views(chromium: Any, base_url: str, out: Path) -> None:
+    """The page with sign-in on (WORKFLOW_OIDC_ISSUER): before, and signed in as the viewer."""
+    from playwright.sync_api import expect
+
+    with oidc_provider.serving(given_users=["=".join(VIEWER)]) as provider:
+        issuer = f"http://127.0.0.1:{provider.server_port}"
+        os.environ.update(
+            WORKFLOW_AUTH="jwt",
+            WORKFLOW_JWT_ISSUER=issuer,
+            WORKFLOW_JWKS_URL=f"{issuer}/jwks",
+            WORKFLOW_OIDC_ISSUER=issuer,
+            WORKFLOW_OIDC_CLIENT_ID=oidc_provider.CLIENT_ID,
+            WORKFLOW_CURSOR_SECRET=os.urandom(32).hex(),
+        )
+        viewport = {"width": 1280, "height": 600}
+        context = chromium.new_context(
+            viewport=viewport, base_url=base_url, locale="en-GB", timezone_id="Europe/Lisbon"
+        )
+        context.route("https://cdn.jsdelivr.net/**", lambda route: route.fulfill(body=""))
+        page = context.new_page()
+        page.goto("/#/me")
+        expect(page.get_by_role("heading", level=1)).to_have_text("Sign in")
+        page.screenshot(path=str(out / "signin-1280.png"), full_page=True)
+        page.get_by_role("button", name="Sign in").click()
+        page.get_by_role("button", name=VIEWER[0], exact=True).click()  # the provider's form
+        expect(page.get_by_role("link", name=f"Signed in as {VIEWER[0]}")).to_be_visible()
+        page.goto("/#/me")
+        expect(page.get_by_role("heading", level=1)).to_have_text("Signed in")
+        page.screenshot(path=str(out / "signed-in-1280.png"), full_page=True)
+        print(f"wrote {out / 'signin-1280.png'} and {out / 'signed-in-1280.png'}")
+        context.close()
+
+
 def main(argv: list[str]) -> int:
     out = Path(argv[0] if argv else "docs/screenshots")
     out.mkdir(parents=True, exist_ok=True)
@@ -184,6 +219,7 @@ def main(argv: list[str]) -> int:
                         page.screenshot(path=str(path), full_page=True)
                         print(f"wrote {path}")
                     context.close()
+                sign_in_views(chromium, base_url, out)
                 chromium.close()
     return 0
 

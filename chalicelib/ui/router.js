@@ -3,7 +3,7 @@
 // #/delegations (rights to decide lent and lent to me), #/me (who am I). Each
 // navigation draws its view afresh; one that a later navigation overtook is
 // dropped (`generation`).
-import { KEYS, MODE, describeCaller, me, session } from "./caller.js";
+import { KEYS, MODE, SIGNIN, describeCaller, me, rememberSignedIn, session } from "./caller.js";
 import { alertRegion, byId, clearMessages, el, focus, say, statusRegion, view, warn } from "./dom.js";
 
 /**
@@ -55,13 +55,16 @@ export function go(hash, messages) {
 }
 
 /**
- * The API refused the token (401): ask for another, then come back here.
+ * The API refused the token or the session (401): ask for another, or to
+ * sign in again, then come back here (a comment being written is kept: decide.js).
  * @param {string} reason
  */
 export function signedOut(reason) {
   session.set(KEYS.token, null);
+  if (SIGNIN) rememberSignedIn(null);
   if (!location.hash.startsWith("#/me")) session.set(KEYS.next, location.hash || "#/inbox");
-  carried = { alert: `Your token was refused: ${reason}. Paste a valid one to go on.` };
+  const said = reason.replace(/[.\s]+$/, "");
+  carried = { alert: SIGNIN ? `You are signed out: ${said}. Sign in to go on where you were.` : `Your token was refused: ${said}. Paste a valid one to go on.` };
   if (location.hash === "#/me") route();
   else location.replace("#/me");
 }
@@ -169,7 +172,8 @@ function markNavigation(name) {
 
 function showCaller() {
   const caller = me();
-  byId("whoami").textContent = caller ? `Acting as ${caller.actor || "nobody named"}` : "Who am I?";
+  if (SIGNIN) byId("whoami").textContent = caller ? `Signed in as ${caller.actor}` : "Sign in";
+  else byId("whoami").textContent = caller ? `Acting as ${caller.actor || "nobody named"}` : "Who am I?";
 }
 
 /**

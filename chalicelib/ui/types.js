@@ -150,6 +150,7 @@
  * @property {string[]} groups
  * @property {string} [token]
  * @property {string | null} [expires]
+ * @property {boolean} [renewable] Signed in (SIGNIN): whether the session renews before it ends.
  */
 
 export {};

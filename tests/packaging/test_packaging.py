@@ -75,6 +75,12 @@ GRANTS: dict[str, tuple[set[str], list[Any]]] = {
     "kms": ({"kms:Decrypt"}, [{"Ref": "CursorSecretKmsKeyArn"}]),
     "xray": ({"xray:PutTraceSegments", "xray:PutTelemetryRecords"}, ["*"]),
 }
+# Sign-in's client secret, where the stack names one (OidcClientSecretParameter).
+OIDC_SECRET_ARN = {
+    "Fn::Sub": "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}"
+    ":parameter${OidcClientSecretParameter}"
+}
+ALSO_GRANTED = {"ssm": [({"ssm:GetParameter"}, [OIDC_SECRET_ARN])]}
 # Properties only the deployed table has; the rest must equal CreateTable's.
 DEPLOY_ONLY = {"PointInTimeRecoverySpecification", "DeletionProtectionEnabled"}
 
@@ -585,7 +591,7 @@ def test_role_may_do_only_what_the_function_does(each: dict[str, Any]) -> None:
             assert actions <= ADAPTER_ACTIONS
             assert all(resource in (TABLE_ARN, INDEX_ARNS) for resource in resources)
         else:
-            assert (actions, resources) == GRANTS[service], statement
+            assert (actions, resources) in [GRANTS[service], *ALSO_GRANTED.get(service, [])]
         granted |= actions
     assert granted == ADAPTER_ACTIONS.union(*(actions for actions, _ in GRANTS.values()))
 
@@ -665,6 +671,30 @@ def test_the_prod_function_verifies_callers_against_the_issuers_keys(
     assert "WORKFLOW_JWT_SECRET" not in variables
     assert "Default" not in parameters["JwtIssuer"] and "Default" not in parameters["JwksUrl"]
     assert parameters["JwksUrl"]["AllowedPattern"].startswith("^https://")
+
+
+def test_the_prod_function_signs_in_through_the_stacks_provider_if_named(
+    template: dict[str, Any],
+) -> None:
+    variables = template["Resources"][FUNCTION]["Properties"]["Environment"]["Variables"]
+    parameters = template["Parameters"]
+    access = template["Resources"]["OidcClientSecretAccess"]
+
+    assert variables["WORKFLOW_OIDC_ISSUER"] == {"Ref": "OidcIssuer"}
+    assert variables["WORKFLOW_OIDC_CLIENT_ID"] == {"Ref": "OidcClientId"}
+    assert variables["WORKFLOW_OIDC_CLIENT_SECRET_PARAMETER"] == {
+        "Ref": "OidcClientSecretParameter"
+    }
+    assert "WORKFLOW_OIDC_CLIENT_SECRET" not in variables  # by reference only
+    assert parameters["OidcIssuer"]["Default"] == ""  # no sign-in unless named
+    assert re.fullmatch(parameters["OidcIssuer"]["AllowedPattern"], "https://login.example.com")
+    assert not re.fullmatch(parameters["OidcIssuer"]["AllowedPattern"], "http://login.example")
+    assert access["Condition"] == "OidcClientSecretGiven"
+    assert template["Conditions"]["OidcClientSecretGiven"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "OidcClientSecretParameter"}, ""]}]
+    }
+    (statement,) = access["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Resource"] == [OIDC_SECRET_ARN]
 
 
 def test_the_prod_cors_origin_is_a_parameter_that_cannot_be_a_wildcard(
