@@ -120,9 +120,11 @@ browser:
 				"or set CHROMIUM to a Chromium binary" >&2; exit 1; }; \
 		test -x $(CHROMIUM) || { echo "No Chromium at $(CHROMIUM) after the install" >&2; exit 1; }; }
 
-# Screenshots of the inbox, a run page and the delegations at 360 and 1280 px (README), on sample data.
+# Screenshots of the inbox, a run page and the delegations at 360 and 1280 px (README), and of
+# an approver's email and a link's confirmation page (docs/notifications.md), on sample data.
 screenshots: $(VENV)/.dev browser
 	CHROMIUM=$(CHROMIUM) $(BIN)/python scripts/screenshots.py docs/screenshots
+	CHROMIUM=$(CHROMIUM) $(BIN)/python scripts/notification_screenshots.py docs/screenshots
 
 # The unit, contract and API tiers: no race storms, fuzzing or packaging. By
 # folder, not by marker: a marker is only known once every tier is collected.

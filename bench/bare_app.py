@@ -42,6 +42,13 @@ ROUTES = (
     ("/delegations", "GET", "list_delegations"),
     ("/delegations/{delegation_id}", "GET", "get_delegation"),
     ("/delegations/{delegation_id}", "DELETE", "revoke_delegation"),
+    ("/contacts", "GET", "list_contacts"),
+    ("/contacts/{principal}", "PUT", "put_contact"),
+    ("/contacts/{principal}", "GET", "get_contact"),
+    ("/contacts/{principal}", "DELETE", "delete_contact"),
+    ("/act/{token}", "GET", "link_offer"),
+    ("/act/{token}", "POST", "link_decision"),
+    ("/integrations/slack/interactions", "POST", "slack_interaction"),
     ("/auth/signin", "GET", "sign_in"),
     ("/auth/callback", "GET", "sign_in_callback"),
     ("/auth/session", "GET", "signed_in_session"),
@@ -65,5 +72,10 @@ app.on_sqs_message(
     queue_arn="arn:aws:sqs:us-east-1:000000000000:bare-webhooks",
     batch_size=10,
     name="deliver_webhooks",
+)(nothing)
+app.on_sqs_message(
+    queue_arn="arn:aws:sqs:us-east-1:000000000000:bare-notifications",
+    batch_size=10,
+    name="notify_people",
 )(nothing)
 app.schedule(Rate(1, unit=Rate.MINUTES), name="sweep_deadlines")(nothing)

@@ -167,6 +167,8 @@ class Seen(Record):
     step_id: Optional[int] = None
     round: Optional[int] = None
     on_behalf_of: Optional[str] = None
+    # How the decision comes (Action.channel): the API, an email's link, Slack.
+    channel: str = "api"
 
 
 NOT_SEEN = Seen()
@@ -338,7 +340,9 @@ def _decide(
             on_behalf_of = decision.check_decider(
                 run, action, actor, groups, comment, lent, seen.on_behalf_of, now, own
             )
-        change = transitions.decide(run, action, actor, comment, following, now, on_behalf_of)
+        change = transitions.decide(
+            run, action, actor, comment, following, now, on_behalf_of, seen.channel
+        )
         try:
             return storage.record_change(decision.against(change, stored))
         except errors.LostWrite:

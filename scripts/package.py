@@ -37,6 +37,7 @@ FUNCTIONS = {
     "OnDynamodbRecord": "OnDynamodbRecordRole",
     "DeliverWebhooks": "DeliverWebhooksRole",
     "SweepDeadlines": "SweepDeadlinesRole",
+    "NotifyPeople": "NotifyPeopleRole",
 }
 REST_API = "RestAPI"
 HTTP_API = "HttpAPI"

@@ -35,6 +35,7 @@ STATUS: dict[type[errors.WorkflowError], int] = {
     errors.Forbidden: 403,
     errors.NotFound: 404,
     errors.Conflict: 409,
+    errors.Gone: 410,
     errors.IdempotencyMismatch: 422,
     errors.Unavailable: 503,
 }
@@ -169,6 +170,17 @@ class JsonApi:
         from chalicelib.api import validation
 
         return validation.json_body(_raw_body(self.request))
+
+    def form(self) -> dict[str, list[str]]:
+        """The request body as an HTML form (application/x-www-form-urlencoded)."""
+        from urllib.parse import parse_qs
+
+        raw = _raw_body(self.request)
+        check_body_size(raw)
+        try:
+            return parse_qs(raw.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
+        except UnicodeDecodeError as exc:
+            raise errors.InvalidInput("The form is not UTF-8") from exc
 
     def query(self) -> Mapping[str, Any]:
         return self.request.query_params or {}

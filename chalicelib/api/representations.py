@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 from chalicelib.domain.models import (
     Action,
     Awaiting,
+    Contact,
     Delegation,
     Event,
     Page,
@@ -36,7 +37,9 @@ from chalicelib.domain.shapes import (
 if TYPE_CHECKING:
     # What a route returns to be shown; a name for the checker alone (typing's
     # Union costs a cold start about 0.5 million instructions).
-    Answer = Union[Workflow, Step, Run, Action, RunAudit, Permissions, Delegation, Page[Any]]
+    Answer = Union[
+        Workflow, Step, Run, Action, RunAudit, Permissions, Delegation, Contact, Page[Any]
+    ]
 
 
 # Answers are compact and ASCII-escaped, as Chalice writes a body it serialises.
@@ -56,7 +59,8 @@ def action_text(action: Action) -> str:
         f'"actor":{_string(action.actor)},"comment":{_string(action.comment)},'
         f'"created_at":{_string(action.created_at)},"hash":{_optional(action.hash)},'
         f'"on_behalf_of":{_optional(action.on_behalf_of)},"round":{action.round},'
-        f'"input_digest":{_optional(action.input_digest)}}}'
+        f'"input_digest":{_optional(action.input_digest)},'
+        f'"channel":{_string(action.channel)}}}'
     )
 
 
@@ -139,6 +143,10 @@ def permissions_shape(permissions: Permissions) -> dict[str, Any]:
     }
 
 
+def contact_shape(contact: Contact) -> dict[str, Any]:
+    return contact._asdict()
+
+
 def awaiting_text(awaiting: Awaiting) -> str:
     """A run in an inbox, as lists show it, and for whom the caller may decide it."""
     return f'{listed_text(awaiting.run)[:-1]},"on_behalf_of":{_optional(awaiting.on_behalf_of)}}}'
@@ -162,6 +170,7 @@ _LISTED: dict[type, Callable[[Any], str]] = {
     Event: lambda event: _encode(listed_event(event)),
     Awaiting: awaiting_text,
     Delegation: lambda delegation: _encode(delegation_shape(delegation)),
+    Contact: lambda contact: _encode(contact_shape(contact)),
 }
 _SHAPES: dict[type, Callable[[Any], dict[str, Any]]] = {
     Workflow: workflow_shape,
@@ -171,6 +180,7 @@ _SHAPES: dict[type, Callable[[Any], dict[str, Any]]] = {
     RunAudit: audit_shape,
     Permissions: permissions_shape,
     Delegation: delegation_shape,
+    Contact: contact_shape,
     Page: _parsed(page_text),
 }
 

@@ -4,6 +4,7 @@
 // or who is signed in, until when, and "Sign out". Then on to where the
 // person was going.
 import { ACTOR_CLAIM, KEYS, MODE, SIGNIN, describeCaller, me, session, tokenClaims } from "./caller.js";
+import { contactSettings } from "./contact.js";
 import { readContract } from "./contract.js";
 import { el, facts, refuse, uid } from "./dom.js";
 import { isPast, splitList, time } from "./format.js";
@@ -25,18 +26,21 @@ function continueAfterIdentity(message) {
  */
 export async function showMe(current) {
   const caller = me();
-  if (MODE === "none") return drawNameForm(current, caller, (await readContract()).maxLength("/runs/{run_id}/approve", "actor"));
-  if (SIGNIN) return drawSession(current, caller);
-  return drawTokenForm(current, caller);
+  // One's contact, once the page knows who one is (its own section, after the form).
+  const contact = caller ? await contactSettings(caller) : null;
+  if (MODE === "none") return drawNameForm(current, caller, (await readContract()).maxLength("/runs/{run_id}/approve", "actor"), contact);
+  if (SIGNIN) return drawSession(current, caller, contact);
+  return drawTokenForm(current, caller, contact);
 }
 
 /**
  * @param {number} current
  * @param {Caller | null} caller
  * @param {string | null} nameLength The longest name the API takes.
+ * @param {HTMLElement | null} contact
  * @returns {HTMLElement | null}
  */
-function drawNameForm(current, caller, nameLength) {
+function drawNameForm(current, caller, nameLength, contact) {
   const nameId = uid("actor");
   const groupsId = uid("groups");
   const groupsHint = uid("hint");
@@ -62,15 +66,17 @@ function drawNameForm(current, caller, nameLength) {
     "Who are you?",
     el("p", {}, "This service takes your word for who you are (it runs without sign-in, for local use). Your name is recorded with every decision you make here; it is kept for this tab only."),
     form,
+    contact,
   );
 }
 
 /**
  * @param {number} current
  * @param {Caller | null} caller
+ * @param {HTMLElement | null} contact
  * @returns {HTMLElement | null}
  */
-function drawTokenForm(current, caller) {
+function drawTokenForm(current, caller, contact) {
   const tokenId = uid("token");
   const hintId = uid("hint");
   const token = el("textarea", { id: tokenId, name: "token", rows: "4", required: true, autocomplete: "off", spellcheck: "false", "aria-describedby": hintId });
@@ -99,16 +105,17 @@ function drawTokenForm(current, caller) {
         ]),
       )
     : null;
-  return draw(current, "Who are you?", el("p", {}, "This service verifies who you are with a bearer token. Paste yours, or open a link that carries it after #token=."), currentToken, form);
+  return draw(current, "Who are you?", el("p", {}, "This service verifies who you are with a bearer token. Paste yours, or open a link that carries it after #token=."), currentToken, form, contact);
 }
 
 /**
  * Signed in through the service: "Sign in", or who is signed in and "Sign out".
  * @param {number} current
  * @param {Caller | null} caller
+ * @param {HTMLElement | null} contact
  * @returns {HTMLElement | null}
  */
-function drawSession(current, caller) {
+function drawSession(current, caller, contact) {
   if (!caller) {
     const next = session.get(KEYS.next) || "#/inbox";
     const goSignIn = () => {
@@ -129,6 +136,7 @@ function drawSession(current, caller) {
       ["Until", until],
     ]),
     el("div", { class: "actions" }, out),
+    contact,
   );
 }
 

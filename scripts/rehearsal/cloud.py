@@ -169,6 +169,16 @@ def ssm_checks(handler: Any, action: str) -> Checks:
     ]
 
 
+def ses_checks(handler: Any, action: str) -> Checks:
+    """SES authorises a SendEmail as the identity it sends from: here the
+    sender's domain (the notifier's MailIdentity)."""
+    if action != "SendEmail":
+        return [(action, "*")]
+    sender = str(_body(handler).get("FromEmailAddress", ""))
+    domain = sender.rpartition("@")[2]
+    return [(action, _arn(handler, "ses", f"identity/{domain}"))]
+
+
 def events_checks(handler: Any, action: str) -> Checks:
     if action != "PutEvents":
         return [(action, "*")]
@@ -291,6 +301,7 @@ def _authorise_resources() -> None:
     from moto.events.responses import EventsHandler
     from moto.iam.access_control import IAMRequest
     from moto.logs.responses import LogsResponse
+    from moto.sesv2.responses import SESV2Response
     from moto.sqs.responses import SQSResponse
     from moto.ssm.responses import SimpleSystemManagerResponse
     from moto.xray.responses import XRayResponse
@@ -304,6 +315,7 @@ def _authorise_resources() -> None:
         LogsResponse: lambda handler, action, _: logs_checks(handler, action),
         SQSResponse: lambda _, action, on: [(SQS_BATCH_ACTIONS.get(action, action), on)],
         XRayResponse: lambda _, action, on: [(XRAY_ACTIONS.get(action, action), "*")],
+        SESV2Response: lambda handler, action, _: ses_checks(handler, action),
     }
 
     def checks_of(handler: Any, action: str, resource: str) -> Checks:

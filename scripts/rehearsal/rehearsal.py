@@ -41,6 +41,9 @@ from scripts.rehearsal.walk import CALLERS, ORIGIN, walk
 
 CURSOR_PARAMETER = "/approval-workflows/cursor-secret"
 WEBHOOK_PARAMETER = "/approval-workflows/webhook-secret"
+# The template's MailIdentity default, and the function that mails (app.notify_people).
+MAIL_IDENTITY = "example.com"
+NOTIFIER = "NotifyPeople"
 # Lines in a function's log that fail the rehearsal wherever they appear.
 ALARMS = re.compile(r"Traceback|AccessDenied|ModuleNotFoundError|ImportError| ERROR[: ]")
 # The webhook queue is drained until it is empty; it is stuck if its messages stay
@@ -112,6 +115,9 @@ class Environment:
             ssm.put_parameter(
                 Name=WEBHOOK_PARAMETER, Type="SecureString", Value=self.webhook_secret
             )
+            # The identity the notifier sends as (the stack's MailIdentity), verified.
+            sesv2 = self.cloud.account_client("sesv2")
+            sesv2.create_email_identity(EmailIdentity=MAIL_IDENTITY)
         self.stacks = 0
 
     def make_run(self, receiver: Receiver) -> MakeRun:
@@ -394,13 +400,14 @@ class Run:
 
     # -- the event sources --------------------------------------------------------
 
-    def _source(self, service: str) -> tuple[str, dict[str, Any]]:
-        """The function a mapping on `service` (":sqs:") triggers, and the mapping."""
+    def _source(self, service: str, besides: str = "") -> tuple[str, dict[str, Any]]:
+        """The function a mapping on `service` (":sqs:") triggers (but
+        `besides`), and the mapping."""
         ((name, mapping),) = (
             (n, m)
             for n, f in self.stack.functions.items()
             for m in self.stack.of_type("AWS::Lambda::EventSourceMapping").values()
-            if m["FunctionName"] == f.name and service in m["EventSourceArn"]
+            if m["FunctionName"] == f.name and service in m["EventSourceArn"] and n != besides
         )
         return name, mapping
 
@@ -421,7 +428,7 @@ class Run:
     @property
     def queue(self) -> QueueSource:
         if not hasattr(self, "_queue"):
-            sender, mapping = self._source(":sqs:")
+            sender, mapping = self._source(":sqs:", besides=NOTIFIER)
             self._queue = QueueSource(
                 mapping,
                 lambda event: self.invoke(sender, event),
@@ -429,6 +436,26 @@ class Run:
                 self._queue_url(mapping["EventSourceArn"]),
             )
         return self._queue
+
+    @property
+    def notifications(self) -> QueueSource:
+        """The notifier's mapping on its queue; each email it sent counted."""
+        if not hasattr(self, "_notifications"):
+            _, mapping = self._source(":sqs:", besides="DeliverWebhooks")
+
+            def invoked(event: Any) -> Invocation:
+                invocation = self.invoke(NOTIFIER, event)
+                self.mailed += sum(" INFO: sent " in line for line in invocation.lines)
+                return invocation
+
+            self.mailed = 0
+            self._notifications = QueueSource(
+                mapping,
+                invoked,
+                self.stack.role_client(self.stack.functions[NOTIFIER].role, "sqs"),
+                self._queue_url(mapping["EventSourceArn"]),
+            )
+        return self._notifications
 
     def _queue_url(self, arn: str) -> str:
         name = arn.rsplit(":", 1)[1]
@@ -487,6 +514,17 @@ class Run:
                 f"{DRAIN_IDLE_SECONDS:.0f} s"
             )
         self._timed("drain", started)
+        self._check_watch()
+
+    def notify(self) -> None:
+        """The notifier's queue to the notifier, until empty: mail through SES."""
+        started = time.monotonic()
+        report = self.reports.setdefault("notifications", Report())
+        if not self.notifications.drain(report, DRAIN_IDLE_SECONDS):
+            self.outcome.failures.append("the notification queue still held messages")
+        if not self.mailed:
+            self.outcome.failures.append("the notifier sent no email")
+        self._timed("notify", started)
         self._check_watch()
 
     # -- the end ------------------------------------------------------------------

@@ -74,6 +74,9 @@ def walk(c: Conversation, run: Run) -> None:
     cab = {"name": "CAB", "approvers": ["group:change-board"], "deadline_seconds": 1}
     change = {"name": "Change", "steps": [{**cab, "on_deadline": "reject"}]}
     post("deadline workflow", "/workflows", change, "ada")
+    # The requester is told of her runs' outcomes (docs/notifications.md).
+    mine = {"email": "rita@example.com"}
+    c.ask("rita's contact", "PUT", "/contacts/user:rita", mine, who="rita", expect=200)
     start("deadline run", "deadline workflow", "CHG-7: database upgrade", "rita")
 
     # The README's walk-through, each caller with a token of their own.
@@ -219,6 +222,8 @@ def walk(c: Conversation, run: Run) -> None:
     # The webhook queue to the sender, until nothing is left (one delivery fails once).
     run.drain()
     get("every run", "/runs?limit=100", "ada")
+    # The notifier's queue to the notifier: the requester's emails, through SES.
+    run.notify()
 
 
 def _either(local: str, deployed: str) -> Callable[[Side], str]:

@@ -43,6 +43,7 @@ ACTION_FIELDS = {
     "on_behalf_of",
     "round",
     "input_digest",
+    "channel",
 }
 RUN_FIELDS = {
     "id",

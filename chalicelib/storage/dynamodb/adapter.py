@@ -41,6 +41,7 @@ from chalicelib.storage.dynamodb.idempotency import IdempotencyKeys
 from chalicelib.storage.dynamodb.ids import ID_BLOCK, Counters
 from chalicelib.storage.dynamodb.keys import Item
 from chalicelib.storage.dynamodb.lists import Lists
+from chalicelib.storage.dynamodb.notices import Notices
 from chalicelib.storage.dynamodb.outbox import (
     STREAM_DELIVERY,
     TABLE_DELIVERY,
@@ -65,10 +66,10 @@ STEP_COUNT_COPIES = 16
 KNOWN_WORKFLOWS = 1024
 
 
-class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState, Delegations):
+class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState, Delegations, Notices):
     """Storage in one DynamoDB table: the service's state (here), its lists and
-    inboxes (lists.py), its Idempotency-Keys (idempotency.py) and its events'
-    delivery (outbox.py)."""
+    inboxes (lists.py), its Idempotency-Keys (idempotency.py), its events'
+    delivery (outbox.py) and its contacts, notices and action links (notices.py)."""
 
     def __init__(
         self,

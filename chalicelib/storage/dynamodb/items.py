@@ -311,6 +311,8 @@ def action_item(action: Action, seq: int) -> Item:
         item["round"] = n(action.round)
     if action.input_digest is not None:
         item["input_digest"] = s(action.input_digest)
+    if action.channel != "api":
+        item["channel"] = s(action.channel)
     return item
 
 
@@ -328,6 +330,7 @@ def action_of(item: Item, run_id: int) -> Action:
         item["on_behalf_of"]["S"] if "on_behalf_of" in item else None,
         int(item["round"]["N"]) if "round" in item else 1,
         item["input_digest"]["S"] if "input_digest" in item else None,
+        item["channel"]["S"] if "channel" in item else "api",
     )
 
 

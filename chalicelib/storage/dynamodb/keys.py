@@ -32,6 +32,12 @@ Items (PK, SK are strings):
                                                                       event_seq
     lent to      DELEGATE#<principal key>    <ends_at>#<id, 16 d.>    a copy of the delegation,
                                                                       while it is not revoked
+    contact      CONTACTS                    <principal key>          email, slack (notices.py)
+    notice sent  NOTICE#<once-key>           #NOTICE                  the claim of its sender
+    action link  LINK#<token's SHA-256>      #LINK                    run, round, step, person,
+                                                                      action, expiry
+    link used    LINKUSE#<run>#<round>#<step>#<person key>  #USE      the digest used, when
+    slack post   SLACK#<run>#<round>#<step>  <channel>#<ts>           a message posted about it
 
 Indexes (schema.py), partition key -> sort key, all sorted by `id` but `due`:
 
@@ -86,6 +92,13 @@ Access patterns: what each request reads and writes.
                               then each run due (Query)           reminder or escalation
     Idempotency-Key           -                                   one conditional put of the key;
                                                                   its response (and parts) after
+    PUT /contacts/{p}         -                                   the contact
+    GET /contacts             CONTACTS (one Query)                -
+    a notification            CONTACTS (BatchGetItem)             one conditional put of its
+                                                                  marker, its links
+    GET /act/{token}          LINK#, LINKUSE# (Query each)        -
+    POST /act/{token}         as GET, then as a decision          one conditional put of the
+                                                                  use, then the decision
 
 No boto3 here, and no rule: these functions say where an item lives.
 """
@@ -108,6 +121,10 @@ Item = dict[str, dict[str, Any]]
 
 WORKFLOW_SK = "#WORKFLOW"
 DELEGATIONS_PK = "DELEGATIONS"
+CONTACTS_PK = "CONTACTS"
+NOTICE_SK = "#NOTICE"
+LINK_SK = "#LINK"
+LINK_USE_SK = "#USE"
 NAME_SK = "#WFNAME"
 RUN_SK = "#RUN"
 STEP_PREFIX = "STEP#"
@@ -323,3 +340,19 @@ def delegate_pk(principal_key: str) -> str:
 
 def delegate_sk(ends_at: str, delegation_id: int) -> str:
     return f"{ends_at}#{delegation_id:016d}"
+
+
+def notice_pk(once_key: str) -> str:
+    return f"NOTICE#{once_key}"
+
+
+def link_pk(digest: str) -> str:
+    return f"LINK#{digest}"
+
+
+def slack_posts_pk(run_id: int, round_: int, step_id: int) -> str:
+    return f"SLACK#{run_id}#{round_}#{step_id}"
+
+
+def link_use_pk(use_key: str) -> str:
+    return f"LINKUSE#{use_key}"

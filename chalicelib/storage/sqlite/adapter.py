@@ -28,7 +28,8 @@ from chalicelib.domain.models import (
     Workflow,
 )
 from chalicelib.storage.sqlite import rows
-from chalicelib.storage.sqlite.connections import Connections, next_id
+from chalicelib.storage.sqlite.connections import next_id
+from chalicelib.storage.sqlite.notices import NoticeRows
 
 if TYPE_CHECKING:
     from chalicelib.domain.changes import (
@@ -50,10 +51,11 @@ KNOWN_WORKFLOWS = 1024
 EXPIRED_KEYS_PER_CLAIM = 10
 
 
-class SQLiteStorage(Connections):
+class SQLiteStorage(NoticeRows):
     """Storage in one SQLite file (connections.py): the service's workflows and
     runs, its events and their delivery (the Outbox), its Idempotency-Keys (the
-    KeyStore) and the delegations; the rows each writes are rows.py's."""
+    KeyStore) and the delegations; the rows each writes are rows.py's; the
+    contacts, notices and action links (notices.py)."""
 
     def __init__(self, path: str) -> None:
         super().__init__(path)

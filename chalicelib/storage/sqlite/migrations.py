@@ -161,7 +161,31 @@ Migration = Union[str, Callable[["sqlite3.Connection"], None]]
 # written before a change reads its new columns as NULL unless the change
 # fills them.
 MIGRATIONS: tuple[Migration, ...] = (
-    # BASELINE_VERSION + 1: the next change goes here.
+    # BASELINE_VERSION + 1: contacts, by their principal's canonical key
+    # (chalicelib/domain/contacts.py); found by Slack id for Slack's clicks.
+    "CREATE TABLE contacts (principal_key TEXT PRIMARY KEY, principal TEXT NOT NULL, "
+    "email TEXT, slack TEXT, updated_at TEXT NOT NULL, updated_by TEXT)",
+    # + 2: a marker per notification sent, by its once-key
+    # (chalicelib/domain/notifications.py): the conditional put that makes a
+    # notification go at most once.
+    "CREATE TABLE notices_sent (once_key TEXT PRIMARY KEY, claim TEXT NOT NULL) WITHOUT ROWID",
+    # + 3, + 4: one-time action links, by their token's SHA-256 only
+    # (chalicelib/domain/links.py), and the use of one person's links for a step.
+    "CREATE TABLE action_links (digest TEXT PRIMARY KEY, run_id INTEGER NOT NULL, "
+    "round INTEGER NOT NULL, step_id INTEGER NOT NULL, person TEXT NOT NULL, "
+    "action TEXT NOT NULL, created_at TEXT NOT NULL, expires_at TEXT NOT NULL, "
+    "on_behalf_of TEXT, use_key TEXT NOT NULL)",
+    "CREATE TABLE action_link_uses (use_key TEXT PRIMARY KEY, digest TEXT NOT NULL, "
+    "used_at TEXT NOT NULL) WITHOUT ROWID",
+    # + 5: the channel each action came through (Action.channel); every action
+    # before it came through the API.
+    "ALTER TABLE workflow_actions ADD COLUMN channel TEXT NOT NULL DEFAULT 'api'",
+    # + 6, + 7: the contacts found by their Slack id (a click's user), and the
+    # Slack messages posted about a step, to update once it is decided.
+    "CREATE INDEX contacts_slack ON contacts(slack) WHERE slack IS NOT NULL",
+    "CREATE TABLE slack_posts (run_id INTEGER NOT NULL, round INTEGER NOT NULL, "
+    "step_id INTEGER NOT NULL, channel TEXT NOT NULL, ts TEXT NOT NULL, principal TEXT NOT NULL, "
+    "PRIMARY KEY (run_id, round, step_id, channel, ts)) WITHOUT ROWID",
 )
 
 

@@ -48,7 +48,7 @@ RUN_COLUMNS = (
 # An action's columns, in Action's order (its step's name from the step's row).
 ACTION_COLUMNS = (
     "wa.id, wa.run_id, wa.step_id, ws.name, wa.action, wa.actor, wa.comment, wa.created_at, "
-    "wa.hash, wa.on_behalf_of, wa.round, wa.input_digest"
+    "wa.hash, wa.on_behalf_of, wa.round, wa.input_digest, wa.channel"
 )
 # A run's row: the run, its current step and its workflow's policy, joined.
 RUN_FROM = (
@@ -216,8 +216,8 @@ def insert_actions(conn: sqlite3.Connection, actions: Sequence[Action]) -> list[
         last_id(
             conn.execute(
                 "INSERT INTO workflow_actions (run_id, step_id, action, actor, comment, "
-                "created_at, hash, on_behalf_of, round, input_digest) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "created_at, hash, on_behalf_of, round, input_digest, channel) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     action.run_id,
                     action.step_id,
@@ -229,6 +229,7 @@ def insert_actions(conn: sqlite3.Connection, actions: Sequence[Action]) -> list[
                     action.on_behalf_of,
                     action.round,
                     action.input_digest,
+                    action.channel,
                 ),
             )
         )
