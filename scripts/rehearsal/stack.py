@@ -68,8 +68,11 @@ class Stack:
                     f"{self.name}: {stack['StackStatus']} {stack.get('StackStatusReason')}"
                 )
             resources = cloudformation.describe_stack_resources(StackName=self.name)
+            # moto lists a resource its condition left out without ids: skip it.
             self.physical = {
-                r["LogicalResourceId"]: r["PhysicalResourceId"] for r in resources["StackResources"]
+                r["LogicalResourceId"]: r["PhysicalResourceId"]
+                for r in resources["StackResources"]
+                if "LogicalResourceId" in r
             }
             attributes = {
                 outputs[o["OutputKey"]]: o["OutputValue"] for o in stack.get("Outputs", [])
