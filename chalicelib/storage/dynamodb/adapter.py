@@ -48,6 +48,7 @@ from chalicelib.storage.dynamodb.outbox import (
     configured_delivery,
 )
 from chalicelib.storage.dynamodb.schema import ALL_INDEX, DUE_AT
+from chalicelib.storage.dynamodb.started import StartedRuns
 from chalicelib.storage.failures import unavailable
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ STEP_COUNT_COPIES = 16
 KNOWN_WORKFLOWS = 1024
 
 
-class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState, Delegations):
+class DynamoDBStorage(Lists, StartedRuns, IdempotencyKeys, OutboxState, Delegations):
     """Storage in one DynamoDB table: the service's state (here), its lists and
     inboxes (lists.py), its Idempotency-Keys (idempotency.py) and its events'
     delivery (outbox.py)."""

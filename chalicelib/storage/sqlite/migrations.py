@@ -161,7 +161,9 @@ Migration = Union[str, Callable[["sqlite3.Connection"], None]]
 # written before a change reads its new columns as NULL unless the change
 # fills them.
 MIGRATIONS: tuple[Migration, ...] = (
-    # BASELINE_VERSION + 1: the next change goes here.
+    # BASELINE_VERSION + 1: the runs of a workflow by when they started, for
+    # its figures (GET /workflows/{id}/stats: storage/sqlite/started.py).
+    "CREATE INDEX workflow_runs_started ON workflow_runs(workflow_id, created_at)",
 )
 
 
