@@ -45,7 +45,7 @@ class StartedRuns:
         )
         entries = sorted(
             (entry for shard in read for entry in shard),
-            key=lambda entry: (entry[CREATED_AT]["S"], int(entry["id"]["N"])),
+            key=lambda entry: (entry[CREATED_AT]["S"], keys.run_id_of(entry["PK"]["S"])),
         )
         heads = self.requests.get_items(
             [items.key(entry["PK"]["S"], keys.RUN_SK) for entry in entries[:max_runs]]
