@@ -1,5 +1,6 @@
-"""Screenshots of the approvers' page for the README: the inbox, a run page and
-the delegations, each 360 px wide (a phone) and 1280 px wide, on sample data.
+"""Screenshots of the approvers' page for the README: the inbox, a run page, the
+delegations and a workflow's figures, each 360 px wide (a phone) and 1280 px
+wide, on sample data.
 
     python scripts/screenshots.py docs/screenshots
 
@@ -8,7 +9,8 @@ SQLite file (WORKFLOW_AUTH=none), filled through the API as people would, and
 photographed by Debian's headless Chromium (scripts/browser.py). Steps have
 approvers and a quorum, runs an input (what is being approved, under the
 workflow's input schema), the CFO's step a condition, and the viewer has
-delegations lent and lent to them.
+delegations lent and lent to them; three weeks of past purchase orders,
+decided at known times through the engine's clock, give the figures.
 """
 
 from __future__ import annotations
@@ -125,6 +127,40 @@ def sample_data(base_url: str) -> dict[str, Any]:
     return laptops
 
 
+def sample_history(storage: SQLiteStorage, workflow_id: int) -> None:
+    """Three weeks of purchase orders, decided at known times (the engine's
+    clock), for the workflow's figures: waits that vary, a few long ones."""
+    from chalicelib import engine
+
+    start = datetime.now(UTC).replace(microsecond=0) - timedelta(days=21)
+
+    def at(hours: float) -> engine.Clock:
+        stamp = (start + timedelta(hours=hours)).isoformat(timespec="milliseconds")
+        return lambda: stamp.replace("+00:00", "Z")
+
+    managers, finance = frozenset({"managers"}), frozenset({"finance"})
+    # (start, hours at Manager, at Finance for each approval, at the CFO; None: still waiting)
+    waits = [(0, 2, (5, 9), 20), (20, 1, (3, 4), 6), (50, 6, (30, 50), None), (75, 0.5, (2, 3), 3)]
+    waits += [(110, 3, (8, 26), 30), (150, 26, (12, 20), 4), (200, 1.5, (4, 6), 8)]
+    waits += [(260, 4, (70, 96), 12), (300, 2, (6, 7), None), (380, 8, (10, 40), 2)]
+    for number, (begin, manager, (first, second), cfo) in enumerate(waits):
+        amount = 14000 if cfo is not None else 4000
+        run = engine.start_run(
+            storage,
+            workflow_id,
+            f"PO-{900 + number}",
+            "sam",
+            clock=at(begin),
+            data={"amount": amount, "supplier": "Ergo Office"},
+        )
+        engine.approve(storage, run.id, "maria", clock=at(begin + manager), groups=managers)
+        at_finance = begin + manager
+        engine.approve(storage, run.id, "fiona", clock=at(at_finance + first), groups=finance)
+        engine.approve(storage, run.id, "finn", clock=at(at_finance + second), groups=finance)
+        if cfo is not None:
+            engine.approve(storage, run.id, "cfo", clock=at(at_finance + second + cfo))
+
+
 def sample_delegations(base_url: str) -> None:
     """Rights the viewer lent and was lent."""
     now = datetime.now(UTC).replace(second=0, microsecond=0)
@@ -150,14 +186,17 @@ def main(argv: list[str]) -> int:
     access_log.set_stream(open(os.devnull, "w"))  # noqa: SIM115 - for the whole run
     os.environ.pop("WORKFLOW_AUTH", None)
     with tempfile.TemporaryDirectory() as data:
-        app_module.use_storage(SQLiteStorage(os.path.join(data, "workflows.sqlite3")))
+        storage = SQLiteStorage(os.path.join(data, "workflows.sqlite3"))
+        app_module.use_storage(storage)
         with local_server.serving(app_module.app, Config.create()) as base_url:
             run = sample_data(base_url)
             sample_delegations(base_url)
+            sample_history(storage, run["workflow_id"])
             views = [
                 ("inbox", "#/inbox", None),
                 ("run", f"#/runs/{run['id']}", run["title"]),
                 ("delegations", "#/delegations", "Delegations"),
+                ("stats", f"#/workflows/{run['workflow_id']}", "How long Purchase order takes"),
             ]
             with sync_playwright() as playwright:
                 chromium = browser.launch(playwright)
