@@ -128,13 +128,14 @@ def seconds_between(earlier: str, later: str) -> float:
 def window(start: Optional[str], end: Optional[str], now: str) -> Window:
     """The window asked for (normalised stamps; None: the default): it ends at
     `end` (default now) and starts at `start` (default DEFAULT_DAYS earlier).
-    InvalidInput unless it starts before it ends and spans at most MAX_DAYS."""
+    Unprocessable (a rule no schema states) unless it starts before it ends
+    and spans at most MAX_DAYS."""
     last = end if end is not None else now
     first = start if start is not None else _days_before(last, DEFAULT_DAYS)
     if first >= last:
-        raise errors.InvalidInput("'from' must be before 'to'")
+        raise errors.Unprocessable("'from' must be before 'to'")
     if instant(last) - instant(first) > timedelta(days=MAX_DAYS):
-        raise errors.InvalidInput(f"A window spans at most {MAX_DAYS} days; narrow 'from'..'to'")
+        raise errors.Unprocessable(f"A window spans at most {MAX_DAYS} days; narrow 'from'..'to'")
     return Window(first, last)
 
 
@@ -207,7 +208,17 @@ def workflow_stats(
     )
     ended = (run for run in runs if run.status in ENDED and run.actions)
     run_seconds = figures(seconds_between(r.created_at, r.actions[-1].created_at) for r in ended)
-    steps = tuple(_step_figures(step, runs) for step in workflow.steps)
+    waited: dict[int, list[float]] = {}
+    kinds: dict[int, list[str]] = {}
+    for run in runs:  # each history walked once, whatever the number of steps
+        for step_id, seconds in waits(run):
+            waited.setdefault(step_id, []).append(seconds)
+        for entry in run.actions:
+            kinds.setdefault(entry.step_id, []).append(entry.action)
+    steps = tuple(
+        _step_figures(step, kinds.get(step.id, []), waited.get(step.id, []))
+        for step in workflow.steps
+    )
     return WorkflowStats(
         workflow.id, span.start, span.end, truncated, counts, run_seconds, steps, overdue
     )
@@ -223,9 +234,8 @@ _COUNTED = (
 )
 
 
-def _step_figures(step: Step, runs: Sequence[Run]) -> StepFigures:
-    kinds = [entry.action for run in runs for entry in run.actions if entry.step_id == step.id]
-    waited = (seconds for run in runs for step_id, seconds in waits(run) if step_id == step.id)
+def _step_figures(step: Step, kinds: list[str], waited: list[float]) -> StepFigures:
+    """A step's figures from the kinds of its history entries and its waits."""
     return StepFigures(
         step.name,
         step.step_order,

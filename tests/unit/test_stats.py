@@ -96,5 +96,5 @@ def test_the_window_defaults_to_the_30_days_before_its_end() -> None:
 def test_a_window_that_is_none_or_longer_than_366_days_is_refused(
     start: str, end: Optional[str]
 ) -> None:
-    with pytest.raises(errors.InvalidInput):
+    with pytest.raises(errors.Unprocessable):
         stats.window(start, end, NOW)
