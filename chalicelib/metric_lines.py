@@ -10,7 +10,7 @@ conditional write, and was decided again, counts once.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Optional, TextIO
 
 from chalicelib import log_lines
 
@@ -19,6 +19,16 @@ if TYPE_CHECKING:
     from chalicelib.domain.models import Run
 
 NAMESPACE_VARIABLE = "WORKFLOW_METRICS_NAMESPACE"
+
+# Where the lines go: None is standard output at the time of writing (as for
+# the access lines); set_stream points them elsewhere (a benchmark's /dev/null).
+_stream: Optional[TextIO] = None
+
+
+def set_stream(stream: Optional[TextIO]) -> None:
+    """Write the lines to `stream` from now on (None: standard output again)."""
+    global _stream
+    _stream = stream
 
 
 def namespace() -> str:
@@ -44,4 +54,4 @@ def changed(change: RunChange, deadline_at: Optional[str] = None) -> None:
 
 def _write(line: Optional[str]) -> None:
     if line is not None:
-        log_lines.write(line)
+        log_lines.write(line, _stream)

@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from chalice.config import Config
 
 import app as app_module
+from chalicelib import metric_lines
 from chalicelib.api import access_log
 from chalicelib.storage.sqlite.adapter import SQLiteStorage
 from scripts import browser, local_server
@@ -183,7 +184,9 @@ def main(argv: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     from playwright.sync_api import expect, sync_playwright
 
-    access_log.set_stream(open(os.devnull, "w"))  # noqa: SIM115 - for the whole run
+    devnull = open(os.devnull, "w")  # noqa: SIM115 - for the whole run
+    access_log.set_stream(devnull)
+    metric_lines.set_stream(devnull)
     os.environ.pop("WORKFLOW_AUTH", None)
     with tempfile.TemporaryDirectory() as data:
         storage = SQLiteStorage(os.path.join(data, "workflows.sqlite3"))

@@ -119,10 +119,20 @@ def stamp_of(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def milliseconds(stamp: str) -> int:
+    """The milliseconds from the epoch to a service timestamp (UTC, Z): parsed
+    naive, which takes a third of the time an aware parse does (every
+    decision's metric line takes two)."""
+    elapsed = datetime.fromisoformat(stamp.removesuffix("Z")) - _EPOCH
+    return (elapsed.days * 86400 + elapsed.seconds) * 1000 + elapsed.microseconds // 1000
+
+
+_EPOCH = datetime(1970, 1, 1)
+
+
 def seconds_between(earlier: str, later: str) -> float:
     """The seconds from one service timestamp to another, to the millisecond."""
-    elapsed = instant(later) - instant(earlier)
-    return round(elapsed / timedelta(milliseconds=1)) / 1000
+    return (milliseconds(later) - milliseconds(earlier)) / 1000
 
 
 def window(start: Optional[str], end: Optional[str], now: str) -> Window:
