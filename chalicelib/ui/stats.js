@@ -74,8 +74,9 @@ export async function showWorkflowStats(current, target) {
  */
 function windowLinks(id, days) {
   return el(
-    "nav",
-    { class: "windows", "aria-label": "Runs started in" },
+    // Not a <nav>: the page has one navigation landmark, its header's.
+    "div",
+    { class: "windows", role: "group", "aria-label": "Runs started in" },
     el("ul", {}, WINDOWS.map((each) => el("li", {}, el("a", { href: `#/workflows/${id}?days=${each}`, "aria-current": each === days ? "page" : null }, `Last ${each} days`)))),
   );
 }
