@@ -49,6 +49,7 @@ finally:
 
 if TYPE_CHECKING:
     from chalicelib.domain.models import Contact
+    from chalicelib.domain.stats import WorkflowStats
     from chalicelib.storage import Backend
 
 app = Chalice(app_name="approval-workflows")
@@ -127,6 +128,18 @@ def append_step(workflow_id: str) -> Step:
     body = api.body()
     wid = paths.path_id(workflow_id, "Workflow")
     return engine.append_step(get_storage(), wid, validation.new_step(body))
+
+
+@app.route("/workflows/{workflow_id}/stats", methods=["GET"])
+@api.answers(200)
+def workflow_stats(workflow_id: str) -> WorkflowStats:
+    from chalicelib import stats
+    from chalicelib.api import queries
+
+    wid = paths.path_id(workflow_id, "Workflow")
+    query = queries.stats_query(api.query())
+    reader = identity.reader_of(api.caller())
+    return stats.workflow_stats(get_storage(), wid, query.start, query.end, *reader)
 
 
 @app.route("/runs", methods=["POST"])

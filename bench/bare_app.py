@@ -26,6 +26,7 @@ ROUTES = (
     ("/workflows", "GET", "list_workflows"),
     ("/workflows/{workflow_id}", "GET", "get_workflow"),
     ("/workflows/{workflow_id}/steps", "POST", "append_step"),
+    ("/workflows/{workflow_id}/stats", "GET", "workflow_stats"),
     ("/runs", "POST", "start_run"),
     ("/runs", "GET", "list_runs"),
     ("/runs/{run_id}", "GET", "get_run"),

@@ -140,9 +140,12 @@ def start_run(
         raise errors.Conflict(
             f"Workflow {workflow_id} has no steps; append one before starting a run"
         )
+    from chalicelib import metric_lines
     from chalicelib.domain import transitions
 
-    return storage.create_run(transitions.start_run(workflow, title, requested_by, clock(), data))
+    run = storage.create_run(transitions.start_run(workflow, title, requested_by, clock(), data))
+    metric_lines.started(run)
+    return run
 
 
 def get_run(storage: Storage, run_id: int) -> Run:
@@ -315,6 +318,7 @@ def _decide(
     deciders by its remaining approvals; past it the answer is 503, and nothing
     is written.
     """
+    from chalicelib import metric_lines
     from chalicelib.domain import decision, transitions
     from chalicelib.domain.lifecycle import ActionKind
 
@@ -344,9 +348,11 @@ def _decide(
             run, action, actor, comment, following, now, on_behalf_of, seen.channel
         )
         try:
-            return storage.record_change(decision.against(change, stored))
+            recorded = storage.record_change(decision.against(change, stored))
         except errors.LostWrite:
             continue
+        metric_lines.changed(change)
+        return recorded
     raise errors.Unavailable("Too many decisions on this run at once; retry shortly")
 
 
@@ -506,6 +512,9 @@ def _apply_deadline(storage: Storage, run_id: int, now: str) -> bool:
         storage.record_change(change)
     except errors.LostWrite:
         return False  # a decision was recorded first: it stands
+    from chalicelib import metric_lines
+
+    metric_lines.changed(change, deadline_at=now)
     return True
 
 

@@ -1,14 +1,16 @@
 """Screenshots of the approvers' page for the README and docs/approvers-page.md: the
-inbox, a run page and the delegations, 360 px (a phone) and 1280 px wide.
+inbox, a run page, the delegations and a workflow's figures, 360 px (a phone) and
+1280 px wide.
 
     python scripts/screenshots.py docs/screenshots
 
 `make screenshots` runs it: the app served in this process from a fresh SQLite
 file (WORKFLOW_AUTH=none), filled through the API as people would, with sample
 data that shows what the page can (approvers, a quorum, an input under a schema,
-a step's condition, delegations), and photographed by scripts/browser.py; sign-in
-(1280 px) goes through the test OpenID provider (scripts/oidc_provider.py), as
-`make run-oidc` does.
+a step's condition, delegations, three weeks of past purchase orders decided at
+known times through the engine's clock for the figures), and photographed by
+scripts/browser.py; sign-in (1280 px) goes through the test OpenID provider
+(scripts/oidc_provider.py), as `make run-oidc` does.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from chalice.config import Config
 
 import app as app_module
+from chalicelib import metric_lines
 from chalicelib.api import access_log
 from chalicelib.storage.sqlite.adapter import SQLiteStorage
 from scripts import browser, local_server, oidc_provider
@@ -125,6 +128,40 @@ def sample_data(base_url: str) -> dict[str, Any]:
     return laptops
 
 
+def sample_history(storage: SQLiteStorage, workflow_id: int) -> None:
+    """Three weeks of purchase orders, decided at known times (the engine's
+    clock), for the workflow's figures: waits that vary, a few long ones."""
+    from chalicelib import engine
+
+    start = datetime.now(UTC).replace(microsecond=0) - timedelta(days=21)
+
+    def at(hours: float) -> engine.Clock:
+        stamp = (start + timedelta(hours=hours)).isoformat(timespec="milliseconds")
+        return lambda: stamp.replace("+00:00", "Z")
+
+    managers, finance = frozenset({"managers"}), frozenset({"finance"})
+    # (start, hours at Manager, at Finance for each approval, at the CFO; None: still waiting)
+    waits = [(0, 2, (5, 9), 20), (20, 1, (3, 4), 6), (50, 6, (30, 50), None), (75, 0.5, (2, 3), 3)]
+    waits += [(110, 3, (8, 26), 30), (150, 26, (12, 20), 4), (200, 1.5, (4, 6), 8)]
+    waits += [(260, 4, (70, 96), 12), (300, 2, (6, 7), None), (380, 8, (10, 40), 2)]
+    for number, (begin, manager, (first, second), cfo) in enumerate(waits):
+        amount = 14000 if cfo is not None else 4000
+        run = engine.start_run(
+            storage,
+            workflow_id,
+            f"PO-{900 + number}",
+            "sam",
+            clock=at(begin),
+            data={"amount": amount, "supplier": "Ergo Office"},
+        )
+        engine.approve(storage, run.id, "maria", clock=at(begin + manager), groups=managers)
+        at_finance = begin + manager
+        engine.approve(storage, run.id, "fiona", clock=at(at_finance + first), groups=finance)
+        engine.approve(storage, run.id, "finn", clock=at(at_finance + second), groups=finance)
+        if cfo is not None:
+            engine.approve(storage, run.id, "cfo", clock=at(at_finance + second + cfo))
+
+
 def sample_delegations(base_url: str) -> None:
     """Rights the viewer lent and was lent."""
     now = datetime.now(UTC).replace(second=0, microsecond=0)
@@ -180,17 +217,22 @@ def main(argv: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     from playwright.sync_api import expect, sync_playwright
 
-    access_log.set_stream(open(os.devnull, "w"))  # noqa: SIM115 - for the whole run
+    devnull = open(os.devnull, "w")  # noqa: SIM115 - for the whole run
+    access_log.set_stream(devnull)
+    metric_lines.set_stream(devnull)
     os.environ.pop("WORKFLOW_AUTH", None)
     with tempfile.TemporaryDirectory() as data:
-        app_module.use_storage(SQLiteStorage(os.path.join(data, "workflows.sqlite3")))
+        storage = SQLiteStorage(os.path.join(data, "workflows.sqlite3"))
+        app_module.use_storage(storage)
         with local_server.serving(app_module.app, Config.create()) as base_url:
             run = sample_data(base_url)
             sample_delegations(base_url)
+            sample_history(storage, run["workflow_id"])
             views = [
                 ("inbox", "#/inbox", None),
                 ("run", f"#/runs/{run['id']}", run["title"]),
                 ("delegations", "#/delegations", "Delegations"),
+                ("stats", f"#/workflows/{run['workflow_id']}", "How long Purchase order takes"),
             ]
             with sync_playwright() as playwright:
                 chromium = browser.launch(playwright)

@@ -127,6 +127,21 @@ def delegation_query(query: Mapping[str, Any]) -> DelegationQuery:
     )
 
 
+class StatsQuery(Record):
+    # Service timestamps (UTC, milliseconds); None: the default window.
+    start: Optional[str]
+    end: Optional[str]
+
+
+def stats_query(query: Mapping[str, Any]) -> StatsQuery:
+    """GET /workflows/{id}/stats: from, to (RFC 3339 date-times with offsets)."""
+    from chalicelib.domain.delegations import normalised
+
+    params = _query(query, ("from", "to"))
+    given = {name: normalised(params[name], name) for name in ("from", "to") if name in params}
+    return StatsQuery(given.get("from"), given.get("to"))
+
+
 def _named(params: Mapping[str, str], name: str) -> Optional[str]:
     """A user's name a query names, where it names one."""
     return principal_name(params, name) if params.get(name) is not None else None

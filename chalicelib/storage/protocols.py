@@ -100,6 +100,15 @@ class Storage(Protocol):
         keys may decide them is the engine's to say, not the storage's."""
         ...
 
+    def runs_started_between(
+        self, workflow_id: int, start: str, end: str, max_runs: int, max_actions: int
+    ) -> Slice[Run]:
+        """The workflow's runs whose created_at is from `start` (inclusive) to
+        `end` (exclusive), by (created_at, id), each with its whole history: the
+        first that `max_runs` runs and `max_actions` actions in all hold, and
+        whether the window holds more (`more`)."""
+        ...
+
     def due_runs(self, now: str, limit: int) -> list[int]:
         """At most `limit` runs whose current step's deadline passed by `now` and
         is still to apply, soonest due first."""

@@ -7,6 +7,7 @@
 //   run.js          #/runs/42: a run, what the caller may do with it and why not
 //                   (its forms: decide.js; its steps and history: timeline.js)
 //   workflows.js    #/workflows: the workflows, start a run, define a workflow, append a step
+//   stats.js        #/workflows/7: how long the workflow's approvals take
 //   delegations.js  #/delegations: rights to decide lent and lent to me
 //   signin.js       #/me: who am I (sign in and out: session.js)
 //
@@ -26,9 +27,17 @@ import { start } from "./router.js";
 import { showRun } from "./run.js";
 import { loadSession } from "./session.js";
 import { showMe } from "./signin.js";
+import { showWorkflowStats } from "./stats.js";
 import { showWorkflows } from "./workflows.js";
 
-const views = { inbox: showInbox, run: showRun, workflows: showWorkflows, delegations: showDelegations, me: showMe };
+const views = {
+  inbox: showInbox,
+  run: showRun,
+  workflows: showWorkflows,
+  workflow: showWorkflowStats,
+  delegations: showDelegations,
+  me: showMe,
+};
 // Signed in through the service: who, it says first (the session cookie is not the page's to read).
 if (SIGNIN) loadSession().then(() => start(views));
 else start(views);

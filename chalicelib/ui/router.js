@@ -1,5 +1,6 @@
 // Views are hash routes, so every link can be shared and reloads where it was:
 // #/inbox, #/runs/42 (#/runs/42?for=bob: decided on bob's behalf), #/workflows,
+// #/workflows/7 (how long its approvals take; ?days=90: over the last 90 days),
 // #/delegations (rights to decide lent and lent to me), #/me (who am I). Each
 // navigation draws its view afresh; one that a later navigation overtook is
 // dropped (`generation`).
@@ -8,7 +9,7 @@ import { alertRegion, byId, clearMessages, el, focus, say, statusRegion, view, w
 
 /**
  * Where a hash leads.
- * @typedef {{ name: "run", id: number, behalf: string | null } | { name: ViewName }} Target
+ * @typedef {{ name: "run", id: number, behalf: string | null } | { name: "workflow", id: number, days: number | null } | { name: ViewName }} Target
  * @typedef {"inbox" | "workflows" | "delegations" | "me"} ViewName
  */
 
@@ -74,10 +75,13 @@ export function signedOut(reason) {
  * @returns {Target}
  */
 function parse(hash) {
-  const match = /^#\/(inbox|workflows|delegations|me|runs\/(\d+))?\/?(\?[^#]*)?$/.exec(hash || "#/");
+  const match = /^#\/(inbox|workflows|delegations|me|runs\/(\d+)|workflows\/(\d+))?\/?(\?[^#]*)?$/.exec(hash || "#/");
   if (!match) return { name: "inbox" };
+  const params = new URLSearchParams(match[4] || "");
   // #/runs/42?for=bob: the run, decided on bob's behalf (from the inbox of his delegate).
-  if (match[2]) return { name: "run", id: Number(match[2]), behalf: new URLSearchParams(match[3] || "").get("for") || null };
+  if (match[2]) return { name: "run", id: Number(match[2]), behalf: params.get("for") || null };
+  // #/workflows/7?days=90: how long the workflow's approvals take, over the last 90 days.
+  if (match[3]) return { name: "workflow", id: Number(match[3]), days: Number(params.get("days")) || null };
   return { name: /** @type {ViewName} */ (match[1] || "inbox") };
 }
 
@@ -102,7 +106,7 @@ export async function route() {
   const messages = carried;
   carried = null;
   clearMessages();
-  markNavigation(target.name);
+  markNavigation(target.name === "workflow" ? "workflows" : target.name);
   showCaller();
   view.setAttribute("aria-busy", "true");
   try {

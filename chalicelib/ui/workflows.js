@@ -116,6 +116,7 @@ function workflowCard(workflow, contract, admin) {
     { class: "card" },
     el("h3", { class: "card-title" }, workflow.name),
     workflow.description ? el("p", {}, workflow.description) : null,
+    el("p", {}, el("a", { href: `#/workflows/${workflow.id}` }, `How long ${workflow.name} takes`)),
     flags.length ? [el("h4", {}, "Rules"), el("ul", { class: "flags" }, flags.map(([name, value]) => el("li", {}, flagText(name, value))))] : null,
     el("h4", {}, "Steps"),
     workflow.steps.length

@@ -163,14 +163,22 @@ class Stack:
     def _apply(self) -> None:
         """The resources moto's CloudFormation cannot create, from their properties."""
         sqs = self.cloud.account_client("sqs")
-        for name in self.template.applied:
+        for name in self.template.applied & set(self.played):
             properties = self.played[name]
-            if self.template.resources[name]["Type"] == "AWS::SQS::QueuePolicy":
+            kind = self.template.resources[name]["Type"]
+            if kind == "AWS::SQS::QueuePolicy":
                 for url in properties["Queues"]:
                     sqs.set_queue_attributes(
                         QueueUrl=url,
                         Attributes={"Policy": json.dumps(properties["PolicyDocument"])},
                     )
+            elif kind == "AWS::CloudWatch::Alarm":
+                # CloudFormation's properties are PutMetricAlarm's; the
+                # threshold, a parameter, resolves to text.
+                threshold = float(properties["Threshold"])
+                self.cloud.account_client("cloudwatch").put_metric_alarm(
+                    AlarmName=f"{self.name}-{name}", **{**properties, "Threshold": threshold}
+                )
 
     def _check(self) -> None:
         problems: list[str] = []

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 PLAYED_PREFIXES = ("AWS::Lambda::", "AWS::ApiGateway::", "AWS::ApiGatewayV2::")
-REHEARSAL_APPLIES = ("AWS::SQS::QueuePolicy",)
+REHEARSAL_APPLIES = ("AWS::SQS::QueuePolicy", "AWS::CloudWatch::Alarm")
 NO_VALUE = "AWS::NoValue"
 _SUB = re.compile(r"\$\{([^}!][^}]*)\}")
 

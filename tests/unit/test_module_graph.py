@@ -54,6 +54,7 @@ USE_CASES = (
     "chalicelib.contacts",
     "chalicelib.action_links",
     "chalicelib.slack_clicks",
+    "chalicelib.stats",
 )
 FORBIDDEN = {
     "chalicelib.domain": (*EDGE, STORAGE, DELIVERY, "chalicelib.engine", "boto3", "botocore"),

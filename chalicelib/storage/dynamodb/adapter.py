@@ -49,6 +49,7 @@ from chalicelib.storage.dynamodb.outbox import (
     configured_delivery,
 )
 from chalicelib.storage.dynamodb.schema import ALL_INDEX, DUE_AT
+from chalicelib.storage.dynamodb.started import StartedRuns
 from chalicelib.storage.failures import unavailable
 
 if TYPE_CHECKING:
@@ -66,10 +67,11 @@ STEP_COUNT_COPIES = 16
 KNOWN_WORKFLOWS = 1024
 
 
-class DynamoDBStorage(Lists, IdempotencyKeys, OutboxState, Delegations, Notices):
+class DynamoDBStorage(Lists, StartedRuns, IdempotencyKeys, OutboxState, Delegations, Notices):
     """Storage in one DynamoDB table: the service's state (here), its lists and
     inboxes (lists.py), its Idempotency-Keys (idempotency.py), its events'
-    delivery (outbox.py) and its contacts, notices and action links (notices.py)."""
+    delivery (outbox.py), its contacts, notices and action links (notices.py)
+    and the runs a window started (started.py)."""
 
     def __init__(
         self,

@@ -50,6 +50,8 @@ Indexes (schema.py), partition key -> sort key, all sorted by `id` but `due`:
     due                      due_pk = DEADLINE#<shard> (runs whose   keys only, sorted by due_at
                              deadline is still to apply) or DELIVERY
                              (events to send, `make run-dynamodb`)
+    runs_by_workflow_started workflow_runs_pk = WF#<wid>#<shard>     runs, keys only, sorted by
+                                                                     created_at
 
 A run's shard is `id % WORKFLOW_LIST_SHARDS` (16 by default), four times as
 many for its deadline; a user's inbox is one partition, paced by what one
@@ -90,6 +92,10 @@ Access patterns: what each request reads and writes.
     or inbox                  each group (Query each)
     the sweeper               `due`: one Query per deadline shard, run (as a decision); a
                               then each run due (Query)           reminder or escalation
+    GET /workflows/{id}/stats workflow item (Query); one Query per    -
+                              shard of runs_by_workflow_started;
+                              BatchGetItems of its runs, then of
+                              their actions (by their keys)
     Idempotency-Key           -                                   one conditional put of the key;
                                                                   its response (and parts) after
     PUT /contacts/{p}         -                                   the contact
@@ -328,6 +334,11 @@ def partitions(
     else:
         index, prefix = RUNS_INDEX, "RUNS"
     return index, [f"{prefix}#{shard}" for shard in range(shards)]
+
+
+def workflow_run_pks(workflow_id: int, shards: int) -> list[str]:
+    """Every partition of a workflow's runs (runs_by_workflow, runs_by_workflow_started)."""
+    return partitions(workflow_id, None, shards)[1]
 
 
 def delegation_sk(delegation_id: int) -> str:

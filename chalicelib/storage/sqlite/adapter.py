@@ -27,7 +27,7 @@ from chalicelib.domain.models import (
     Step,
     Workflow,
 )
-from chalicelib.storage.sqlite import rows
+from chalicelib.storage.sqlite import rows, started
 from chalicelib.storage.sqlite.connections import next_id
 from chalicelib.storage.sqlite.notices import NoticeRows
 
@@ -315,6 +315,12 @@ class SQLiteStorage(NoticeRows):
             .fetchall()
         )
         return Slice(tuple(rows.listed_run(row) for row in found[:limit]), len(found) > limit)
+
+    def runs_started_between(
+        self, workflow_id: int, start: str, end: str, max_runs: int, max_actions: int
+    ) -> Slice[Run]:
+        conn = self._connection()
+        return started.runs_started_between(conn, workflow_id, start, end, max_runs, max_actions)
 
     def _runs(self, where: str, values: tuple[object, ...], limit: int) -> Slice[Run]:
         """At most `limit` runs, without actions, that `where` (and its ORDER BY) picks."""

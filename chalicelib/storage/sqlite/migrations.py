@@ -186,6 +186,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     "CREATE TABLE slack_posts (run_id INTEGER NOT NULL, round INTEGER NOT NULL, "
     "step_id INTEGER NOT NULL, channel TEXT NOT NULL, ts TEXT NOT NULL, principal TEXT NOT NULL, "
     "PRIMARY KEY (run_id, round, step_id, channel, ts)) WITHOUT ROWID",
+    # + 8: the runs of a workflow by when they started, for
+    # its figures (GET /workflows/{id}/stats: storage/sqlite/started.py).
+    "CREATE INDEX workflow_runs_started ON workflow_runs(workflow_id, created_at)",
 )
 
 
