@@ -1,4 +1,4 @@
-"""Benchmark 6's smoke run (bench/deployed_cpu.py), without valgrind: one unit
+"""Smoke runs of benchmarks 6 and 7. Benchmark 6 (bench/deployed_cpu.py) without valgrind: two units
 of the service through the packaged entry point on a moto server, recorded,
 and the floor replaying its requests on a fresh table, both answering."""
 
@@ -27,3 +27,27 @@ def test_the_floor_sends_what_the_service_sent_and_both_answer(tmp_path: Path) -
     cpu_ms, mix = deployed_cpu.approval_figures(record, warmup=1, timed=1)
     assert cpu_ms > 0 and mix == {"Query": 1.0, "TransactWriteItems": 1.0}
     assert deployed_cpu.modelled_latency(cpu_ms, mix, 1769) == cpu_ms + 15
+
+
+def test_the_contention_smoke_run_records_each_acknowledged_approval_once(
+    tmp_path: Path,
+) -> None:
+    """Benchmark 7 at 10 approvers (BENCH_QUICK): its checks hold and it prints
+    the conditional writes per decision."""
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "contention.json"
+    env = {**os.environ, "BENCH_QUICK": "1"}
+    subprocess.run(
+        [sys.executable, "-m", "bench.contention", "--json", str(out)],
+        cwd=PROJECT_DIR,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    figures = {f["name"]: f for f in json.loads(out.read_text())["figures"]}
+    assert figures["acknowledged approvals recorded once, quorum exact"]["met"] is True
+    assert figures["5xx or other faults"]["value"] == 0
+    assert figures["conditional-write attempts per acknowledged decision"]["value"] >= 1
