@@ -197,18 +197,22 @@ rehearse: package $(VENV)/.dev $(LAMBDA_RUNTIME)/.created
 	$(BIN)/python scripts/rehearse.py --runtime $(LAMBDA_RUNTIME)/python \
 		--mutations $(REHEARSAL_MUTATIONS)
 
+# Benchmark 6 counts instructions with valgrind's callgrind, installed here if missing.
+VALGRIND_CHECK = command -v valgrind >/dev/null || { \
+		echo "Installing Debian's valgrind for the instruction counts (apt-get) ..."; \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends valgrind; } || { \
+			echo "Could not install it: as root, apt-get install valgrind" >&2; exit 1; }; }
+
 bench: $(VENV)/.dev
+	@$(VALGRIND_CHECK)
 	$(BIN)/python -m bench.run
 
 # The SQLite cold start counted in instructions (valgrind's callgrind), which do
 # not move from run to run; TREES="../old ../other" counts other checkouts too.
 TREES ?=
 bench-instructions: $(VENV)/.dev
-	@command -v valgrind >/dev/null || { \
-		echo "Installing Debian's valgrind for the instruction counts (apt-get) ..."; \
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-			--no-install-recommends valgrind; } || { \
-			echo "Could not install it: as root, apt-get install valgrind" >&2; exit 1; }; }
+	@$(VALGRIND_CHECK)
 	$(BIN)/python -m bench.cold_start_instructions $(foreach tree,$(TREES),--tree $(tree))
 
 # The call tree of the hot path (BACKEND=sqlite or dynamodb).

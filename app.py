@@ -9,7 +9,6 @@ a cold start that serves a read by id loads neither.
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 from collections.abc import Callable
@@ -23,29 +22,19 @@ from chalice.app import Chalice, CloudWatchEvent, DynamoDBEvent, Rate, Response,
 if os.environ.get("CHALICE_WORKER"):
     sys.dont_write_bytecode = True
 
-# The service's modules and their records live as long as the process:
-# collecting among them while they load is wasted work on a cold start (about
-# 0.65 million instructions, by callgrind). The collector waits until they are
-# loaded, and leaves them out of every later collection (gc.freeze).
-gc.disable()
-try:
-    from chalicelib import background, engine
-    from chalicelib.api import access_log, http, identity, paths, representations
-    from chalicelib.domain.models import (
-        Awaiting,
-        Delegation,
-        Event,
-        Page,
-        Permissions,
-        Run,
-        RunAudit,
-        Step,
-        Workflow,
-    )
-finally:
-    # On again even if an import failed.
-    gc.freeze()
-    gc.enable()
+from chalicelib import background, engine
+from chalicelib.api import access_log, http, identity, paths, representations
+from chalicelib.domain.models import (
+    Awaiting,
+    Delegation,
+    Event,
+    Page,
+    Permissions,
+    Run,
+    RunAudit,
+    Step,
+    Workflow,
+)
 
 if TYPE_CHECKING:
     from chalicelib.domain.models import Contact

@@ -7,7 +7,8 @@
   jwt        app.py with WORKFLOW_AUTH=jwt (SQLite) serving the same request with a
              bearer token, versus the bare app verifying that token with PyJWT
 
-Goal: <= 1.3x the bare figure in each case. The figure is the time from before
+Goal 5: DynamoDB and jwt <= 1.15x the bare figure (a guard); SQLite is a
+figure without a goal (no deployed function uses it). The figure is the time from before
 the import to the first answer, in the fresh process (what Lambda's init plus
 first invoke add on top of the runtime's own start); the whole process's wall
 time, interpreter start included, is shown beside it. The service's code is
@@ -46,7 +47,11 @@ from chalicelib.storage.dynamodb import client as dynamodb_client
 from tests.support.stored import stored_run, stored_workflow
 
 ROUNDS = scaled(21, 3)
-GOAL = 1.3
+# Goal 5 (issue 43): a guard on the deployed modes' starts, so that CPU cut
+# elsewhere is not bought with start-up. The SQLite start, which no deployed
+# function makes, is a figure without a goal since then.
+GOAL = 1.15
+GOAL_NAMES = {"ddb_service": "cold start DynamoDB", "jwt_service": "cold start jwt"}
 CHILD = os.path.join(PROJECT_DIR, "bench", "cold_child.py")
 walls: dict[str, list[float]] = {}
 
@@ -221,9 +226,12 @@ def main() -> None:
                 )
             )
         ratio = rounds.ratio(service, bare)
-        report.add(
-            Figure(f"{labels[service]} / bare", ratio, "x", goal=f"<= {GOAL}", met=ratio <= GOAL)
-        )
+        if service in GOAL_NAMES:
+            figure = Figure(GOAL_NAMES[service], ratio, "x", goal=f"<= {GOAL}", met=ratio <= GOAL)
+            figure.note = f"{labels[service]} / bare"
+        else:
+            figure = Figure(f"{labels[service]} / bare", ratio, "x", note="no goal since issue 43")
+        report.add(figure)
         whole = statistics.median(
             a / b for a, b in zip(walls[service][1:], walls[bare][1:], strict=False)
         )
@@ -236,7 +244,7 @@ def main() -> None:
             "SQLite: deployment package / working tree",
             rounds.ratio("deployed", "sqlite_service"),
             "x",
-            note="what the goal above measures is what a deployed function starts with",
+            note="what the figure above measures is what a deployed function starts with",
         )
     )
     report.add(

@@ -1,6 +1,6 @@
-"""Run the five benchmarks, each in a fresh process, and write their figures into BENCHMARKS.md.
+"""Run the seven benchmarks, each in a fresh process, and write their figures into BENCHMARKS.md.
 
-    .venv/bin/python -m bench.run            # all five (`make bench`)
+    .venv/bin/python -m bench.run            # all seven (`make bench`)
     .venv/bin/python -m bench.run scale      # some of them; BENCHMARKS.md is left alone
 
 BENCHMARKS.md holds the goals and the figures; what they mean, and what was
@@ -23,7 +23,15 @@ from importlib import metadata
 
 from bench._common import PROJECT_DIR, QUICK, fmt
 
-BENCHMARKS = ("throughput", "scale", "cold_start", "dynamodb_cost", "partition_load")
+BENCHMARKS = (
+    "throughput",
+    "scale",
+    "cold_start",
+    "dynamodb_cost",
+    "partition_load",
+    "deployed_cpu",
+    "contention",
+)
 DOC = os.path.join(PROJECT_DIR, "BENCHMARKS.md")
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 # Each benchmark runs with this environment only: chalice.test copies the

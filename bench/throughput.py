@@ -23,7 +23,8 @@ and the hashes are SHA-256 of the canonical texts, written out by hand: the
 least work that stores the same bytes.
 
 The fastest any service on Chalice and SQLite could go is limited by (a) and
-(b) together: limit = 1 / (1/a + 1/b). Goal: service >= 0.7 x limit.
+(b) together: limit = 1 / (1/a + 1/b). The service's share of it is a figure
+without a goal since issue 43: no deployed function uses SQLite.
 """
 
 from __future__ import annotations
@@ -43,7 +44,6 @@ from chalicelib.domain.models import StepRule
 from chalicelib.storage.sqlite import adapter as sqlite
 from tests.support.stored import stored_workflow
 
-GOAL = 0.7
 UNITS_PER_ROUND = scaled(200, 10)
 ROUNDS = scaled(31, 3)
 JSON = {"Content-Type": "application/json"}
@@ -411,9 +411,8 @@ def main() -> None:
             "service / limit",
             share,
             "x",
-            goal=f">= {GOAL}",
-            met=share >= GOAL,
-            note="median of per-round ratios",
+            note="median of per-round ratios; no goal since issue 43 (the embedded "
+            "development backend, which no deployed function uses)",
         )
     )
     # The first round of each is the warm-up, which alternate() drops.

@@ -58,11 +58,10 @@ from tests.support.backends import (
 # The test OpenID provider and the service signing in through it (`provider`).
 pytest_plugins = ["tests.support.signin"]
 
-# The service binds through the driver alone (chalicelib/storage/sqlite/
-# connections.py), without the default datetime adapters and converters that
-# the sqlite3 package registers with it once anything imports the package, as
-# the suite's own tools do. Dropped here, so that a datetime bound by mistake
-# fails the suite as it would fail the deployed service.
+# The service never binds a datetime (it stores ISO 8601 text): the default
+# datetime adapters and converters the sqlite3 package registers, which Python
+# 3.12 deprecates, are dropped here, so that a datetime bound by mistake fails
+# the suite.
 sqlite3.adapters.clear()
 sqlite3.converters.clear()
 

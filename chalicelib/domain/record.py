@@ -9,7 +9,8 @@ the making of the class: typing.NamedTuple checks every annotation
 source text for each class, about 125 µs a class together; the app defines
 two dozen on import, a sixth of a cold start's work beyond Chalice's. Here a
 class takes a few µs: one constructor serves every class, reading the class's
-fields, and each field is the same C accessor namedtuple uses.
+fields, and each field is a property over `operator.itemgetter` (namedtuple's
+own accessor before Python 3.8, public and in C).
 
 A generic record adds Generic to its bases (`class Slice(Record, Generic[T])`),
 as a generic typing.NamedTuple does.
@@ -17,7 +18,7 @@ as a generic typing.NamedTuple does.
 
 from __future__ import annotations
 
-from collections import _tuplegetter  # type: ignore[attr-defined]  # namedtuple's own
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, ClassVar
 
 __all__ = ["Record"]
@@ -57,7 +58,7 @@ class _RecordType(type):
                 value = _MISSING
             values.append(value)
             index[field] = position
-            namespace[field] = _tuplegetter(position, _alias_doc(position))
+            namespace[field] = property(itemgetter(position), doc=_alias_doc(position))
         # For each count of positional arguments, the values of the fields after
         # them: their defaults, or _MISSING where a field has none.
         given_values = tuple(values)

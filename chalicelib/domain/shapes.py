@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from json import encoder as _json
+from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any
 
 from chalicelib.domain.models import Delegation, Policy, Step, Workflow
@@ -18,28 +18,15 @@ from chalicelib.domain.models import Delegation, Policy, Step, Workflow
 def json_encoder(
     ensure_ascii: bool = True, sort_keys: bool = False, separators: tuple[str, str] = (",", ":")
 ) -> Callable[[Any], str]:
-    """What json.JSONEncoder(...).encode with these options returns, from one
-    C encoder kept for the process: JSONEncoder.encode builds a new one for
-    every call, about a microsecond of each of the two dozen encodes of a
-    request's answer, events and rows. Without the circular-reference check:
-    what the service encodes is parsed JSON and its own records, never circular."""
-    options = json.JSONEncoder(
-        ensure_ascii=ensure_ascii, sort_keys=sort_keys, separators=separators
-    )
-    make = getattr(_json, "c_make_encoder", None)  # typeshed leaves the accelerator out
-    if make is None:  # a Python without the json accelerator
-        return options.encode
-    strings = _json.encode_basestring_ascii if ensure_ascii else _json.encode_basestring
-    item_separator, key_separator = separators
-    # JSONEncoder.iterencode's own call, markers None, skipkeys False, allow_nan True.
-    chunks = make(
-        None, options.default, strings, None, key_separator, item_separator, sort_keys, False, True
-    )
-
-    def encode(value: Any) -> str:
-        return "".join(chunks(value, 0))
-
-    return encode
+    """The encode method of one json.JSONEncoder with these options, kept for
+    the process. Without the circular-reference check: what the service
+    encodes is parsed JSON and its own records, never circular."""
+    return json.JSONEncoder(
+        ensure_ascii=ensure_ascii,
+        sort_keys=sort_keys,
+        separators=separators,
+        check_circular=False,
+    ).encode
 
 
 # The service's two compact JSON texts, one encoder each for the process:
@@ -47,8 +34,8 @@ def json_encoder(
 # in what is stored (event bodies, SQLite's JSON columns).
 compact_ascii = json_encoder()
 compact = json_encoder(ensure_ascii=False)
-_string_ascii = _json.encode_basestring_ascii
-_string = _json.encode_basestring
+_string_ascii = encode_basestring_ascii
+_string = encode_basestring
 
 
 def step_text(step: Step, ascii: bool = True) -> str:

@@ -124,17 +124,59 @@ def test_the_layering_test_sees_the_edge_reach_below_the_use_cases(imported: str
     ]
 
 
-def test_the_service_imports_the_sqlite_driver_never_its_package() -> None:
-    """The sqlite3 package is two modules of Python around the driver, a cold
-    start's 0.35 ms (storage/sqlite/connections.py): app.py and chalicelib
-    import `_sqlite3` alone, so no request loads the package."""
+# CPython's accelerators behind public modules, named without an underscore.
+PRIVATE_ACCELERATORS = ("c_make_encoder", "c_scanstring", "c_encode_basestring")
+
+
+def private_names(path: Path) -> list[str]:
+    """The private names of other packages `path` uses: a module or a name
+    imported from one with a leading underscore (`_sqlite3`,
+    `collections._tuplegetter`), or one of CPython's accelerators."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [
+                alias.name
+                for alias in node.names
+                if any(part.startswith("_") for part in alias.name.split("."))
+            ]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "__future__" or node.module.startswith("chalicelib"):
+                continue
+            parts = [*node.module.split("."), *(alias.name for alias in node.names)]
+            if any(part.startswith("_") for part in parts):
+                found.append(node.module)
+        elif isinstance(node, ast.Attribute) and node.attr in PRIVATE_ACCELERATORS:
+            found.append(node.attr)
+        elif isinstance(node, ast.Constant) and node.value in PRIVATE_ACCELERATORS:
+            found.append(str(node.value))
+    return found
+
+
+def test_the_service_uses_no_private_name_of_another_package() -> None:
+    """CPython's internals change between versions without notice: the
+    service keeps to the public names of the standard library and its
+    dependencies (issue 43)."""
     sources = [CHALICELIB.parent / "app.py", *sorted(CHALICELIB.rglob("*.py"))]
-    importing = [
-        str(path.relative_to(CHALICELIB.parent))
+    found = {
+        str(path.relative_to(CHALICELIB.parent)): names
         for path in sources
-        if any(m == "sqlite3" or m.startswith("sqlite3.") for m in every_import(path))
-    ]
-    assert importing == []
+        if (names := private_names(path))
+    }
+    assert found == {}
+
+
+def test_the_private_name_check_sees_each_kind(tmp_path: Path) -> None:
+    module = tmp_path / "internals.py"
+    module.write_text(
+        "import _sqlite3 as sqlite3\n"
+        "from collections import _tuplegetter\n"
+        "import json.encoder\n"
+        "make = json.encoder.c_make_encoder\n"
+        "also = getattr(json.encoder, 'c_make_encoder')\n"
+        "from chalicelib.domain import record\n"
+    )
+    assert private_names(module) == ["_sqlite3", "collections", "c_make_encoder", "c_make_encoder"]
 
 
 def test_no_module_of_chalicelib_is_over_600_lines() -> None:

@@ -12,7 +12,7 @@ run, written and deleted by the change that moves the run.
 
 from __future__ import annotations
 
-import _sqlite3 as sqlite3  # the driver without its package: see connections.py
+import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Optional
 

@@ -5,19 +5,15 @@ A file already at the latest schema (PRAGMA user_version is SCHEMA_VERSION)
 is used as it is, after one PRAGMA read; one that is not is brought there by
 migrations.py, which only then is loaded.
 
-The storage imports the driver, CPython's C module `_sqlite3`, under the name
-of the `sqlite3` package that only re-exports it; the names it uses are the
-package's own. What the package adds in Python (sqlite3/__init__.py and
-dbapi2.py) is the default datetime adapters, which the service never binds
-(it stores times as ISO 8601 text) and Python 3.12 deprecates, at the price of
-two more modules on every cold start: about 0.35 ms, a thirteenth of what
-the service adds to Chalice's own start (benchmark 3).
+The service never binds a datetime (it stores times as ISO 8601 text): the
+suite drops the package's default datetime adapters, which Python 3.12
+deprecates, so that one bound by mistake fails it (tests/conftest.py).
 """
 
 from __future__ import annotations
 
-import _sqlite3 as sqlite3  # the driver without its package: see above
 import os
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator

@@ -20,7 +20,7 @@ from chalicelib.domain.lifecycle import ActionKind, RunStatus
 from chalicelib.storage.failures import unavailable
 
 if TYPE_CHECKING:
-    import _sqlite3 as sqlite3  # the driver without its package: see connections.py
+    import sqlite3
 
 # The version files of the first release's schema carry. Files written before
 # that release already counted eight changes to the spec's schema: eight is

@@ -10,8 +10,8 @@ change writes the columns it changed and no other.
 
 from __future__ import annotations
 
-import _sqlite3 as sqlite3  # the driver without its package: see connections.py
 import json
+import sqlite3
 from collections.abc import Sequence
 from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Any, Optional

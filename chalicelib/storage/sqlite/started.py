@@ -10,7 +10,7 @@ actions is one row), so the last run read may be cut short: it is dropped.
 
 from __future__ import annotations
 
-import _sqlite3 as sqlite3  # the driver without its package: see connections.py
+import sqlite3
 from typing import Any
 
 from chalicelib.domain.models import Action, Run, Slice
