@@ -3,13 +3,9 @@
     python scripts/moto_server.py [--host 127.0.0.1] [--port $MOTO_PORT or 5000]
                                   [--lean] [--max-mb MB]
 
-moto does not make a condition check and its write atomic under concurrent
-requests; served one by one, each request is atomic as in DynamoDB, so the
-races that remain are the service's own. State lives in memory until exit.
-It serves `make run-dynamodb` (with --lean and --max-mb: docs/deploy.md), the
-tests (`MotoServer`, in a thread, with faults injected per operation before
-moto sees the request: real HTTP, real botocore retries) and the benchmarks
-(this script in its own process, `--port 0` printing the port it took).
+Served one by one, each request is atomic as in DynamoDB (docs/deploy.md, which
+says what --lean and --max-mb do). The tests use `MotoServer` in a thread, with
+faults injected per operation; `--port 0` prints the port it took.
 """
 
 from __future__ import annotations

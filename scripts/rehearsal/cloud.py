@@ -1,12 +1,7 @@
-"""moto on 127.0.0.1 (scripts/moto_server.py), enforcing IAM on the resources
-each request touches, with every decision recorded, allowed or denied, with
-the principal that asked; and the fixes of moto's CloudFormation that the
-template needs. docs/rehearsal.md (step 2, and "What moto does not evaluate")
-says what IAM evaluates here that moto alone does not, and each fix.
-
-The server starts open (moto's default: every request allowed, as the account
-that deploys), and `enforce()` turns IAM on, for every request from then on
-(moto's INITIAL_NO_AUTH_ACTION_COUNT, as /moto-api/reset-auth sets it).
+"""moto on 127.0.0.1 (scripts/moto_server.py) enforcing IAM on the resources each
+request touches, every decision recorded with the principal that asked; and the
+fixes of moto's CloudFormation the template needs. docs/rehearsal.md (step 2,
+and "What moto does not evaluate") says what is evaluated here, and each fix.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""The mutation check (docs/rehearsal.md): the rehearsal must fail when any one
-granted action is gone. Each mutation (template.py) is deployed as a stack of
-its own and rehearsed against `make run`'s recorded answers; it bites when
-IAM refuses that action to (one of) its role(s). An action the first
-rehearsal never used cannot bite, and is reported without a run.
+"""The mutation check (docs/rehearsal.md): each granted action removed in turn,
+rehearsed against `make run`'s recorded answers, must make the rehearsal fail.
 """
 
 from __future__ import annotations
