@@ -1,16 +1,11 @@
-"""Screenshots of the approvers' page for the README and docs/approvers-page.md: the
-inbox, a run page, the delegations and a workflow's figures, 360 px (a phone) and
-1280 px wide; and of a notification for docs/notifications.md.
+"""Screenshots for the README, docs/approvers-page.md (the inbox, a run, the
+delegations, a workflow's figures, 360 and 1280 px; sign-in at 1280 px through
+scripts/oidc_provider.py) and docs/notifications.md (an email, its link's page).
 
     python scripts/screenshots.py docs/screenshots
 
-`make screenshots` runs it: the app served in this process from a fresh SQLite
-file (WORKFLOW_AUTH=none), filled through the API as people would, with sample
-data that shows what the page can (approvers, a quorum, an input under a schema,
-a step's condition, delegations, three weeks of past purchase orders decided at
-known times through the engine's clock for the figures), and photographed by
-scripts/browser.py; sign-in (1280 px) goes through the test OpenID provider
-(scripts/oidc_provider.py), as `make run-oidc` does.
+Each part served in this process from a fresh SQLite file, on sample data made
+through the API (past decisions through the engine's clock), by scripts/browser.py.
 """
 
 from __future__ import annotations

@@ -24,14 +24,9 @@ ACCOUNT = "123456789012"  # moto's
 
 
 def client(endpoint: str, service: str, **keys: str) -> Any:
-    """A boto3 client of `service` at `endpoint`, with these credentials
-    (aws_access_key_id, aws_secret_access_key, aws_session_token).
-
-    Every client comes from one session: a new session loads botocore's
-    endpoints and service models again, and a session per client took a
-    sixth of a rehearsal's time. Each client keeps the credentials it was
-    made with; the lock is there because a session is not safe to make
-    clients from on two threads at once (a client, once made, is)."""
+    """A boto3 client of `service` at `endpoint`, with these credentials. One
+    session for all (a session per client took a sixth of a rehearsal's time);
+    the lock, as a session is not safe to make clients from on two threads."""
     with _making_clients:
         return _session().client(service, endpoint_url=endpoint, region_name=REGION, **keys)
 
