@@ -181,10 +181,8 @@ class QueueSource:
         self._url = queue_url
         self._batch = int(mapping.get("BatchSize", 10))
         self._region = self.queue_arn.split(":")[3]
-        # Lambda reads the queue's attributes when the mapping is made.
-        self.attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["All"])[
-            "Attributes"
-        ]
+        # Lambda reads the queue's attributes when the mapping is made (its role may).
+        sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["All"])
 
     def _counts(self) -> tuple[int, int]:
         attributes = self._sqs.get_queue_attributes(
