@@ -161,50 +161,6 @@ def sample_history(storage: SQLiteStorage, workflow_id: int) -> None:
             engine.approve(storage, run.id, "cfo", clock=at(at_finance + second + cfo))
 
 
-def sample_delegations(base_url: str) -> None:
-    """Rights the viewer lent and was lent."""
-    now = datetime.now(UTC).replace(second=0, microsecond=0)
-
-    def lend(delegator: str, delegate: str, starts: int, days: int, reason: str) -> None:
-        start = now + timedelta(days=starts)
-        window = {
-            "starts_at": start.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "ends_at": (start + timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        }
-        lent = {"delegator": delegator, "delegate": delegate, "reason": reason, **window}
-        call(base_url, "POST", "/delegations", lent)
-
-    lend(VIEWER[0], "fiona", 14, 10, "Holiday in the Algarve")
-    lend("cfo", VIEWER[0], 0, 3, "At the board meeting in Porto")
-
-
-def sign_in_views(chromium: Any, base_url: str, out: Path) -> None:
-    """The page with sign-in on (WORKFLOW_OIDC_ISSUER): before, and signed in as the viewer."""
-    from playwright.sync_api import expect
-
-    with (
-        oidc_provider.serving(given_users=["=".join(VIEWER)]) as issuer,
-        mock.patch.dict(os.environ, oidc_provider.signing_in(issuer)),
-    ):
-        viewport = {"width": 1280, "height": 600}
-        context = chromium.new_context(
-            viewport=viewport, base_url=base_url, locale="en-GB", timezone_id="Europe/Lisbon"
-        )
-        context.route("https://cdn.jsdelivr.net/**", lambda route: route.fulfill(body=""))
-        page = context.new_page()
-        page.goto("/#/me")
-        expect(page.get_by_role("heading", level=1)).to_have_text("Sign in")
-        page.screenshot(path=str(out / "signin-1280.png"), full_page=True)
-        page.get_by_role("button", name="Sign in").click()
-        page.get_by_role("button", name=VIEWER[0], exact=True).click()  # the provider's form
-        expect(page.get_by_role("link", name=f"Signed in as {VIEWER[0]}")).to_be_visible()
-        page.goto("/#/me")
-        expect(page.get_by_role("heading", level=1)).to_have_text("Signed in")
-        page.screenshot(path=str(out / "signed-in-1280.png"), full_page=True)
-        print(f"wrote {out / 'signin-1280.png'} and {out / 'signed-in-1280.png'}")
-        context.close()
-
-
 def notification_views(out: Path) -> None:
     """docs/notifications.md's: an approver's email (its HTML part, 1280 px) and the
     page its Approve link opens (360 px), from a fresh SQLite file, mail as .eml files."""
@@ -247,6 +203,50 @@ def notification_views(out: Path) -> None:
                 phone.screenshot(path=str(out / "act-360.png"), full_page=True)
                 chromium.close()
     print(f"wrote {out / 'email-1280.png'} and {out / 'act-360.png'}")
+
+
+def sample_delegations(base_url: str) -> None:
+    """Rights the viewer lent and was lent."""
+    now = datetime.now(UTC).replace(second=0, microsecond=0)
+
+    def lend(delegator: str, delegate: str, starts: int, days: int, reason: str) -> None:
+        start = now + timedelta(days=starts)
+        window = {
+            "starts_at": start.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "ends_at": (start + timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+        lent = {"delegator": delegator, "delegate": delegate, "reason": reason, **window}
+        call(base_url, "POST", "/delegations", lent)
+
+    lend(VIEWER[0], "fiona", 14, 10, "Holiday in the Algarve")
+    lend("cfo", VIEWER[0], 0, 3, "At the board meeting in Porto")
+
+
+def sign_in_views(chromium: Any, base_url: str, out: Path) -> None:
+    """The page with sign-in on (WORKFLOW_OIDC_ISSUER): before, and signed in as the viewer."""
+    from playwright.sync_api import expect
+
+    with (
+        oidc_provider.serving(given_users=["=".join(VIEWER)]) as issuer,
+        mock.patch.dict(os.environ, oidc_provider.signing_in(issuer)),
+    ):
+        viewport = {"width": 1280, "height": 600}
+        context = chromium.new_context(
+            viewport=viewport, base_url=base_url, locale="en-GB", timezone_id="Europe/Lisbon"
+        )
+        context.route("https://cdn.jsdelivr.net/**", lambda route: route.fulfill(body=""))
+        page = context.new_page()
+        page.goto("/#/me")
+        expect(page.get_by_role("heading", level=1)).to_have_text("Sign in")
+        page.screenshot(path=str(out / "signin-1280.png"), full_page=True)
+        page.get_by_role("button", name="Sign in").click()
+        page.get_by_role("button", name=VIEWER[0], exact=True).click()  # the provider's form
+        expect(page.get_by_role("link", name=f"Signed in as {VIEWER[0]}")).to_be_visible()
+        page.goto("/#/me")
+        expect(page.get_by_role("heading", level=1)).to_have_text("Signed in")
+        page.screenshot(path=str(out / "signed-in-1280.png"), full_page=True)
+        print(f"wrote {out / 'signin-1280.png'} and {out / 'signed-in-1280.png'}")
+        context.close()
 
 
 def main(argv: list[str]) -> int:
