@@ -1,11 +1,13 @@
-"""Screenshots for the README, docs/approvers-page.md (the inbox, a run, the
-delegations, a workflow's figures, 360 and 1280 px; sign-in at 1280 px through
-scripts/oidc_provider.py) and docs/notifications.md (an email, its link's page).
+"""Screenshots of the approvers' page for the README and docs/approvers-page.md: the
+inbox, a run page, the delegations and a workflow's figures, 360 px (a phone) and
+1280 px wide.
 
     python scripts/screenshots.py docs/screenshots
 
-Each part served in this process from a fresh SQLite file, on sample data made
-through the API (past decisions through the engine's clock), by scripts/browser.py.
+Also sign-in (1280 px, through scripts/oidc_provider.py) and, for
+docs/notifications.md, an email and the page its link opens. Each part served in
+this process from a fresh SQLite file, on sample data made through the API (past
+decisions through the engine's clock), photographed by scripts/browser.py.
 """
 
 from __future__ import annotations
