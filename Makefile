@@ -124,7 +124,6 @@ browser:
 # an approver's email and a link's confirmation page (docs/notifications.md), on sample data.
 screenshots: $(VENV)/.dev browser
 	CHROMIUM=$(CHROMIUM) $(BIN)/python scripts/screenshots.py docs/screenshots
-	CHROMIUM=$(CHROMIUM) $(BIN)/python scripts/notification_screenshots.py docs/screenshots
 
 # The unit, contract and API tiers: no race storms, fuzzing or packaging. By
 # folder, not by marker: a marker is only known once every tier is collected.

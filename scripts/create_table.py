@@ -1,11 +1,6 @@
-"""Create the service's DynamoDB table if it does not exist (idempotent).
-
-The endpoint, region and credentials come from boto3's usual configuration,
-the table name from WORKFLOW_TABLE. The definition is `dynamodb_schema.TABLE_KEYS`,
-the one `make package` deploys, but without its stream unless `--stream` is
-given: where this table is used the events are sent from the table itself
-(docs/deploy.md), and a stream nobody reads costs memory and time on a local
-endpoint (moto keeps every record).
+"""Create the service's DynamoDB table if it does not exist (idempotent): boto3's
+usual configuration, the name from WORKFLOW_TABLE, the definition `make package`
+deploys but without its stream unless `--stream` (docs/deploy.md says why).
 """
 
 from __future__ import annotations

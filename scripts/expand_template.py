@@ -3,12 +3,8 @@
     python scripts/expand_template.py [dist/sam.json] [dist/cloudformation.json]
     python scripts/expand_template.py --default ApiType=rest dist/sam.json dist/rest.json
 
-CloudFormation runs the SAM transform when the stack is deployed; this runs
-the same translator here, offline (docs/deploy.md, "Checks on the template"),
-so that tests and scanners see the resources that will really exist. It
-gets a placeholder region, and an empty map of managed policies (each
-function has its own role, so SAM looks none up); a local CodeUri becomes a
-placeholder S3 location, as `aws cloudformation package` would make it.
+SAM's own translator, offline, with a placeholder region and S3 location and no
+managed policy looked up (docs/deploy.md, "Checks on the template").
 """
 
 from __future__ import annotations

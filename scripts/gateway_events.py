@@ -1,20 +1,7 @@
-"""The Lambda proxy event API Gateway sends for one request: the REST API's,
-or the HTTP API's payload format 1.0, which has the same shape.
-
-One builder for whoever plays API Gateway in front of the packaged function:
-the rehearsal's gateways (scripts/rehearsal/gateway.py), the tests' HTTP API
-client (tests/support/http_api.py) and the benchmarks (bench/_common.py).
-
-The two APIs fill the shape differently (AWS's payload 1.0 documentation,
-and captured events):
-
-- REST: `resource` and `requestContext.resourcePath` are the definition's
-  route (`/runs/{run_id}`), `pathParameters` its parameters, `path` the path
-  without the stage and `requestContext.path` with it; a body is base64 when
-  its type is one of the API's binary media types.
-- HTTP API: `version` "1.0", `resource` and `resourcePath` the route key
-  (`$default`), `pathParameters` null, `path` as requested (a named stage's
-  prefix included); a body is text when its type is, base64 otherwise.
+"""The Lambda proxy event API Gateway sends for one request: the REST API's, or the
+HTTP API's payload format 1.0, which has its shape but fills it otherwise
+(docs/rehearsal.md, step 5, says how). One builder for whoever plays API
+Gateway: scripts/rehearsal/gateway.py, tests/support/http_api.py, bench/_common.py.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """Reading one HTTP/1.1 request off a socket, within bounds, for the local server.
 
-scripts/local_server.py reads every request through this module rather than
-through http.server's own reading, which has no time limit (a body shorter
-than its Content-Length held the connection for as long as the client
-wished), does not decode chunked bodies (their left-over chunk was read as a
-second request), and answers its own refusals in HTML. The limits below, and
-the answer to each refusal, are in docs/operating.md ("What `make run` refuses
-itself"): the caller answers each `Refused` in the service's error shape, and
-logs it; `Gone` is a client that closed before its request ended.
+http.server's own reading has no time limit, does not decode chunked bodies and
+refuses in HTML. The limits below, and the answer to each refusal, are in
+docs/operating.md ("What `make run` refuses itself"): the caller answers each
+`Refused` in the service's error shape; `Gone` is a client that closed early.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """`make run`'s server: the API as `chalice local --no-autoreload` serves it, but
-answering as the deployed API does where chalice's differs.
+answering as the deployed API does where chalice's differs (docs/development.md
+says where, and why; docs/operating.md what it refuses itself).
 
     python scripts/local_server.py [--host 127.0.0.1] [--port 8000] [--stage dev]
                                    [--autoreload] [--project-dir DIR]
-
-`make run`, `make run-dynamodb` (scripts/run_dynamodb.sh), the fuzz tests and
-`make screenshots` serve through it. docs/development.md says where it differs
-from `chalice local`, and why; docs/operating.md what it refuses itself, each
-request read within bounds by scripts/local_http.py.
 """
 
 from __future__ import annotations

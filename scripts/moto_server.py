@@ -3,13 +3,9 @@
     python scripts/moto_server.py [--host 127.0.0.1] [--port $MOTO_PORT or 5000]
                                   [--lean] [--max-mb MB]
 
-moto does not make a condition check and its write atomic under concurrent
-requests; served one by one, each request is atomic as in DynamoDB, so the
-races that remain are the service's own. State lives in memory until exit.
-It serves `make run-dynamodb` (with --lean and --max-mb: docs/deploy.md), the
-tests (`MotoServer`, in a thread, with faults injected per operation before
-moto sees the request: real HTTP, real botocore retries) and the benchmarks
-(this script in its own process, `--port 0` printing the port it took).
+Served one by one, each request is atomic as in DynamoDB (docs/deploy.md, which
+says what --lean and --max-mb do). The tests use `MotoServer` in a thread, with
+faults injected per operation; `--port 0` prints the port it took.
 """
 
 from __future__ import annotations
@@ -68,16 +64,9 @@ def peak_mb() -> float:
 
 
 def lean_transactions() -> None:
-    """Roll a failed TransactWriteItems back by the items it names.
-
-    moto (5.2) deep-copies a table for each item of a transaction, before it
-    starts, so that it can put the copy back if the transaction fails: the
-    cost of every transaction grows with the table (and with its stream
-    records). Here no table is copied; each item the transaction names is
-    copied before it runs, and put back (or removed, if it did not exist) if
-    it fails, with the stream records it added. A transaction only ever
-    changes the items it names, so the table is as before, as with moto's
-    copy; what moto answers is unchanged."""
+    """Roll a failed TransactWriteItems back by the items it names (and the stream
+    records it added), where moto (5.2) deep-copies every table it touches first:
+    the same table afterwards, the same answers (docs/deploy.md says the cost)."""
     import copy
 
     import moto.dynamodb.models as models
@@ -146,16 +135,9 @@ def _put_back(table: Any, hash_key: Any, range_key: Any, item: Any) -> None:
 
 
 def lean_queries() -> None:
-    """A Query that does not sort the whole table first.
-
-    moto (5.2) answers a Query by sorting every item of the table
-    (Table.all_items), then picking the ones the Query matches, then sorting
-    those by the Query's keys: the first sort dominates as soon as the table
-    holds a few thousand items (a page of the inbox took seconds). The order
-    it gives is not used: the second sort orders by the index's keys and then
-    the table's, which no two items share. Here the Query picks from the
-    table's items unsorted (from the one partition, when it queries the table
-    by its partition key), and the second sort does the ordering, as before."""
+    """A Query that picks from the table's items unsorted (from the one partition,
+    when it queries by the partition key), where moto (5.2) sorts the whole table
+    first (Table.all_items): its own second sort, by the keys, orders them as before."""
     import inspect
 
     from moto.dynamodb.models.table import Table

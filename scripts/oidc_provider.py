@@ -1,26 +1,10 @@
-"""An OpenID Connect provider on loopback for sign-in in development and tests:
-oidc-provider-mock (PyPI) behind a small WSGI wrapper that holds it to what
-the service needs of a real provider.
+"""A test OpenID Connect provider on loopback: oidc-provider-mock (PyPI) behind a
+WSGI wrapper that enforces PKCE (S256) and takes a public client, as a real
+provider does; with --serve-port, `make run-oidc`'s API signing in through it.
+docs/auth.md ("Locally: make run-oidc") says what it does, and why.
 
     python scripts/oidc_provider.py [--port 9400] [--user NAME=GROUP,GROUP ...]
                                     [--serve-port 8000 [--host 127.0.0.1]]
-
-The mock serves discovery, its authorization form (sign in as any name
-typed), tokens, user info, a key set and end-session. Where it falls short
-of the protocol the wrapper steps in, never the service:
-
-- PKCE: an authorization request without `code_challenge_method=S256` and a
-  `code_challenge` is refused, and the code it gives is only exchanged with
-  the matching `code_verifier` (the mock itself ignores both).
-- A public client: its token endpoint takes only client_secret_basic or
-  client_secret_post, so a token request that authenticates no client gets
-  Basic credentials for its own client_id, as a public client's exchange
-  (PKCE proves it) would be taken by a provider that registers it.
-
-With --serve-port it then serves the API (scripts/local_server.py, `make
-run-oidc`) with sign-in through it: the users given with --user are one
-click on the provider's form, with those groups; any other name typed signs
-in without a group.
 """
 
 from __future__ import annotations
@@ -35,11 +19,8 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
-
-if TYPE_CHECKING:
-    from werkzeug.serving import BaseWSGIServer
 
 CLIENT_ID = "approval-workflows-local"
 Environ = dict[str, Any]
@@ -122,8 +103,8 @@ def users(given: Sequence[str]) -> list[Any]:
 
 
 @contextlib.contextmanager
-def serving(port: int = 0, given_users: Sequence[str] = ()) -> Iterator[BaseWSGIServer]:
-    """The wrapped provider on 127.0.0.1:`port` (0: a free one), on a thread."""
+def serving(port: int = 0, given_users: Sequence[str] = ()) -> Iterator[str]:
+    """The wrapped provider on 127.0.0.1:`port` (0: a free one), on a thread; its issuer."""
     import oidc_provider_mock
     from werkzeug.serving import make_server
 
@@ -133,10 +114,24 @@ def serving(port: int = 0, given_users: Sequence[str] = ()) -> Iterator[BaseWSGI
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
-        yield server
+        yield f"http://127.0.0.1:{server.server_port}"
     finally:
         server.shutdown()
         server.server_close()
+
+
+def signing_in(issuer: str) -> dict[str, str]:
+    """The service's variables for sign-in through the provider at `issuer`."""
+    return {
+        "WORKFLOW_AUTH": "jwt",
+        "WORKFLOW_JWT_ISSUER": issuer,
+        "WORKFLOW_JWKS_URL": f"{issuer}/jwks",
+        "WORKFLOW_JWT_AUDIENCE": CLIENT_ID,
+        "WORKFLOW_OIDC_ISSUER": issuer,
+        "WORKFLOW_OIDC_CLIENT_ID": CLIENT_ID,
+        # Seals the session cookies: a new one each start ends the sessions of the last.
+        "WORKFLOW_CURSOR_SECRET": os.environ.get("WORKFLOW_CURSOR_SECRET") or os.urandom(32).hex(),
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -146,25 +141,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--serve-port", type=int, help="also serve the API on this port")
     parser.add_argument("--host", default="127.0.0.1", help="where the API listens")
     args = parser.parse_args(argv)
-    with serving(args.port, args.user) as server:
-        issuer = f"http://127.0.0.1:{server.server_port}"
+    with serving(args.port, args.user) as issuer:
         print(f"OpenID provider on {issuer} (client id {CLIENT_ID})", flush=True)
         if args.serve_port is None:
             with contextlib.suppress(KeyboardInterrupt):
                 threading.Event().wait()
             return 0
-        environment = {
-            **os.environ,
-            "WORKFLOW_AUTH": "jwt",
-            "WORKFLOW_JWT_ISSUER": issuer,
-            "WORKFLOW_JWKS_URL": f"{issuer}/jwks",
-            "WORKFLOW_JWT_AUDIENCE": CLIENT_ID,
-            "WORKFLOW_OIDC_ISSUER": issuer,
-            "WORKFLOW_OIDC_CLIENT_ID": CLIENT_ID,
-            # Seals the session cookies: a new one each start ends the sessions of the last.
-            "WORKFLOW_CURSOR_SECRET": os.environ.get("WORKFLOW_CURSOR_SECRET")
-            or os.urandom(32).hex(),
-        }
+        environment = {**os.environ, **signing_in(issuer)}
         serve = [sys.executable, "scripts/local_server.py", "--host", args.host]
         serve += ["--port", str(args.serve_port)]
         with contextlib.suppress(KeyboardInterrupt):

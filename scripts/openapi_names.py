@@ -2,15 +2,10 @@
 
     python scripts/openapi_names.py          (rewrites chalicelib/openapi.json)
 
-The rule of a name lives in chalicelib/domain/names.py (`written_problem`: its
-length, its start and each of its characters). The document states it as the
-patterns of four schemas (KINDS), every name field referring to one of them.
-
-A pattern cannot state the rules about how the characters go together (one
-script, one number system, combining marks: `combination_problem`); the
-schemas' descriptions say them, and the service answers 422 for them.
-tests/api/test_openapi.py checks every code point against the rule and that
-the document holds what this writes.
+The rule lives in chalicelib/domain/names.py (`written_problem`); the document
+states it as the patterns of four schemas (KINDS). How characters go together
+(`combination_problem`) no pattern can state: the schemas' descriptions say it
+(docs/approver-rules.md). tests/api/test_openapi.py checks what this writes.
 """
 
 from __future__ import annotations

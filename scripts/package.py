@@ -2,14 +2,9 @@
 
     python scripts/package.py [--stage prod] [--out dist]
 
-writes OUT/sam.json and OUT/deployment.zip. The stack's own resources, and
-its settings of what chalice generates, are in deploy/stack.yaml, which
-`chalice package --merge-template` merges into the SAM template it generates
-(docs/deploy.md says what each part is for). This script does only what a
-file merged by keys cannot say, each in a function below: run chalice
-offline, check what it made, rewrite its CORS preflights and the other
-methods of its routes, set the EndpointURL output, compile the bundle, and
-write the template as JSON (chalice writes YAML when it merges YAML).
+writes OUT/sam.json and OUT/deployment.zip; it does only what deploy/stack.yaml,
+merged by keys, cannot say, a function for each (docs/deploy.md, "What the
+template adds to chalice's").
 """
 
 from __future__ import annotations

@@ -1,30 +1,29 @@
-"""The deploy rehearsal: `make package`'s stack run as deployed, offline (docs/rehearsal.md).
+"""The deploy rehearsal: `make package`'s stack run as deployed, offline (docs/rehearsal.md);
+exit status 0 when it and the mutation check pass.
 
     python scripts/rehearse.py [--dist dist] [--runtime .lambda-runtime/python]
                                [--mutations none|sample|all] [--api-type http|rest]
-
-Exit status 0 when the rehearsal of dist/sam.json and dist/deployment.zip
-passes, and so does the mutation check.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import hashlib
 import json
 import os
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT_DIR))
 
 from scripts.expand_template import expand  # noqa: E402
-from scripts.rehearsal import mutations as mutation_check  # noqa: E402
-from scripts.rehearsal.rehearsal import Environment, Run  # noqa: E402
+from scripts.rehearsal import template as tpl  # noqa: E402
+from scripts.rehearsal.rehearsal import Environment, Outcome, Reference, Run  # noqa: E402
 
 say = functools.partial(print, flush=True)
 
@@ -89,11 +88,11 @@ def rehearse(
     )
     if mutations == "none":
         return 0
-    found = mutation_check.listed(baseline)
-    gaps = mutation_check.unused(found, baseline, outcome)
+    found = listed(baseline)
+    gaps = unused(found, baseline, outcome)
     for gap in gaps:
         say(f"  UNUSED  {gap}: the rehearsal never used it, so removing it would pass")
-    chosen = found if mutations == "all" else mutation_check.sample(found)
+    chosen = found if mutations == "all" else sample(found)
     chosen = [m for m in chosen if only in str(m)]
     say(
         f"Mutation check: {len(chosen)} of the {len(found)} granted actions removed in turn"
@@ -101,7 +100,7 @@ def rehearse(
         + " ..."
     )
     assert outcome.reference is not None
-    missed = mutation_check.check(env, baseline, outcome.reference, chosen, say)
+    missed = check_mutations(env, baseline, outcome.reference, chosen, say)
     took = time.monotonic() - started
     if missed or gaps:
         say(
@@ -111,6 +110,67 @@ def rehearse(
         return 1
     say(f"Every removal made the rehearsal fail for its function ({took:.0f} s in all).")
     return 0
+
+
+# The mutation check (docs/rehearsal.md): each granted action removed in turn,
+# rehearsed against `make run`'s recorded answers, must make the rehearsal fail.
+
+
+def listed(baseline: Run) -> list[tpl.Mutation]:
+    roles = sorted({f.role for f in baseline.stack.functions.values()})
+    return tpl.mutations(baseline.template, baseline.stack.resolve, roles)
+
+
+def unused(
+    mutations: Iterable[tpl.Mutation], baseline: Run, outcome: Outcome
+) -> list[tpl.Mutation]:
+    """Granted actions the first rehearsal never had allowed to (any of) their roles."""
+    allowed = {
+        role: outcome.allowed.get(name, set()) for role, name in baseline.stack.physical.items()
+    }
+    return [m for m in mutations if not any(m.action in allowed[role] for role in m.roles)]
+
+
+def sample(mutations: list[tpl.Mutation]) -> list[tpl.Mutation]:
+    """One action of each role's own policies, the same each time (the full sweep
+    is REHEARSAL_MUTATIONS=all)."""
+    chosen: dict[tuple[str, ...], tpl.Mutation] = {}
+    for mutation in sorted(mutations, key=lambda m: hashlib.sha256(str(m).encode()).hexdigest()):
+        if len(mutation.roles) == 1:
+            chosen.setdefault(mutation.roles, mutation)
+    return sorted(chosen.values(), key=str)
+
+
+def check_mutations(
+    env: Environment,
+    baseline: Run,
+    reference: Reference,
+    mutations: list[tpl.Mutation],
+    log: Callable[[str], None],
+) -> int:
+    """Each mutation rehearsed as a stack of its own, its verdict logged; how many
+    did not bite."""
+    missed = 0
+    for mutation in mutations:
+        started = time.monotonic()
+        run = Run(env, mutation.apply(baseline.template.body), reference, watch=mutation)
+        outcome = run.execute()
+        physical = run.stack.physical if hasattr(run, "stack") else {}
+        roles = {physical[r] for r in mutation.roles if r in physical}
+        denial = next(
+            (d for d in outcome.denials if d.action == mutation.action and d.role in roles), None
+        )
+        who = ", ".join(mutation.roles)
+        if denial is not None:
+            took = time.monotonic() - started
+            log(f"  bites   {mutation}  [{who}]  denied on {denial.resource}  ({took:.1f} s)")
+            continue
+        missed += 1
+        why = "failed otherwise: " + "; ".join(outcome.failures[:3])
+        if not outcome.failures:
+            why = "the rehearsal passed without it"
+        log(f"  MISSED  {mutation}  [{who}]  {why}")
+    return missed
 
 
 if __name__ == "__main__":

@@ -4,25 +4,26 @@ inbox, a run page, the delegations and a workflow's figures, 360 px (a phone) an
 
     python scripts/screenshots.py docs/screenshots
 
-`make screenshots` runs it: the app served in this process from a fresh SQLite
-file (WORKFLOW_AUTH=none), filled through the API as people would, with sample
-data that shows what the page can (approvers, a quorum, an input under a schema,
-a step's condition, delegations, three weeks of past purchase orders decided at
-known times through the engine's clock for the figures), and photographed by
-scripts/browser.py; sign-in (1280 px) goes through the test OpenID provider
-(scripts/oidc_provider.py), as `make run-oidc` does.
+Also sign-in (1280 px, through scripts/oidc_provider.py) and, for
+docs/notifications.md, an email and the page its link opens. Each part served in
+this process from a fresh SQLite file, on sample data made through the API (past
+decisions through the engine's clock), photographed by scripts/browser.py.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import tempfile
+import time
 import urllib.request
 from datetime import UTC, datetime, timedelta
+from email import message_from_bytes, policy
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -162,6 +163,50 @@ def sample_history(storage: SQLiteStorage, workflow_id: int) -> None:
             engine.approve(storage, run.id, "cfo", clock=at(at_finance + second + cfo))
 
 
+def notification_views(out: Path) -> None:
+    """docs/notifications.md's: an approver's email (its HTML part, 1280 px) and the
+    page its Approve link opens (360 px), from a fresh SQLite file, mail as .eml files."""
+    from playwright.sync_api import sync_playwright
+
+    from chalicelib.delivery import dispatch, notifier
+
+    with tempfile.TemporaryDirectory() as data, mock.patch.dict(os.environ):
+        os.environ.pop("WORKFLOW_AUTH", None)
+        os.environ.update(WORKFLOW_MAIL=f"dir:{data}", WORKFLOW_MAIL_FROM="approvals@example.com")
+        storage = SQLiteStorage(os.path.join(data, "workflows.sqlite3"))
+        app_module.use_storage(storage)
+        with local_server.serving(app_module.app, Config.create()) as base_url:
+            os.environ["WORKFLOW_PUBLIC_URL"] = base_url
+            steps = [{"name": "Manager", "approvers": ["user:maria", "group:finance"]}, "CFO"]
+            flow = call(base_url, "POST", "/workflows", {"name": "Purchase order", "steps": steps})
+            call(base_url, "PUT", "/contacts/user:maria", {"email": "maria@example.com"})
+            run = {"workflow_id": flow["id"], "title": "PO-1042: 12 laptops"}
+            run["requested_by"] = "rita"
+            run["input"] = {"amount": 14400, "supplier": "Acme Computers", "cost centre": "IT-07"}
+            call(base_url, "POST", "/runs", run)
+            telling = notifier.local(lambda: storage)
+            handed = telling.after(lambda event, now: True)
+            dispatch.deliver_due(storage, handed, time.time, lambda attempt: 1.0)
+            telling.send_due(time.time())
+            (eml,) = Path(data).glob("*.eml")
+            mail = message_from_bytes(eml.read_bytes(), policy=policy.default)
+            html_part = mail.get_body(("html",))
+            assert html_part is not None
+            html = str(html_part.get_content())
+            approve = re.search(r'href="([^"]*/act/[^"]+)"', html)
+            assert approve is not None
+            with sync_playwright() as playwright:
+                chromium = browser.launch(playwright)
+                page = chromium.new_page(viewport={"width": 1280, "height": 600})
+                page.set_content(html)
+                page.screenshot(path=str(out / "email-1280.png"), full_page=True)
+                phone = chromium.new_page(viewport={"width": 360, "height": 640})
+                phone.goto(approve.group(1).replace("&amp;", "&"))
+                phone.screenshot(path=str(out / "act-360.png"), full_page=True)
+                chromium.close()
+    print(f"wrote {out / 'email-1280.png'} and {out / 'act-360.png'}")
+
+
 def sample_delegations(base_url: str) -> None:
     """Rights the viewer lent and was lent."""
     now = datetime.now(UTC).replace(second=0, microsecond=0)
@@ -183,16 +228,10 @@ def sign_in_views(chromium: Any, base_url: str, out: Path) -> None:
     """The page with sign-in on (WORKFLOW_OIDC_ISSUER): before, and signed in as the viewer."""
     from playwright.sync_api import expect
 
-    with oidc_provider.serving(given_users=["=".join(VIEWER)]) as provider:
-        issuer = f"http://127.0.0.1:{provider.server_port}"
-        os.environ.update(
-            WORKFLOW_AUTH="jwt",
-            WORKFLOW_JWT_ISSUER=issuer,
-            WORKFLOW_JWKS_URL=f"{issuer}/jwks",
-            WORKFLOW_OIDC_ISSUER=issuer,
-            WORKFLOW_OIDC_CLIENT_ID=oidc_provider.CLIENT_ID,
-            WORKFLOW_CURSOR_SECRET=os.urandom(32).hex(),
-        )
+    with (
+        oidc_provider.serving(given_users=["=".join(VIEWER)]) as issuer,
+        mock.patch.dict(os.environ, oidc_provider.signing_in(issuer)),
+    ):
         viewport = {"width": 1280, "height": 600}
         context = chromium.new_context(
             viewport=viewport, base_url=base_url, locale="en-GB", timezone_id="Europe/Lisbon"
@@ -263,6 +302,7 @@ def main(argv: list[str]) -> int:
                     context.close()
                 sign_in_views(chromium, base_url, out)
                 chromium.close()
+    notification_views(out)
     return 0
 
 

@@ -2,11 +2,8 @@
 
     python scripts/script_table.py            (rewrites the module)
 
-Python's unicodedata has no Script property; names.py's mixed-script rule
-(Unicode TR 39, section 5.1) needs each character's Script_Extensions. They
-come from unicodedataplus (pinned in requirements-dev.txt): the service ships
-the table, not the package. The module's own docstring (module_text) says
-its format; tests/unit/test_names.py checks that it is what this writes.
+From unicodedataplus (requirements-dev.txt), for names.py's mixed-script rule
+(docs/approver-rules.md): the service ships the table, not the package.
 """
 
 from __future__ import annotations

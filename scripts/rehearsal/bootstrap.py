@@ -3,17 +3,11 @@ handler imported once (the init phase), then one invocation after another.
 
     python -I -S bootstrap.py TASK_ROOT RUNTIME_DIR HANDLER (--answers FD | --check-imports)
 
-Run by scripts/rehearsal/runtime.py in a fresh interpreter: isolated (-I: no
-PYTHON* variables, no user site, not even this file's folder on the path) and
-without site (-S: no site-packages), so the path holds the unzipped package,
-then the runtime's boto3, then the standard library: nothing of the project
-tree or its virtualenv. Standard library only, here.
-
-Invocations arrive on standard input, one JSON line each ({"id", "event",
-"deadline"}); each answer goes to file descriptor FD, one JSON line (the
-handler's result, or Lambda's error shape). The function's own output, and
-START, END and REPORT as Lambda writes them, go to standard output, which the
-rehearsal sends on to CloudWatch Logs.
+Run by runtime.py in a fresh interpreter (docs/rehearsal.md, step 4): standard
+library only, here. Invocations arrive on standard input, one JSON line each
+({"id", "event", "deadline"}); each answer goes to file descriptor FD, one JSON
+line (the handler's result, or Lambda's error shape). The function's output,
+and START, END and REPORT as Lambda writes them, go to standard output.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""moto on 127.0.0.1 (scripts/moto_server.py), enforcing IAM on the resources
-each request touches, with every decision recorded, allowed or denied, with
-the principal that asked; and the fixes of moto's CloudFormation that the
-template needs. docs/rehearsal.md (step 2, and "What moto does not evaluate")
-says what IAM evaluates here that moto alone does not, and each fix.
-
-The server starts open (moto's default: every request allowed, as the account
-that deploys), and `enforce()` turns IAM on, for every request from then on
-(moto's INITIAL_NO_AUTH_ACTION_COUNT, as /moto-api/reset-auth sets it).
+"""moto on 127.0.0.1 (scripts/moto_server.py) enforcing IAM on the resources each
+request touches, every decision recorded with the principal that asked; and the
+fixes of moto's CloudFormation the template needs. docs/rehearsal.md (step 2,
+and "What moto does not evaluate") says what is evaluated here, and each fix.
 """
 
 from __future__ import annotations
@@ -29,14 +24,9 @@ ACCOUNT = "123456789012"  # moto's
 
 
 def client(endpoint: str, service: str, **keys: str) -> Any:
-    """A boto3 client of `service` at `endpoint`, with these credentials
-    (aws_access_key_id, aws_secret_access_key, aws_session_token).
-
-    Every client comes from one session: a new session loads botocore's
-    endpoints and service models again, and a session per client took a
-    sixth of a rehearsal's time. Each client keeps the credentials it was
-    made with; the lock is there because a session is not safe to make
-    clients from on two threads at once (a client, once made, is)."""
+    """A boto3 client of `service` at `endpoint`, with these credentials. One
+    session for all (a session per client took a sixth of a rehearsal's time);
+    the lock, as a session is not safe to make clients from on two threads."""
     with _making_clients:
         return _session().client(service, endpoint_url=endpoint, region_name=REGION, **keys)
 

@@ -1,8 +1,5 @@
-"""API Gateway, played from the template (docs/rehearsal.md, step 5): its REST
-API's definition, stage and responses (Gateway), or its HTTP API's routes,
-integration and stage (HttpGateway). Each request goes to the function as
-its proxy event (scripts/gateway_events.py) if a Permission of the template
-lets API Gateway invoke it; what API Gateway answers itself is in its words.
+"""API Gateway, played from the template (docs/rehearsal.md, step 5): the REST API
+(Gateway) or the HTTP API (HttpGateway) in front of the function.
 """
 
 from __future__ import annotations

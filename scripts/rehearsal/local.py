@@ -1,9 +1,5 @@
-"""What the rehearsal runs beside the stack, on 127.0.0.1: TLS, the issuer, webhook
-receivers, and `make run` for the answers to compare with.
-
-The template accepts only https URLs for the issuer's keys (JwksUrl) and the
-webhook (WebhookUrl), so both are served over TLS with a certificate made for
-127.0.0.1, which the functions and `make run` trust through SSL_CERT_FILE.
+"""What the rehearsal runs beside the stack on 127.0.0.1: TLS (the template takes
+only https for JwksUrl and WebhookUrl), the issuer, webhook receivers, `make run`.
 """
 
 from __future__ import annotations

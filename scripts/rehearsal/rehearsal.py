@@ -1,9 +1,6 @@
-"""One rehearsal: a stack of the template on the rehearsal's moto, driven through
-its triggers, against `make run` (or its recorded answers), and judged.
-
-`Environment` is what every stack of a rehearsal shares: the moto server, the
-TLS certificate, the issuer, the account's SSM parameters, `make run`.
-`Run` is one stack and one pass over the scenario (walk.py).
+"""One rehearsal (docs/rehearsal.md): `Environment`, what every stack shares (moto,
+TLS, the issuer, the account's parameters); `Run`, one stack of the template
+driven through its triggers against `make run` (or its recorded answers), judged.
 """
 
 from __future__ import annotations
@@ -21,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
+
+from botocore.exceptions import ClientError
 
 from scripts.moto_server import Fault
 from scripts.rehearsal import template as tpl
@@ -54,6 +53,8 @@ DRAIN_IDLE_SECONDS = 40.0
 # make run's deliveries must reach the stack's; they are late if they stop
 # growing this long.
 LOCAL_IDLE_SECONDS = 30.0
+# Each exchange in a line, each source's time, a failed function's last lines.
+VERBOSE = os.environ.get("REHEARSAL_VERBOSE") == "1"
 
 
 class Stop(Exception):
@@ -215,7 +216,7 @@ class Run:
     def invoke(self, function: str, event: Any) -> Invocation:
         invocation = self.container(function).invoke(event)
         self.outcome.invocations[function] = self.outcome.invocations.get(function, 0) + 1
-        if invocation.error is not None and os.environ.get("REHEARSAL_VERBOSE") == "1":
+        if invocation.error is not None and VERBOSE:
             print("\n".join(f"    | {line}" for line in invocation.lines[-40:]), flush=True)
         for line in invocation.lines:
             if ALARMS.search(line):
@@ -227,9 +228,7 @@ class Run:
 
     def _check_watch(self) -> None:
         """A mutation run stops at the first denial of the action it removed."""
-        if self.watch is None:
-            return
-        if not hasattr(self, "stack"):
+        if self.watch is None or not hasattr(self, "stack"):
             return
         roles = {self.stack.physical[role] for role in self.watch.roles}
         for denial in self.env.cloud.denials(self._first_decision):
@@ -278,11 +277,7 @@ class Run:
                     )
         except Stop:
             self.outcome.stopped_early = True
-        except Exception as exc:
-            from botocore.exceptions import ClientError
-
-            if not isinstance(exc, (ClientError, tpl.TemplateError, RuntimeError)):
-                raise
+        except (ClientError, tpl.TemplateError, RuntimeError) as exc:
             self.outcome.failures.append(f"{type(exc).__name__}: {exc}")
         finally:
             for container in self.containers.values():
@@ -348,7 +343,7 @@ class Run:
             ORIGIN,
         )
         conversation.after_each = self._check_watch
-        conversation.verbose = os.environ.get("REHEARSAL_VERBOSE") == "1"
+        conversation.verbose = VERBOSE
         return conversation
 
     def _gateway(self) -> Gateway | HttpGateway:
@@ -411,58 +406,52 @@ class Run:
         )
         return name, mapping
 
-    @property
+    @functools.cached_property
     def stream(self) -> StreamSource:
-        if not hasattr(self, "_stream"):
-            relay, mapping = self._source(":dynamodb:")
-            role = self.stack.functions[relay].role
-            self._stream = StreamSource(
-                mapping,
-                lambda event: self.invoke(relay, event),
-                self.stack.role_client(role, "dynamodbstreams"),
-                self.stack.role_client(role, "sqs"),
-                self._queue_url,
-            )
-        return self._stream
+        relay, mapping = self._source(":dynamodb:")
+        role = self.stack.functions[relay].role
+        return StreamSource(
+            mapping,
+            lambda event: self.invoke(relay, event),
+            self.stack.role_client(role, "dynamodbstreams"),
+            self.stack.role_client(role, "sqs"),
+            self._queue_url,
+        )
 
-    @property
+    @functools.cached_property
     def queue(self) -> QueueSource:
-        if not hasattr(self, "_queue"):
-            sender, mapping = self._source(":sqs:", besides=NOTIFIER)
-            self._queue = QueueSource(
-                mapping,
-                lambda event: self.invoke(sender, event),
-                self.stack.role_client(self.stack.functions[sender].role, "sqs"),
-                self._queue_url(mapping["EventSourceArn"]),
-            )
-        return self._queue
+        sender, mapping = self._source(":sqs:", besides=NOTIFIER)
+        return QueueSource(
+            mapping,
+            lambda event: self.invoke(sender, event),
+            self.stack.role_client(self.stack.functions[sender].role, "sqs"),
+            self._queue_url(mapping["EventSourceArn"]),
+        )
 
-    @property
+    @functools.cached_property
     def notifications(self) -> QueueSource:
         """The notifier's mapping on its queue; each email it sent counted."""
-        if not hasattr(self, "_notifications"):
-            _, mapping = self._source(":sqs:", besides="DeliverWebhooks")
+        _, mapping = self._source(":sqs:", besides="DeliverWebhooks")
 
-            def invoked(event: Any) -> Invocation:
-                invocation = self.invoke(NOTIFIER, event)
-                self.mailed += sum(" INFO: sent " in line for line in invocation.lines)
-                return invocation
+        def invoked(event: Any) -> Invocation:
+            invocation = self.invoke(NOTIFIER, event)
+            self.mailed += sum(" INFO: sent " in line for line in invocation.lines)
+            return invocation
 
-            self.mailed = 0
-            self._notifications = QueueSource(
-                mapping,
-                invoked,
-                self.stack.role_client(self.stack.functions[NOTIFIER].role, "sqs"),
-                self._queue_url(mapping["EventSourceArn"]),
-            )
-        return self._notifications
+        self.mailed = 0
+        return QueueSource(
+            mapping,
+            invoked,
+            self.stack.role_client(self.stack.functions[NOTIFIER].role, "sqs"),
+            self._queue_url(mapping["EventSourceArn"]),
+        )
 
     def _queue_url(self, arn: str) -> str:
         name = arn.rsplit(":", 1)[1]
         return f"{self.env.cloud.endpoint}/{ACCOUNT}/{name}"
 
     def _timed(self, what: str, started: float) -> None:
-        if os.environ.get("REHEARSAL_VERBOSE") == "1":
+        if VERBOSE:
             print(f"  [{what}: {time.monotonic() - started:.1f} s]", flush=True)
 
     def relay(self, expect_failures: bool = False) -> None:

@@ -1,9 +1,6 @@
-"""Lambda, played (docs/rehearsal.md, step 4): each function of the template in an
-execution environment of its own, a fresh interpreter (bootstrap.py) on the
-unzipped package, with the function's environment, its role's credentials and
-the variables Lambda sets; warm for the whole rehearsal, one invocation at a
-time. What Lambda does with the role besides is done here with the same
-credentials: each invocation's log lines, and with active tracing its segment.
+"""Lambda, played (docs/rehearsal.md, step 4): each function warm in an interpreter
+of its own (bootstrap.py), one invocation at a time, its logs and traces sent
+with its role's credentials.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""The requests of the rehearsal, sent to `make run` (over HTTP) and to the stack
-(as API Gateway's proxy event), with the same headers and body, and compared
-as docs/rehearsal.md ("How answers are compared") says: only what must differ
-(times, hashes, cursors, event and action ids, the stage) is checked for its
-shape alone.
+"""The rehearsal's requests, asked of `make run` and of the stack alike, and their
+answers compared (docs/rehearsal.md, "How answers are compared").
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""The event sources, played from the template's mappings and rule, with the
-function's own role where Lambda uses it (docs/rehearsal.md, step 5): the
-table's stream to the relay, the webhook queue to the sender, the schedule's
-event to the sweeper. A stream batch is retried RETRIES times, where the
-template's MaximumRetryAttempts allows a day of them: the rehearsal does not
-wait a day.
+"""The event sources, played from the template's mappings and rule with the
+function's own role where Lambda uses it (docs/rehearsal.md, step 5). A stream
+batch is retried RETRIES times, not the day MaximumRetryAttempts allows.
 """
 
 from __future__ import annotations
@@ -184,10 +181,8 @@ class QueueSource:
         self._url = queue_url
         self._batch = int(mapping.get("BatchSize", 10))
         self._region = self.queue_arn.split(":")[3]
-        # Lambda reads the queue's attributes when the mapping is made.
-        self.attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["All"])[
-            "Attributes"
-        ]
+        # Lambda reads the queue's attributes when the mapping is made (its role may).
+        sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["All"])
 
     def _counts(self) -> tuple[int, int]:
         attributes = self._sqs.get_queue_attributes(

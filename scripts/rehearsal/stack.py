@@ -1,8 +1,5 @@
-"""A stack of the template on the rehearsal's moto: created as a deploy creates it
-(docs/deploy.md), checked against the template, and its functions' roles
-assumed as Lambda does. docs/rehearsal.md (step 3) says what is created where,
-and what is read back and compared; a difference stops the rehearsal before
-any function runs.
+"""A stack of the template on the rehearsal's moto, created as a deploy creates it,
+checked against the template, its roles assumed (docs/rehearsal.md, step 3).
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""The expanded template (what CloudFormation deploys), split between moto and the
-rehearsal (docs/rehearsal.md, step 3): moto's CloudFormation creates what it
-supports, the rehearsal plays Lambda and API Gateway and what refers to them
-(moto runs functions in Docker, and serves no API), applies REHEARSAL_APPLIES
-from their properties, and stops at any other type, so that a template change
-is never skipped silently. Values in the played resources are resolved as
-CloudFormation would, from the stack moto created and outputs added for them.
+"""The expanded template, split between moto's CloudFormation and what the
+rehearsal plays (Lambda, API Gateway), resolved as CloudFormation would
+(docs/rehearsal.md, step 3); any other type stops it, never skipped silently.
 """
 
 from __future__ import annotations

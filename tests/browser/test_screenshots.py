@@ -1,5 +1,6 @@
 """`make screenshots` writes the README's pictures: the inbox, a run page, the
-delegations and a workflow's figures, at 360 and 1280 px wide."""
+delegations and a workflow's figures, at 360 and 1280 px wide; and
+docs/notifications.md's, an email and the page its link opens."""
 
 from __future__ import annotations
 
@@ -41,4 +42,6 @@ def test_the_screenshots_script_writes_both_views_at_both_widths(tmp_path: Path)
         "signed-in-1280.png": 1280,
         "stats-360.png": 360,
         "stats-1280.png": 1280,
+        "email-1280.png": 1280,
+        "act-360.png": 360,
     }

@@ -63,8 +63,8 @@ _NO_REDIRECTS = urllib.request.build_opener(_Stay)
 @pytest.fixture(scope="session")
 def provider_server() -> Iterator[str]:
     """The test provider on loopback, once per test process: its issuer."""
-    with oidc_provider.serving() as server:
-        yield f"http://127.0.0.1:{server.server_port}"
+    with oidc_provider.serving() as issuer:
+        yield issuer
 
 
 @pytest.fixture
@@ -72,16 +72,9 @@ def provider(provider_server: str, monkeypatch: pytest.MonkeyPatch) -> OidcTestP
     """The service (WORKFLOW_AUTH=jwt) signing in through the test provider, whose
     users ada (an administrator) and maria (in finance) are; bearer tokens of the
     same provider are taken too."""
-    for name, value in {
-        "WORKFLOW_AUTH": "jwt",
-        "WORKFLOW_JWT_ISSUER": provider_server,
-        "WORKFLOW_JWKS_URL": f"{provider_server}/jwks",
-        "WORKFLOW_JWT_AUDIENCE": CLIENT_ID,
-        "WORKFLOW_OIDC_ISSUER": provider_server,
-        "WORKFLOW_OIDC_CLIENT_ID": CLIENT_ID,
-        "WORKFLOW_CURSOR_SECRET": secrets.token_hex(32),
-    }.items():
+    for name, value in oidc_provider.signing_in(provider_server).items():
         monkeypatch.setenv(name, value)
+    monkeypatch.setenv("WORKFLOW_CURSOR_SECRET", secrets.token_hex(32))
     test_provider = OidcTestProvider(provider_server)
     test_provider.user("ada", ["workflow-admins"])
     test_provider.user("maria", ["finance"])
