@@ -155,6 +155,11 @@ def _instant(text: str, name: str) -> datetime:
     state), Unprocessable if it names no instant of years 1 to 9999 in UTC."""
     from datetime import UTC
 
+    if re.match(RFC3339_PATTERN, text) and text.startswith("0000"):
+        # Year 0 is RFC 3339's, but no year of Python's calendar.
+        raise errors.Unprocessable(
+            f"{name!r} is no instant of years 1 to 9999 in UTC, which this service keeps"
+        )
     try:
         if not re.match(RFC3339_PATTERN, text):
             raise ValueError(text)

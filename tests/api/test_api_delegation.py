@@ -219,6 +219,7 @@ def test_delegations_are_listed_by_delegator_delegate_and_time(api: Api) -> None
         ({"starts_at": "2026-02-30T10:00:00Z"}, 400, "RFC 3339"),
         # Valid by the pattern and the format, and no instant this service keeps.
         ({"ends_at": "9999-12-31T23:59:59-01:00"}, 422, "years 1 to 9999 in UTC"),
+        ({"starts_at": "0000-01-01T00:00:00.0000000000000-00:00"}, 422, "years 1 to 9999"),
         ({"delegate": "group:\u200bx"}, 400, "invisible"),
     ],
 )

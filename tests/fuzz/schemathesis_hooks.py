@@ -32,6 +32,7 @@ LISTS = {
     "/inbox": "inbox",
     "/runs/{run_id}/events": "events",
     "/delegations": "delegations",
+    "/contacts": "contacts",
 }
 
 
@@ -79,12 +80,17 @@ def _issued_cursor(case: Any) -> None:
                 "delegate": asked.delegate,
                 "active_at": asked.active_at,
             }
+        elif list_name == "contacts":
+            filters = {}
         else:
             queries.workflow_query(query)
             filters = {}
     except errors.InvalidInput:
         return  # refused for another reason anyway
-    position: Any = ["2030-01-01T00:00:00.000Z", 1] if list_name == "inbox" else 1
+    # A list by time or by key is at a pair; the others at an id.
+    position: Any = {"inbox": ["2030-01-01T00:00:00.000Z", 1], "contacts": ["user:a", 1]}.get(
+        list_name, 1
+    )
     case.query["cursor"] = cursors.issue(list_name, filters, position)
 
 
