@@ -127,6 +127,64 @@ def append_step(workflow_id: str) -> Step:
     return engine.append_step(get_storage(), wid, validation.new_step(body))
 
 
+# -- a workflow's versions and retirement (chalicelib/versions.py) -----------------
+
+
+@app.route("/workflows/{workflow_id}/versions", methods=["POST"])
+@api.answers(201, location=lambda workflow: f"/workflows/{workflow.id}/versions/{workflow.version}")
+def publish_version(workflow_id: str) -> Workflow:
+    from chalicelib import versions
+    from chalicelib.api import validation
+
+    identity.require_admin(api.caller())
+    new, expected_version = validation.new_version(api.body())
+    definition = versions.Definition(
+        new.description, new.steps, new.policy, new.input_schema, new.max_returns
+    )
+    wid = paths.path_id(workflow_id, "Workflow")
+    return versions.publish_version(get_storage(), wid, definition, expected_version)
+
+
+@app.route("/workflows/{workflow_id}/versions", methods=["GET"])
+@api.answers(200)
+def list_versions(workflow_id: str) -> Page[Workflow]:
+    from chalicelib import versions
+    from chalicelib.api import queries
+
+    query = queries.workflow_query(api.query())
+    wid = paths.path_id(workflow_id, "Workflow")
+    return versions.list_versions(get_storage(), wid, query.limit, query.cursor)
+
+
+@app.route("/workflows/{workflow_id}/versions/{version}", methods=["GET"])
+@api.answers(200)
+def get_workflow_version(workflow_id: str, version: str) -> Workflow:
+    from chalicelib import versions
+
+    wid = paths.path_id(workflow_id, "Workflow")
+    return versions.get_workflow_version(get_storage(), wid, paths.path_id(version, "Version"))
+
+
+@app.route("/workflows/{workflow_id}/retire", methods=["POST"])
+@api.answers(200)
+def retire_workflow(workflow_id: str) -> Workflow:
+    return _set_retired(workflow_id, True)
+
+
+@app.route("/workflows/{workflow_id}/reinstate", methods=["POST"])
+@api.answers(200)
+def reinstate_workflow(workflow_id: str) -> Workflow:
+    return _set_retired(workflow_id, False)
+
+
+def _set_retired(workflow_id: str, retired: bool) -> Workflow:
+    from chalicelib import versions
+
+    identity.require_admin(api.caller())
+    wid = paths.path_id(workflow_id, "Workflow")
+    return versions.set_retired(get_storage(), wid, retired)
+
+
 @app.route("/runs", methods=["POST"])
 @api.answers(201, location=lambda run: f"/runs/{run.id}")
 def start_run() -> Run:

@@ -156,7 +156,7 @@ def audit_run(storage: Storage, run_id: int) -> RunAudit:
     from chalicelib.domain import audit, replay
 
     run = storage.get_run(run_id)
-    steps = storage.get_workflow(run.workflow_id).steps
+    steps = storage.get_version(run.workflow_id, run.workflow_version).steps
     return audit.audit_of(run, replay.state_mismatches(run, steps))
 
 
@@ -253,7 +253,7 @@ def resubmit(
         stored = storage.get_run(run_id, history)
         run = _as_proven(storage, stored)
         decision.check_requesters_action(run, ActionKind.RESUBMIT, actor, admin)
-        workflow = storage.get_workflow(run.workflow_id)
+        workflow = storage.get_version(run.workflow_id, run.workflow_version)
         change = transitions.resubmit(run, workflow, actor, comment, data, clock())
         try:
             return storage.record_change(decision.against(change, stored))
@@ -327,7 +327,7 @@ def _decide(
             current = decision.step_to_decide(run, seen.step_id, seen.round)
             own, lent = _own_or_lent(storage, run, action, actor, groups, seen.on_behalf_of)
         following = (
-            storage.steps_after(run.workflow_id, current.step_order)
+            storage.steps_after(run.workflow_id, current.step_order, run.workflow_version)
             if current is not None and decision.needs_next_step(run, action)
             else ()
         )

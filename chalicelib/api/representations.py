@@ -66,7 +66,8 @@ def listed_text(run: Run) -> str:
     action_text is, for the same reason."""
     current = run.current_step
     return (
-        f'{{"id":{run.id},"workflow_id":{run.workflow_id},"title":{_string(run.title)},'
+        f'{{"id":{run.id},"workflow_id":{run.workflow_id},'
+        f'"workflow_version":{run.workflow_version},"title":{_string(run.title)},'
         f'"input":{"{}" if not run.input else _encode(run.input)},"round":{run.round},'
         f'"requested_by":{_optional(run.requested_by)},"status":{_string(run.status)},'
         f'"current_step_id":{"null" if current is None else current.id},'

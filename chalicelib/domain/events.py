@@ -16,6 +16,8 @@ text, the number zero-padded to 20 digits (models.sequence_text).
     transition                      events, in order
     POST /workflows                 workflow.created
     POST /workflows/{id}/steps      workflow.step_added
+    POST /workflows/{id}/versions   workflow.version_published
+    POST /workflows/{id}/retire     workflow.retired (reinstate: workflow.reinstated)
     POST /runs                      run.started, step.activated (the first step)
     approve (more steps)            step.approved, step.activated (the next step)
     approve (the last step)         step.approved, run.completed
@@ -60,6 +62,9 @@ from chalicelib.domain.shapes import (
 PREFIX = "approval."
 WORKFLOW_CREATED = "approval.workflow.created"
 STEP_ADDED = "approval.workflow.step_added"
+VERSION_PUBLISHED = "approval.workflow.version_published"
+WORKFLOW_RETIRED = "approval.workflow.retired"
+WORKFLOW_REINSTATED = "approval.workflow.reinstated"
 RUN_STARTED = "approval.run.started"
 STEP_ACTIVATED = "approval.step.activated"
 STEP_APPROVED = "approval.step.approved"
@@ -78,6 +83,9 @@ DELEGATION_REVOKED = "approval.delegation.revoked"
 TYPES = (
     WORKFLOW_CREATED,
     STEP_ADDED,
+    VERSION_PUBLISHED,
+    WORKFLOW_RETIRED,
+    WORKFLOW_REINSTATED,
     RUN_STARTED,
     STEP_ACTIVATED,
     STEP_APPROVED,
@@ -226,6 +234,21 @@ def step_added(step: Step, at: str) -> list[Draft]:
     """A step was appended to its workflow."""
     data = _workflow_data(step.workflow_id, step)
     return [Draft(STEP_ADDED, workflow_subject(step.workflow_id), at, data)]
+
+
+def version_published(workflow: Workflow, at: str) -> list[Draft]:
+    """A new version of a workflow was published: the workflow at it, whole."""
+    data = _workflow_data(workflow.id, None)
+    data["workflow"] = workflow_shape(workflow)
+    return [Draft(VERSION_PUBLISHED, workflow_subject(workflow.id), at, data)]
+
+
+def retirement(workflow: Workflow, at: str) -> list[Draft]:
+    """A workflow was retired (no new runs) or reinstated, as `workflow` now is."""
+    kind = WORKFLOW_RETIRED if workflow.retired else WORKFLOW_REINSTATED
+    data = _workflow_data(workflow.id, None)
+    data["version"] = workflow.version
+    return [Draft(kind, workflow_subject(workflow.id), at, data)]
 
 
 def _workflow_data(workflow_id: int, step: Optional[Step]) -> dict[str, Any]:

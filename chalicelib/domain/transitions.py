@@ -1,7 +1,9 @@
 """Every change of state, computed once, from the state read: pure.
 
     define a workflow     the workflow and its first steps; workflow.created
-    append a step         the step; workflow.step_added
+    append a step         the step (to the newest version); workflow.step_added
+    publish a version     the workflow at its next version; workflow.version_published
+    retire, reinstate     the workflow's flag; workflow.retired, .reinstated
     start a run           the run at its first step, chained from its genesis;
                           run.started, step.activated; its first step's inbox
     decide                approve (below the quorum, to the next step, the last
@@ -37,10 +39,12 @@ from chalicelib.domain import (
 from chalicelib.domain.changes import (
     Appended,
     Defined,
+    Retirement,
     RunChange,
     RunStart,
     Started,
     StepAppend,
+    VersionPublish,
     WorkflowDefinition,
 )
 from chalicelib.domain.lifecycle import ActionKind, OnDeadline, RunStatus
@@ -93,7 +97,17 @@ def define_workflow(
             for order, (step_id, rule) in enumerate(zip(step_ids, rules, strict=True), start=1)
         )
         workflow = Workflow(
-            workflow_id, name, description, at, steps, policy, input_schema, max_returns
+            workflow_id,
+            name,
+            description,
+            at,
+            steps,
+            policy,
+            input_schema,
+            max_returns,
+            1,
+            False,
+            at,
         )
         return Defined(workflow, events.prepared_all(events.workflow_created(workflow)))
 
@@ -114,7 +128,68 @@ def append_step(workflow: Workflow, rule: StepRule, at: str) -> StepAppend:
         step = rule.stored(step_id, workflow.id, order)
         return Appended(step, events.prepared_all(events.step_added(step, at)))
 
-    return StepAppend(workflow.id, after, made)
+    return StepAppend(workflow.id, after, made, workflow.version)
+
+
+def publish_version(
+    workflow: Workflow,
+    description: str,
+    rules: Sequence[StepRule],
+    policy: Policy,
+    at: str,
+    input_schema: Optional[dict[str, Any]] = None,
+    max_returns: int = DEFAULT_MAX_RETURNS,
+    expected_version: Optional[int] = None,
+) -> VersionPublish:
+    """The next version of `workflow` as read: a whole definition (its steps
+    new, or carried over from the last version by name: docs/versions.md).
+    Conflict where the caller edited another version than the newest
+    (`expected_version`): their editor is stale."""
+    if expected_version is not None and expected_version != workflow.version:
+        raise errors.Conflict(
+            f"Workflow {workflow.id} is at version {workflow.version}, not "
+            f"{expected_version}: read it again and edit its newest version"
+        )
+    if len(rules) > limits.MAX_INITIAL_STEPS:
+        raise errors.InvalidInput(
+            f"'steps' may hold at most {limits.MAX_INITIAL_STEPS} steps; append more one by one"
+        )
+    for rule in rules:
+        _check_condition(rule, input_schema)
+    version = workflow.version + 1
+
+    def at_version(step_ids: Sequence[int]) -> Workflow:
+        steps = tuple(
+            rule.stored(step_id, workflow.id, order)
+            for order, (step_id, rule) in enumerate(zip(step_ids, rules, strict=True), start=1)
+        )
+        return workflow._replace(
+            description=description,
+            steps=steps,
+            policy=policy,
+            input_schema=input_schema,
+            max_returns=max_returns,
+            version=version,
+            version_created_at=at,
+        )
+
+    _check_limits(at_version([MAX_ID] * len(rules)))
+
+    def made(step_ids: tuple[int, ...]) -> Defined:
+        published = at_version(step_ids)
+        return Defined(published, events.prepared_all(events.version_published(published, at)))
+
+    return VersionPublish(workflow.id, workflow.version, len(rules), made)
+
+
+def retirement(workflow: Workflow, retired: bool, at: str) -> Retirement:
+    """`workflow` retired (no new run starts; those in progress go on) or
+    reinstated; Conflict where it is so already."""
+    if workflow.retired == retired:
+        state = "retired" if retired else "not retired"
+        raise errors.Conflict(f"Workflow {workflow.id} is {state} already")
+    after = workflow._replace(retired=retired)
+    return Retirement(workflow, after, events.prepared_all(events.retirement(after, at)))
 
 
 def start_run(
@@ -127,6 +202,10 @@ def start_run(
     """A run of `workflow` with its input `data`, under its workflow's policy, at
     its first step whose condition holds since `at` (the steps before it
     skipped), or completed if none does."""
+    if workflow.retired:
+        raise errors.Conflict(
+            f"Workflow {workflow.id} is retired: it starts no new runs (reinstate it first)"
+        )
     given = data or {}
     violated = content.violation(workflow.input_schema, given)
     if violated:
@@ -167,6 +246,7 @@ def started(
         current_step_due_at=deadlines.step_due_at(landing, at),
         input=given,
         max_returns=workflow.max_returns,
+        workflow_version=workflow.version,
     )
     genesis = audit.genesis_hash(audit.genesis_of(run))
     skips = _skips(run_id, 0, genesis, skipped, at)

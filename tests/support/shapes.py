@@ -29,6 +29,9 @@ WORKFLOW_FIELDS = {
     "input_schema",
     "max_returns",
     *POLICY_FIELDS,
+    "version",
+    "version_created_at",
+    "retired",
 }
 ACTION_FIELDS = {
     "id",
@@ -47,6 +50,7 @@ ACTION_FIELDS = {
 RUN_FIELDS = {
     "id",
     "workflow_id",
+    "workflow_version",
     "title",
     "input",
     "round",

@@ -47,7 +47,12 @@ DELIVERY = "chalicelib.delivery"
 # The rule modules the storage is handed the results of, and never imports.
 RULES = tuple(f"chalicelib.domain.{name}" for name in ("audit", "events", "decision", "deadlines"))
 # The use cases, which app.py calls: the edge only parses and shapes around them.
-USE_CASES = ("chalicelib.engine", "chalicelib.delegations", "chalicelib.cursors")
+USE_CASES = (
+    "chalicelib.engine",
+    "chalicelib.delegations",
+    "chalicelib.versions",
+    "chalicelib.cursors",
+)
 FORBIDDEN = {
     "chalicelib.domain": (*EDGE, STORAGE, DELIVERY, "chalicelib.engine", "boto3", "botocore"),
     STORAGE: (*EDGE, DELIVERY, "chalicelib.engine", "chalicelib.domain.transitions", *RULES),

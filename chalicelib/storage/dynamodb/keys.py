@@ -4,16 +4,22 @@ with the access patterns they serve.
 Items (PK, SK are strings):
 
     item         PK                          SK                       holds
-    workflow     WF#<id>                     #WORKFLOW                name, description, created_at,
-                                                                      policy, steps (copies of its
-                                                                      step items), event_seq
-    step         WF#<workflow id>            STEP#<order, 10 digits>  id, name, rules, event_seq
-    step count   WF#<id>#STEPS#<n>           #STEPS                   step_count (n = 0..15)
+    workflow     WF#<id>                     #WORKFLOW                name, created_at, retired, its
+                                                                      newest version (`version`,
+                                                                      as its version item holds
+                                                                      it), event_seq
+    version      WF#<id>                     VERSION#<n, 6 digits>    description, policy, schema,
+                                                                      max_returns, steps (copies
+                                                                      of its step items), when
+    step         WF#<workflow id>            STEP#<version, 6 d.>#    id, name, rules
+                                             <order, 10 digits>
+    step count   WF#<id>[#V<version>]        #STEPS                   step_count (n = 0..15; no
+                 #STEPS#<n>                                           #V for version 1)
     name guard   WFNAME#<name>               #WFNAME                  workflow_id (names unique)
     run          RUN#<id>                    #RUN                     status, current step and
                                                                       its rules, seq, head_hash,
                                                                       approvals, policy, event_seq,
-                                                                      list keys
+                                                                      list keys, workflow_version
     action       RUN#<run id>                ACT#<seq, 10 digits>     the action, its hash; the
                                                                       last of a change's carries
                                                                       its events (carried.py)
@@ -111,6 +117,7 @@ DELEGATIONS_PK = "DELEGATIONS"
 NAME_SK = "#WFNAME"
 RUN_SK = "#RUN"
 STEP_PREFIX = "STEP#"
+VERSION_PREFIX = "VERSION#"
 ACTION_PREFIX = "ACT#"
 EVENT_PREFIX = "EVT#"
 IDEMPOTENCY_SK = "#IDEM"
@@ -167,8 +174,12 @@ def name_pk(name: str) -> str:
     return f"WFNAME#{name}"
 
 
-def step_sk(order: int) -> str:
-    return f"{STEP_PREFIX}{order:010d}"
+def step_sk(order: int, version: int = 1) -> str:
+    return f"{STEP_PREFIX}{version:06d}#{order:010d}"
+
+
+def version_sk(version: int) -> str:
+    return f"{VERSION_PREFIX}{version:06d}"
 
 
 def action_sk(seq: int) -> str:
@@ -207,8 +218,11 @@ def event_sk(sequence: int) -> str:
     return f"{sequence:010d}"
 
 
-def step_count_pk(workflow_id: int, copy: int) -> str:
-    return f"{workflow_pk(workflow_id)}#STEPS#{copy}"
+def step_count_pk(workflow_id: int, copy: int, version: int = 1) -> str:
+    """A copy of the step count of the workflow's `version` (its first's
+    keys name no version)."""
+    of_version = "" if version == 1 else f"#V{version}"
+    return f"{workflow_pk(workflow_id)}{of_version}#STEPS#{copy}"
 
 
 def counter_pk(kind: str) -> str:

@@ -54,7 +54,11 @@ SCHEMA = (
     reject_requires_comment INTEGER NOT NULL DEFAULT 0,
     -- The JSON Schema its runs' input must meet (null: any object).
     input_schema TEXT,
-    max_returns INTEGER NOT NULL DEFAULT 3
+    max_returns INTEGER NOT NULL DEFAULT 3,
+    -- Its newest version (whose definition the columns above hold), and
+    -- whether it is retired (no new runs).
+    version INTEGER NOT NULL DEFAULT 1,
+    retired INTEGER NOT NULL DEFAULT 0
 )""",
     """CREATE TABLE workflow_steps (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -66,7 +70,9 @@ SCHEMA = (
     deadline_seconds INTEGER, on_deadline TEXT, escalate_to TEXT,
     -- When the step applies (JSON, null: always).
     when_condition TEXT,
-    UNIQUE(workflow_id, step_order)
+    -- The version of its workflow it is a step of.
+    version INTEGER NOT NULL DEFAULT 1,
+    UNIQUE(workflow_id, version, step_order)
 )""",
     f"""CREATE TABLE workflow_runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -88,7 +94,12 @@ SCHEMA = (
     round INTEGER NOT NULL DEFAULT 1,
     -- For each of approved_by, whom it was for through a delegation ("": themselves).
     on_behalf_of TEXT NOT NULL DEFAULT '[]',
-    genesis_input_digest TEXT
+    genesis_input_digest TEXT,
+    -- The version of its workflow it runs on.
+    workflow_version INTEGER NOT NULL DEFAULT 1,
+    -- Who its current step awaits since a reassign (JSON array; null: the
+    -- step's own approvers).
+    step_approvers TEXT
 )""",
     f"""CREATE TABLE workflow_actions (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -103,7 +114,7 @@ SCHEMA = (
     input_digest TEXT
 )""",
     # The history join reads a run's actions; foreign keys are looked up by the
-    # cascade. UNIQUE(workflow_id, step_order) already indexes the step queries.
+    # cascade. UNIQUE(workflow_id, version, step_order) already indexes the step queries.
     "CREATE INDEX workflow_actions_run ON workflow_actions(run_id, id)",
     # The run lists, one index per filter: SQLite ends every index with the rowid
     # (the id), so each walks its filter's runs in id order, from the cursor on.
@@ -150,6 +161,20 @@ SCHEMA = (
     "created_at TEXT NOT NULL, created_by TEXT NOT NULL, revoked_at TEXT, revoked_by TEXT)",
     "CREATE INDEX delegations_to ON delegations(delegate_key, ends_at)",
     "CREATE INDEX delegations_of ON delegations(delegator_key, id)",
+    # Every version of a workflow, the newest too: what its runs decide under
+    # (their steps are the rows of workflow_steps of that version).
+    """CREATE TABLE workflow_versions (
+    workflow_id INTEGER NOT NULL REFERENCES workflows(id) ON DELETE CASCADE,
+    version INTEGER NOT NULL,
+    description TEXT NOT NULL DEFAULT '',
+    created_at TEXT NOT NULL,
+    allow_self_approval INTEGER NOT NULL DEFAULT 0,
+    distinct_approvers INTEGER NOT NULL DEFAULT 0,
+    reject_requires_comment INTEGER NOT NULL DEFAULT 0,
+    input_schema TEXT,
+    max_returns INTEGER NOT NULL DEFAULT 3,
+    PRIMARY KEY (workflow_id, version)
+) WITHOUT ROWID""",
 )
 
 # A change to the schema: a statement, or a function of the connection when

@@ -1,0 +1,100 @@
+"""The use cases of a workflow's life, over any storage (as chalicelib/engine.py's
+are of defining it and of its runs): publish a new version of its definition,
+read its versions, retire it and reinstate it. Runs keep the version they
+started on (docs/versions.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Optional
+
+from chalicelib import engine
+from chalicelib.domain import errors
+from chalicelib.domain.models import (
+    DEFAULT_MAX_RETURNS,
+    DEFAULT_POLICY,
+    Page,
+    Policy,
+    StepRule,
+    Workflow,
+)
+from chalicelib.domain.record import Record
+
+if TYPE_CHECKING:
+    from chalicelib.storage import Storage
+
+VERSIONS = "versions"
+
+
+class Definition(Record):
+    """A whole definition of a workflow's version: what POST /workflows takes but its name."""
+
+    description: str
+    steps: Sequence[StepRule]
+    policy: Policy = DEFAULT_POLICY
+    input_schema: Optional[dict[str, Any]] = None
+    max_returns: int = DEFAULT_MAX_RETURNS
+
+
+def publish_version(
+    storage: Storage,
+    workflow_id: int,
+    definition: Definition,
+    expected_version: Optional[int] = None,
+    clock: engine.Clock = engine.utc_now,
+) -> Workflow:
+    """Publish `definition` as the workflow's next version; runs started from
+    now on run on it, those in progress keep theirs. Conflict where the
+    caller's `expected_version` is not the newest (a stale editor)."""
+    from chalicelib.domain import transitions
+
+    # Another publish that came first means reading it again: the next number
+    # is then one more (or, for an editor that named the version it read, 409).
+    for _ in range(engine.APPEND_ATTEMPTS):
+        workflow = storage.get_workflow(workflow_id)
+        publish = transitions.publish_version(
+            workflow,
+            definition.description,
+            definition.steps,
+            definition.policy,
+            clock(),
+            definition.input_schema,
+            definition.max_returns,
+            expected_version,
+        )
+        try:
+            return storage.publish_version(publish)
+        except errors.LostWrite:
+            continue
+    raise errors.Unavailable("Too many versions are being published at once; retry shortly")
+
+
+def get_workflow_version(storage: Storage, workflow_id: int, version: int) -> Workflow:
+    """The workflow as it stands at `version`, with that version's steps."""
+    return storage.get_workflow_version(workflow_id, version)
+
+
+def list_versions(
+    storage: Storage, workflow_id: int, limit: int, cursor: Optional[str] = None
+) -> Page[Workflow]:
+    """One page of the workflow's versions, oldest first."""
+    filters = {"workflow_id": workflow_id}
+    after = engine.cursor_position(cursor, VERSIONS, filters)
+    found = storage.list_versions(workflow_id, after, limit)
+    return engine.page_of(found, VERSIONS, filters, lambda workflow: workflow.version)
+
+
+def set_retired(
+    storage: Storage, workflow_id: int, retired: bool, clock: engine.Clock = engine.utc_now
+) -> Workflow:
+    """Retire the workflow (no new run starts; runs in progress go on), or
+    reinstate it; Conflict where it is so already."""
+    from chalicelib.domain import transitions
+
+    for _ in range(engine.DECISION_ATTEMPTS):
+        workflow = storage.get_workflow(workflow_id)
+        try:
+            return storage.set_retired(transitions.retirement(workflow, retired, clock()))
+        except errors.LostWrite:
+            continue
+    raise errors.Unavailable("Too many changes of this workflow at once; retry shortly")
