@@ -229,7 +229,13 @@ def run_permissions(run_id: str) -> Permissions:
     actor = identity.actor_of(caller, query.actor)
     groups = caller.groups if caller is not None else query.groups
     return engine.permissions(
-        get_storage(), rid, actor, groups, identity.is_admin(caller), query.on_behalf_of
+        get_storage(),
+        rid,
+        actor,
+        groups,
+        identity.is_admin(caller),
+        query.on_behalf_of,
+        administers=identity.may_administer(caller),
     )
 
 
@@ -299,6 +305,50 @@ def resubmit(run_id: str) -> Run:
         again.comment,
         again.input,
         admin=identity.is_admin(caller),
+        history=not api.prefers_minimal(),
+    )
+
+
+@app.route("/runs/{run_id}/reassign", methods=["POST"])
+@api.answers(200, minimal=representations.listed_text)
+def reassign(run_id: str) -> Run:
+    from chalicelib import versions
+    from chalicelib.api import administration
+
+    rid = paths.path_id(run_id, "Run")
+    caller = api.caller()
+    identity.require_admin(caller)
+    given = administration.reassignment(api.body(), actor_required=caller is None)
+    return versions.reassign(
+        get_storage(),
+        rid,
+        identity.actor_of(caller, given.actor),
+        given.approvers,
+        given.comment,
+        admin=True,
+        history=not api.prefers_minimal(),
+    )
+
+
+@app.route("/runs/{run_id}/move", methods=["POST"])
+@api.answers(200, minimal=representations.listed_text)
+def move(run_id: str) -> Run:
+    from chalicelib import versions
+    from chalicelib.api import administration
+
+    rid = paths.path_id(run_id, "Run")
+    caller = api.caller()
+    identity.require_admin(caller)
+    given = administration.move(api.body(), actor_required=caller is None)
+    actor = identity.actor_of(caller, given.actor)
+    return versions.move(
+        get_storage(),
+        rid,
+        actor,
+        given.to_version,
+        given.step,
+        given.comment,
+        admin=True,
         history=not api.prefers_minimal(),
     )
 

@@ -42,6 +42,8 @@ ROUTES = (
     ("/runs/{run_id}/return", "POST", "return_run"),
     ("/runs/{run_id}/resubmit", "POST", "resubmit"),
     ("/runs/{run_id}/cancel", "POST", "cancel"),
+    ("/runs/{run_id}/reassign", "POST", "reassign"),
+    ("/runs/{run_id}/move", "POST", "move"),
     ("/inbox", "GET", "inbox"),
     ("/delegations", "POST", "create_delegation"),
     ("/delegations", "GET", "list_delegations"),

@@ -156,8 +156,12 @@ def audit_run(storage: Storage, run_id: int) -> RunAudit:
     from chalicelib.domain import audit, replay
 
     run = storage.get_run(run_id)
-    steps = storage.get_version(run.workflow_id, run.workflow_version).steps
-    return audit.audit_of(run, replay.state_mismatches(run, steps))
+    started_on = run.genesis_version or run.workflow_version
+    steps = storage.get_version(run.workflow_id, started_on).steps
+    # A moved run's history goes on under each version it was moved to.
+    targets = sorted({a.workflow_version for a in run.actions if a.workflow_version})
+    moved_to = {version: storage.get_version(run.workflow_id, version) for version in targets}
+    return audit.audit_of(run, replay.state_mismatches(run, steps, moved_to))
 
 
 class Seen(Record):
@@ -251,7 +255,7 @@ def resubmit(
 
     for _ in range(DECISION_ATTEMPTS):
         stored = storage.get_run(run_id, history)
-        run = _as_proven(storage, stored)
+        run = as_proven(storage, stored)
         decision.check_requesters_action(run, ActionKind.RESUBMIT, actor, admin)
         workflow = storage.get_version(run.workflow_id, run.workflow_version)
         change = transitions.resubmit(run, workflow, actor, comment, data, clock())
@@ -319,7 +323,7 @@ def _decide(
     cancel = action == ActionKind.CANCEL
     for _ in range(DECISION_ATTEMPTS):
         stored = storage.get_run(run_id, history)
-        run = _as_proven(storage, stored)
+        run = as_proven(storage, stored)
         on_behalf_of, current = None, run.current_step
         own: Optional[Capacity] = None
         lent: tuple[Delegation, ...] = ()
@@ -354,19 +358,30 @@ def permissions(
     admin: bool = False,
     on_behalf_of: Optional[str] = None,
     clock: Clock = utc_now,
+    administers: bool = False,
 ) -> Permissions:
     """What `actor` (a member of `groups`, an administrator or not, holding
     their delegations) may do with the run now, for whom, and why not where
     they may not: the rule the decision routes and the inbox apply
     (decision.capacity); for `on_behalf_of` only, where given."""
     from chalicelib.domain import decision
-    from chalicelib.domain.lifecycle import CALLER_ACTIONS
+    from chalicelib.domain.lifecycle import ADMINISTERED, CALLER_ACTIONS
 
-    run = _as_proven(storage, storage.get_run(run_id, history=False))
+    run = as_proven(storage, storage.get_run(run_id, history=False))
     now = clock()
     lent = delegations_to(storage, actor, groups)
+    # Reassign and move are for who may define workflows (`administers`).
     held = tuple(
-        decision.capacity(run, action, actor, groups, admin, lent, on_behalf_of, now)
+        decision.capacity(
+            run,
+            action,
+            actor,
+            groups,
+            administers if action in ADMINISTERED else admin,
+            lent,
+            on_behalf_of,
+            now,
+        )
         for action in CALLER_ACTIONS
     )
     return Permissions(
@@ -406,7 +421,7 @@ def _own_or_lent(
     return None, delegations_to(storage, actor, groups)
 
 
-def _as_proven(storage: Storage, run: Run) -> Run:
+def as_proven(storage: Storage, run: Run) -> Run:
     """`run` with its current step's approvals and its round as its chained
     history holds them (decision.proven): from the history where it was read,
     else from the last actions a quorum needs, read only then."""

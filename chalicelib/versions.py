@@ -5,22 +5,25 @@ started on (docs/versions.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 from chalicelib import engine
 from chalicelib.domain import errors
+from chalicelib.domain.lifecycle import ActionKind
 from chalicelib.domain.models import (
     DEFAULT_MAX_RETURNS,
     DEFAULT_POLICY,
     Page,
     Policy,
+    Run,
     StepRule,
     Workflow,
 )
 from chalicelib.domain.record import Record
 
 if TYPE_CHECKING:
+    from chalicelib.domain.changes import RunChange
     from chalicelib.storage import Storage
 
 VERSIONS = "versions"
@@ -46,13 +49,13 @@ def publish_version(
     """Publish `definition` as the workflow's next version; runs started from
     now on run on it, those in progress keep theirs. Conflict where the
     caller's `expected_version` is not the newest (a stale editor)."""
-    from chalicelib.domain import transitions
+    from chalicelib.domain import versioning
 
     # Another publish that came first means reading it again: the next number
     # is then one more (or, for an editor that named the version it read, 409).
     for _ in range(engine.APPEND_ATTEMPTS):
         workflow = storage.get_workflow(workflow_id)
-        publish = transitions.publish_version(
+        publish = versioning.publish_version(
             workflow,
             definition.description,
             definition.steps,
@@ -89,12 +92,89 @@ def set_retired(
 ) -> Workflow:
     """Retire the workflow (no new run starts; runs in progress go on), or
     reinstate it; Conflict where it is so already."""
-    from chalicelib.domain import transitions
+    from chalicelib.domain import versioning
 
     for _ in range(engine.DECISION_ATTEMPTS):
         workflow = storage.get_workflow(workflow_id)
         try:
-            return storage.set_retired(transitions.retirement(workflow, retired, clock()))
+            return storage.set_retired(versioning.retirement(workflow, retired, clock()))
         except errors.LostWrite:
             continue
     raise errors.Unavailable("Too many changes of this workflow at once; retry shortly")
+
+
+# -- an administrator's changes of a run ---------------------------------------------
+
+
+def reassign(
+    storage: Storage,
+    run_id: int,
+    actor: str,
+    approvers: Sequence[str],
+    comment: str,
+    admin: bool,
+    clock: engine.Clock = engine.utc_now,
+    history: bool = True,
+) -> Run:
+    """The run's current step awaits `approvers` from now on (versioning.reassign):
+    an administrator's change, recorded in its history."""
+    from chalicelib.domain import versioning
+
+    def change(run: Run) -> RunChange:
+        return versioning.reassign(run, approvers, actor, comment, clock())
+
+    return _administered(storage, run_id, ActionKind.REASSIGN, actor, admin, change, history)
+
+
+def move(
+    storage: Storage,
+    run_id: int,
+    actor: str,
+    to_version: int,
+    step: str,
+    comment: str,
+    admin: bool,
+    clock: engine.Clock = engine.utc_now,
+    history: bool = True,
+) -> Run:
+    """The run continues at `step` of version `to_version` of its workflow
+    (versioning.move): an administrator's change, recorded in its history;
+    Conflict for a version that does not exist."""
+    from chalicelib.domain import versioning
+
+    def change(run: Run) -> RunChange:
+        try:
+            target = storage.get_version(run.workflow_id, to_version)
+        except errors.NotFound as exc:
+            raise errors.Conflict(
+                f"Workflow {run.workflow_id} has no version {to_version} to move the run to"
+            ) from exc
+        return versioning.move(run, target, step, actor, comment, clock())
+
+    return _administered(storage, run_id, ActionKind.MOVE, actor, admin, change, history)
+
+
+def _administered(
+    storage: Storage,
+    run_id: int,
+    action: ActionKind,
+    actor: str,
+    admin: bool,
+    change: Callable[[Run], RunChange],
+    history: bool,
+) -> Run:
+    """Record `change` of the run as read, if `actor` may `action` it
+    (decision.capacity), on the conditional write of a decision."""
+    from chalicelib.domain import decision
+
+    for _ in range(engine.DECISION_ATTEMPTS):
+        stored = storage.get_run(run_id, history)
+        run = engine.as_proven(storage, stored)
+        refused = decision.refusal(run, action, actor, frozenset(), admin)
+        if refused is not None:
+            raise refused.error()
+        try:
+            return storage.record_change(decision.against(change(run), stored))
+        except errors.LostWrite:
+            continue
+    raise errors.Unavailable("Too many changes of this run at once; retry shortly")

@@ -56,8 +56,14 @@ def action_text(action: Action) -> str:
         f'"actor":{_string(action.actor)},"comment":{_string(action.comment)},'
         f'"created_at":{_string(action.created_at)},"hash":{_optional(action.hash)},'
         f'"on_behalf_of":{_optional(action.on_behalf_of)},"round":{action.round},'
-        f'"input_digest":{_optional(action.input_digest)}}}'
+        f'"input_digest":{_optional(action.input_digest)},'
+        f'"approvers":{"null" if action.approvers is None else _strings(action.approvers)},'
+        f'"workflow_version":{_number(action.workflow_version)}}}'
     )
+
+
+def _number(value: Optional[int]) -> str:
+    return "null" if value is None else str(value)
 
 
 def listed_text(run: Run) -> str:

@@ -2,7 +2,8 @@
 
     canonical(x) = the RFC 8785 (JSON Canonicalization Scheme) text of x
     genesis      = sha256(canonical({run_id, workflow_id, title, requested_by, created_at}
-                                    + {input_digest} where the run's input is not empty))
+                                    + {input_digest} where the run's input is not empty
+                                    + {workflow_version} where it started on one after 1))
     input_digest = sha256(canonical(input))
     hash(seq)    = sha256(hash(seq - 1) + "\\n" + canonical({run_id, seq, step_id, step_name,
                                                           action, actor, comment, created_at}))
@@ -37,6 +38,8 @@ from chalicelib.domain.models import Action, Decision, Run, RunAudit
 GENESIS_FIELDS = ("run_id", "workflow_id", "title", "requested_by", "created_at")
 # In the genesis of a run whose input is not empty: what binds the chain to it.
 INPUT_DIGEST = "input_digest"
+# In the genesis of a run started on a version of its workflow after the first.
+GENESIS_VERSION = "workflow_version"
 ENTRY_FIELDS = (
     "run_id",
     "seq",
@@ -50,7 +53,8 @@ ENTRY_FIELDS = (
 # In the entry of an action that has them only: whom a delegate decided for, a
 # round after the first, a resubmit's new input's digest. Older entries, and
 # those of actions without them, are hashed as before.
-OPTIONAL_ENTRY_FIELDS = ("on_behalf_of", "round", "input_digest")
+# And a reassign's new approvers, a move's version.
+OPTIONAL_ENTRY_FIELDS = ("on_behalf_of", "round", "input_digest", "approvers", "workflow_version")
 AUDIT_FIELDS = ("run_id", "genesis", "head_hash", "valid", "first_invalid_seq", "entries")
 # And what the service alone can check, which needs the workflow: not the offline verifier's.
 STATE_ANSWER = ("state_valid", "state_mismatches")
@@ -70,8 +74,10 @@ def sha256_hex(text: str) -> str:
 
 def genesis_hash(genesis: Mapping[str, Any]) -> str:
     """The hash the chain starts from: of the run's GENESIS_FIELDS (and its
-    input_digest, for a run whose input is not empty), nothing else."""
-    fields = (*GENESIS_FIELDS, INPUT_DIGEST) if INPUT_DIGEST in genesis else GENESIS_FIELDS
+    input_digest, for a run whose input is not empty, and its workflow_version,
+    for one started on a version after the first), nothing else."""
+    optional = (name for name in (INPUT_DIGEST, GENESIS_VERSION) if name in genesis)
+    fields = (*GENESIS_FIELDS, *optional)
     return sha256_hex(canonical({name: genesis[name] for name in fields}))
 
 
@@ -99,6 +105,9 @@ def genesis_of(run: Run) -> dict[str, Any]:
         digest = input_digest(run.input)
     if digest:
         genesis["input_digest"] = digest
+    version = run.genesis_version or run.workflow_version
+    if version != 1:
+        genesis[GENESIS_VERSION] = version
     return genesis
 
 
@@ -124,6 +133,10 @@ def entry_of(action: Action, seq: int) -> dict[str, Any]:
         entry["round"] = action.round
     if action.input_digest is not None:
         entry["input_digest"] = action.input_digest
+    if action.approvers is not None:
+        entry["approvers"] = list(action.approvers)
+    if action.workflow_version is not None:
+        entry["workflow_version"] = action.workflow_version
     return entry
 
 

@@ -137,6 +137,10 @@ class Action(Record):
     round: int = 1
     # A resubmit that changed the input: the new input's digest (audit.input_digest).
     input_digest: Optional[str] = None
+    # A reassign: whom the step awaits from it on (None for every other action).
+    approvers: Optional[tuple[str, ...]] = None
+    # A move: the version of the workflow the run continues on (None otherwise).
+    workflow_version: Optional[int] = None
 
 
 class Run(Record):
@@ -192,6 +196,9 @@ class Run(Record):
     # their rules and its policy are that version's): set at its start, changed
     # only by a move to a newer version.
     workflow_version: int = 1
+    # The version it started on, where a move changed it since (None: it runs
+    # on the version it started on); its genesis names it.
+    genesis_version: Optional[int] = None
 
     @property
     def current_step_id(self) -> Optional[int]:

@@ -2,8 +2,7 @@
 
     define a workflow     the workflow and its first steps; workflow.created
     append a step         the step (to the newest version); workflow.step_added
-    publish a version     the workflow at its next version; workflow.version_published
-    retire, reinstate     the workflow's flag; workflow.retired, .reinstated
+    (a version, retiring, reassigning and moving a run: versioning.py)
     start a run           the run at its first step, chained from its genesis;
                           run.started, step.activated; its first step's inbox
     decide                approve (below the quorum, to the next step, the last
@@ -39,12 +38,10 @@ from chalicelib.domain import (
 from chalicelib.domain.changes import (
     Appended,
     Defined,
-    Retirement,
     RunChange,
     RunStart,
     Started,
     StepAppend,
-    VersionPublish,
     WorkflowDefinition,
 )
 from chalicelib.domain.lifecycle import ActionKind, OnDeadline, RunStatus
@@ -78,7 +75,7 @@ def define_workflow(
             f"'steps' may hold at most {limits.MAX_INITIAL_STEPS} steps; append more one by one"
         )
     for rule in rules:
-        _check_condition(rule, input_schema)
+        check_condition(rule, input_schema)
     planned = Workflow(
         MAX_ID,
         name,
@@ -89,7 +86,7 @@ def define_workflow(
         input_schema,
         max_returns,
     )
-    _check_limits(planned)
+    check_limits(planned)
 
     def made(workflow_id: int, step_ids: tuple[int, ...]) -> Defined:
         steps = tuple(
@@ -118,9 +115,9 @@ def append_step(workflow: Workflow, rule: StepRule, at: str) -> StepAppend:
     """A step after the last one of `workflow` as read (its condition reads
     the input its schema describes): the storage appends it only there, so
     that the workflow it makes is the one checked against its limits."""
-    _check_condition(rule, workflow.input_schema)
+    check_condition(rule, workflow.input_schema)
     after = workflow.steps[-1].step_order if workflow.steps else 0
-    _check_limits(
+    check_limits(
         workflow._replace(steps=(*workflow.steps, rule.stored(MAX_ID, workflow.id, after + 1)))
     )
 
@@ -129,67 +126,6 @@ def append_step(workflow: Workflow, rule: StepRule, at: str) -> StepAppend:
         return Appended(step, events.prepared_all(events.step_added(step, at)))
 
     return StepAppend(workflow.id, after, made, workflow.version)
-
-
-def publish_version(
-    workflow: Workflow,
-    description: str,
-    rules: Sequence[StepRule],
-    policy: Policy,
-    at: str,
-    input_schema: Optional[dict[str, Any]] = None,
-    max_returns: int = DEFAULT_MAX_RETURNS,
-    expected_version: Optional[int] = None,
-) -> VersionPublish:
-    """The next version of `workflow` as read: a whole definition (its steps
-    new, or carried over from the last version by name: docs/versions.md).
-    Conflict where the caller edited another version than the newest
-    (`expected_version`): their editor is stale."""
-    if expected_version is not None and expected_version != workflow.version:
-        raise errors.Conflict(
-            f"Workflow {workflow.id} is at version {workflow.version}, not "
-            f"{expected_version}: read it again and edit its newest version"
-        )
-    if len(rules) > limits.MAX_INITIAL_STEPS:
-        raise errors.InvalidInput(
-            f"'steps' may hold at most {limits.MAX_INITIAL_STEPS} steps; append more one by one"
-        )
-    for rule in rules:
-        _check_condition(rule, input_schema)
-    version = workflow.version + 1
-
-    def at_version(step_ids: Sequence[int]) -> Workflow:
-        steps = tuple(
-            rule.stored(step_id, workflow.id, order)
-            for order, (step_id, rule) in enumerate(zip(step_ids, rules, strict=True), start=1)
-        )
-        return workflow._replace(
-            description=description,
-            steps=steps,
-            policy=policy,
-            input_schema=input_schema,
-            max_returns=max_returns,
-            version=version,
-            version_created_at=at,
-        )
-
-    _check_limits(at_version([MAX_ID] * len(rules)))
-
-    def made(step_ids: tuple[int, ...]) -> Defined:
-        published = at_version(step_ids)
-        return Defined(published, events.prepared_all(events.version_published(published, at)))
-
-    return VersionPublish(workflow.id, workflow.version, len(rules), made)
-
-
-def retirement(workflow: Workflow, retired: bool, at: str) -> Retirement:
-    """`workflow` retired (no new run starts; those in progress go on) or
-    reinstated; Conflict where it is so already."""
-    if workflow.retired == retired:
-        state = "retired" if retired else "not retired"
-        raise errors.Conflict(f"Workflow {workflow.id} is {state} already")
-    after = workflow._replace(retired=retired)
-    return Retirement(workflow, after, events.prepared_all(events.retirement(after, at)))
 
 
 def start_run(
@@ -388,7 +324,7 @@ def deadline_passed(run: Run, at: str) -> Optional[RunChange]:
             assert_never(due)
 
 
-def _check_condition(rule: StepRule, input_schema: Optional[dict[str, Any]]) -> None:
+def check_condition(rule: StepRule, input_schema: Optional[dict[str, Any]]) -> None:
     """Unprocessable if the step's condition reads an input path that the
     workflow's schema, where it has one, does not define, or can never hold
     for the types of the values it compares (rules no schema of the document
@@ -401,7 +337,7 @@ def _check_condition(rule: StepRule, input_schema: Optional[dict[str, Any]]) -> 
         raise errors.Unprocessable(f"Step {rule.name!r}: 'when' {found}")
 
 
-def _check_limits(workflow: Workflow) -> None:
+def check_limits(workflow: Workflow) -> None:
     """Unprocessable if no store could keep every run of `workflow` (limits.py)."""
     found = limits.definition_problem(workflow)
     if found:

@@ -14,7 +14,7 @@ import { approvalsSoFar, deadline, statusText, stepPosition } from "./steps.js";
 import { historySection, timeline } from "./timeline.js";
 
 /** @typedef {import("./contract.js").Contract} Contract */
-/** @typedef {import("./types.js").ActionName} ActionName */
+/** @typedef {import("./types.js").DecisionName} ActionName */
 /** @typedef {import("./types.js").Permission} Permission */
 /** @typedef {import("./types.js").PermissionsAnswer} PermissionsAnswer */
 /** @typedef {import("./types.js").Run} Run */

@@ -6,7 +6,8 @@
 
 /** @typedef {"in_progress" | "returned" | "completed" | "rejected" | "cancelled"} RunStatus */
 
-/** @typedef {"approve" | "reject" | "return" | "resubmit" | "cancel"} ActionName What a caller may do with a run. */
+/** @typedef {"approve" | "reject" | "return" | "resubmit" | "cancel" | "reassign" | "move"} ActionName What a caller may do with a run. */
+/** @typedef {Exclude<ActionName, "reassign" | "move">} DecisionName What the decision form offers: every action but an administrator's reassign and move. */
 
 /** @typedef {ActionName | "skip"} RecordedAction What a run's history records: the callers' actions and the service's skips. */
 

@@ -46,6 +46,8 @@ ACTION_FIELDS = {
     "on_behalf_of",
     "round",
     "input_digest",
+    "approvers",
+    "workflow_version",
 }
 RUN_FIELDS = {
     "id",

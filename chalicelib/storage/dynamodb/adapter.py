@@ -107,7 +107,7 @@ class DynamoDBStorage(WorkflowItems, Lists, IdempotencyKeys, OutboxState, Delega
             "updated_at": s(run.updated_at),
             "seq": n(len(started.actions)),
             "head_hash": s(run.head_hash or ""),
-            "policy": {"M": {flag: {"BOOL": on} for flag, on in run.policy._asdict().items()}},
+            "policy": items.policy_item(run.policy),
             "event_seq": n(len(told)),
             **items.current_step_state(run, self.shards)[0],
             "approvers": {"L": []},
@@ -190,8 +190,11 @@ class DynamoDBStorage(WorkflowItems, Lists, IdempotencyKeys, OutboxState, Delega
             )
         if after.round != before.round:
             moved["round"] = n(after.round)
-        if after.workflow_version != before.workflow_version:
+        if after.workflow_version != before.workflow_version:  # a move: the version's rules
             moved["workflow_version"] = n(after.workflow_version)
+            moved["genesis_version"] = n(after.genesis_version or before.workflow_version)
+            moved["policy"] = items.policy_item(after.policy)
+            moved["max_returns"] = n(after.max_returns)
         if after.input != before.input:
             moved.update(items.input_attrs(after.input) or {"input": s("{}")})
         if after.genesis_input_digest != before.genesis_input_digest:

@@ -179,6 +179,11 @@ def max_returns_of(item: Item) -> int:
     return int(item["max_returns"]["N"])
 
 
+def policy_item(policy: Policy) -> dict[str, Any]:
+    """A run's policy flags, as its item keeps them."""
+    return {"M": {flag: {"BOOL": on} for flag, on in policy._asdict().items()}}
+
+
 def policy_of(item: Item) -> Policy:
     """The policy flags an item holds."""
     return Policy(*(item[flag]["BOOL"] for flag in Policy._fields))
@@ -319,6 +324,7 @@ def run_of(item: Item, actions: tuple[Action, ...]) -> Run:
         item["genesis_input_digest"]["S"] if "genesis_input_digest" in item else None,
         max_returns_of(item),
         int(item["workflow_version"]["N"]),
+        int(item["genesis_version"]["N"]) if "genesis_version" in item else None,
     )
 
 
@@ -342,6 +348,10 @@ def action_item(action: Action, seq: int) -> Item:
         item["round"] = n(action.round)
     if action.input_digest is not None:
         item["input_digest"] = s(action.input_digest)
+    if action.approvers is not None:
+        item["approvers"] = strings(action.approvers)
+    if action.workflow_version is not None:
+        item["workflow_version"] = n(action.workflow_version)
     return item
 
 
@@ -359,6 +369,8 @@ def action_of(item: Item, run_id: int) -> Action:
         item["on_behalf_of"]["S"] if "on_behalf_of" in item else None,
         int(item["round"]["N"]) if "round" in item else 1,
         item["input_digest"]["S"] if "input_digest" in item else None,
+        texts(item, "approvers") if "approvers" in item else None,
+        int(item["workflow_version"]["N"]) if "workflow_version" in item else None,
     )
 
 

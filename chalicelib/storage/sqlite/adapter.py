@@ -113,7 +113,7 @@ class SQLiteStorage(WorkflowTables):
         if not read:
             raise errors.run_not_found(run_id)
         actions = (
-            tuple(Action(*row[rows.ACTIONS_FROM :]) for row in read)
+            tuple(rows.action(row[rows.ACTIONS_FROM :]) for row in read)
             if read[0][rows.ACTIONS_FROM] is not None
             else ()
         )
@@ -130,7 +130,7 @@ class SQLiteStorage(WorkflowTables):
             )
             .fetchall()
         )
-        return tuple(Action(*row) for row in reversed(found))
+        return tuple(rows.action(row) for row in reversed(found))
 
     def list_runs(
         self,

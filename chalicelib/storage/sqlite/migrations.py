@@ -95,8 +95,10 @@ SCHEMA = (
     -- For each of approved_by, whom it was for through a delegation ("": themselves).
     on_behalf_of TEXT NOT NULL DEFAULT '[]',
     genesis_input_digest TEXT,
-    -- The version of its workflow it runs on.
+    -- The version of its workflow it runs on, and the one it started on where
+    -- a move changed it since.
     workflow_version INTEGER NOT NULL DEFAULT 1,
+    genesis_version INTEGER,
     -- Who its current step awaits since a reassign (JSON array; null: the
     -- step's own approvers).
     step_approvers TEXT
@@ -111,7 +113,10 @@ SCHEMA = (
     hash TEXT,
     on_behalf_of TEXT,
     round INTEGER NOT NULL DEFAULT 1,
-    input_digest TEXT
+    input_digest TEXT,
+    -- A reassign's new approvers (JSON array), a move's version.
+    approvers TEXT,
+    workflow_version INTEGER
 )""",
     # The history join reads a run's actions; foreign keys are looked up by the
     # cascade. UNIQUE(workflow_id, version, step_order) already indexes the step queries.

@@ -55,12 +55,13 @@ RUN_COLUMNS = (
     "r.requested_by, r.head_hash, r.approved_by, r.current_step_since, "
     "w.allow_self_approval, w.distinct_approvers, w.reject_requires_comment, r.approvers, "
     "r.current_step_due_at, r.deadline_passed, r.input, "
-    "r.round, r.on_behalf_of, r.genesis_input_digest, w.max_returns, r.workflow_version"
+    "r.round, r.on_behalf_of, r.genesis_input_digest, w.max_returns, r.workflow_version, "
+    "r.genesis_version"
 )
 # An action's columns, in Action's order (its step's name from the step's row).
 ACTION_COLUMNS = (
     "wa.id, wa.run_id, wa.step_id, ws.name, wa.action, wa.actor, wa.comment, wa.created_at, "
-    "wa.hash, wa.on_behalf_of, wa.round, wa.input_digest"
+    "wa.hash, wa.on_behalf_of, wa.round, wa.input_digest, wa.approvers, wa.workflow_version"
 )
 # The version a run runs on (w: its policy and max_returns).
 RUN_VERSION = (
@@ -71,7 +72,7 @@ RUN_FROM = (
     f"workflow_runs r LEFT JOIN workflow_steps s ON s.id = r.current_step_id JOIN {RUN_VERSION}"
 )
 # Columns after the first RUN_COLUMNS in a run's row with its actions.
-ACTIONS_FROM = 32
+ACTIONS_FROM = 33
 
 
 def listed_run(row: tuple[Any, ...], actions: tuple[Action, ...] = (), unread: int = 0) -> Run:
@@ -104,6 +105,28 @@ def listed_run(row: tuple[Any, ...], actions: tuple[Action, ...] = (), unread: i
         row[29],
         row[30],
         row[31],
+        row[32],
+    )
+
+
+def action(row: Sequence[Any]) -> Action:
+    """An action from a row of ACTION_COLUMNS."""
+    listed = row[12]
+    return Action(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        row[4],
+        row[5],
+        row[6],
+        row[7],
+        row[8],
+        row[9],
+        row[10],
+        row[11],
+        None if listed is None else strings(listed),
+        row[13],
     )
 
 
@@ -178,6 +201,7 @@ def changed_state(before: Run, after: Run) -> dict[str, object]:
         changed["step_approvers"] = as_json(after.current_step.approvers)
     if after.workflow_version != before.workflow_version:
         changed["workflow_version"] = after.workflow_version
+        changed["genesis_version"] = after.genesis_version
     if after.updated_at != before.updated_at:
         changed["updated_at"] = after.updated_at
     if after.head_hash != before.head_hash:
@@ -259,8 +283,8 @@ def insert_actions(conn: sqlite3.Connection, actions: Sequence[Action]) -> list[
         last_id(
             conn.execute(
                 "INSERT INTO workflow_actions (run_id, step_id, action, actor, comment, "
-                "created_at, hash, on_behalf_of, round, input_digest) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "created_at, hash, on_behalf_of, round, input_digest, approvers, "
+                "workflow_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     action.run_id,
                     action.step_id,
@@ -272,6 +296,8 @@ def insert_actions(conn: sqlite3.Connection, actions: Sequence[Action]) -> list[
                     action.on_behalf_of,
                     action.round,
                     action.input_digest,
+                    None if action.approvers is None else as_json(action.approvers),
+                    action.workflow_version,
                 ),
             )
         )
