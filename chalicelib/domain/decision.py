@@ -428,6 +428,9 @@ def inbox_keys(
 # The last actions a decision reads where it reads the whole history: the
 # last one's values are proven by its hash, which the one before gives.
 PROVING_TAIL = 2
+# Reassigns of a step read with the approvals they keep (a step reassigned more
+# often between its approvals keeps fewer of those before: never more).
+PROVING_REASSIGNS = 2
 
 
 def proving_actions(run: Run) -> int:
@@ -435,7 +438,9 @@ def proving_actions(run: Run) -> int:
     holds (`proven`), where the history is not read whole: one more than the
     most that can precede its quorum."""
     step = run.current_step
-    return step.required_approvals if step is not None and step.required_approvals > 1 else 0
+    if step is None or step.required_approvals == 1:
+        return 0
+    return step.required_approvals + PROVING_REASSIGNS
 
 
 def proven(run: Run, last: Sequence[Action]) -> Run:
@@ -458,14 +463,20 @@ def proven(run: Run, last: Sequence[Action]) -> Run:
         countable = last if len(last) == run.history_length else last[1:]
     round_ = countable[-1].round if countable else run.round
     approved: list[Action] = []
+    # The lists of the reassigns after the approvals walked: an approval counts
+    # only where each of them still names whom it was given by, or for.
+    since: list[tuple[str, ...]] = []
     for action in reversed(countable):
-        if (
-            action.action != ActionKind.APPROVE
-            or action.step_id != step.id
-            or action.round != round_
-        ):
+        if action.step_id != step.id or action.round != round_:
             break
-        approved.append(action)
+        if action.action == ActionKind.REASSIGN:
+            since.append(action.approvers or ())
+            continue
+        if action.action != ActionKind.APPROVE:
+            break
+        person = action.on_behalf_of or action.actor
+        if all(still_eligible(listed, person) for listed in since):
+            approved.append(action)
     approved.reverse()
     approved_by = tuple(action.actor for action in approved)
     approved_for = tuple(action.on_behalf_of or "" for action in approved)

@@ -92,6 +92,20 @@ def test_approvals_given_stay_counted_where_the_new_list_still_names_their_giver
     audit_holds(api, rid)
 
 
+def test_an_approval_kept_by_a_reassign_counts_toward_the_quorum_after_it(api: Api) -> None:
+    _, run = started(api, [step("Board", "ann", "bob", "cat", required_approvals=3)])
+    rid = run["id"]
+    api.approve(rid, "ann")
+    api.post(
+        f"/runs/{rid}/reassign",
+        {"actor": "ada", "approvers": ["user:ann", "user:bob", "user:dan"], "comment": "Cat left"},
+    )
+
+    assert api.approve(rid, "bob")["current_step_approved_by"] == ["ann", "bob"]
+    assert api.approve(rid, "dan")["status"] == "completed"
+    audit_holds(api, rid)
+
+
 def test_reassign_needs_its_approvers_and_a_comment_and_a_run_in_progress(api: Api) -> None:
     _, run = started(api, [step("Finance", "fay")])
     rid = run["id"]

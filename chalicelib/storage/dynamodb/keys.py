@@ -58,22 +58,39 @@ person can decide.
 Access patterns: what each request reads and writes.
 
     request                   reads                               writes (one transaction)
-    POST /workflows           -                                   name guard, workflow, steps,
-                                                                  events
+    POST /workflows           -                                   name guard, workflow, its
+                                                                  version 1, steps, events
     GET /workflows/{id}       workflow item (Query)               -
     GET /workflows            `all`: one Query                    -
-    POST /workflows/{id}/steps  workflow item (Query), then the   step (at the order after the
-                              partition's last item (Query)       last step read), workflow
-                                                                  item's steps, the 16 step
+    POST /workflows/{id}/steps  workflow item (Query: the rules'  step (at the order after the
+                              read, then the store's, for its     last step read), the steps of
+                              newest version and event_seq)       the workflow and version items
+                                                                  (on the version and event_seq
+                                                                  read), the version's 16 step
                                                                   counts, event
-    POST /runs                workflow item (Query)               run, its 2 events, its first
-                                                                  step's inbox entries
+    POST /workflows/{id}/versions  workflow item (Query, twice,   version item and its steps
+                              as for an append)                   (keys free), workflow item (on
+                                                                  the version and event_seq
+                                                                  read), event
+    GET /workflows/{id}/versions  workflow item, then its         -
+                              VERSION# items (Query each)
+    GET .../versions/{n}      workflow item and VERSION#<n>       -
+                              (two Queries, at once)
+    retire, reinstate         workflow item (Query, twice)        workflow item (on the flag and
+                                                                  event_seq read), event
+    POST /runs                workflow item (Query)               run (with its version), its 2
+                                                                  events, its first step's inbox
+                                                                  entries
     GET /runs/{id}            RUN#<id> partition (Query)          -
-    approve, reject, cancel   RUN#<id> (Query; with return=minimal  run, action (carrying the
-                              the run item alone)                 events), inbox entries entered
+    approve, reject, cancel,  RUN#<id> (Query; with return=minimal  run, action (carrying the
+    reassign                  the run item alone)                 events), inbox entries entered
                                                                   (and left, but where the
                                                                   stream's relay deletes them);
                                                                   a completion checks a step count
+                                                                  of the run's version
+    move                      RUN#<id>, the VERSION#<n> moved to  as a decision
+    a decision's next step    VERSION#<n> of the run's version,   -
+                              once per container (then kept)
     GET /runs                 one Query per shard of its list,    -
                               one BatchGetItem of its runs
     GET /inbox                one Query per inbox partition of    -
