@@ -104,10 +104,11 @@ def create_workflow() -> Workflow:
 @app.route("/workflows", methods=["GET"])
 @api.answers(200)
 def list_workflows() -> Page[Workflow]:
+    from chalicelib import versions
     from chalicelib.api import queries
 
-    query = queries.workflow_query(api.query())
-    return engine.list_workflows(get_storage(), query.limit, query.cursor)
+    query = queries.workflow_list_query(api.query())
+    return versions.list_workflows(get_storage(), query.limit, query.cursor, query.retired)
 
 
 @app.route("/workflows/{workflow_id}", methods=["GET"])

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from chalicelib import engine
 from chalicelib.domain import errors
-from chalicelib.domain.lifecycle import ActionKind
 from chalicelib.domain.models import (
     DEFAULT_MAX_RETURNS,
     DEFAULT_POLICY,
     Page,
     Policy,
     Run,
+    Slice,
     StepRule,
     Workflow,
 )
@@ -24,6 +24,7 @@ from chalicelib.domain.record import Record
 
 if TYPE_CHECKING:
     from chalicelib.domain.changes import RunChange
+    from chalicelib.domain.lifecycle import ActionKind
     from chalicelib.storage import Storage
 
 VERSIONS = "versions"
@@ -37,6 +38,28 @@ class Definition(Record):
     policy: Policy = DEFAULT_POLICY
     input_schema: Optional[dict[str, Any]] = None
     max_returns: int = DEFAULT_MAX_RETURNS
+
+
+def list_workflows(
+    storage: Storage, limit: int, cursor: Optional[str] = None, retired: Optional[bool] = None
+) -> Page[Workflow]:
+    """One page of workflows by id ascending (engine.list_workflows); retired
+    ones only, or those not retired, where `retired` says: read on, as the
+    inbox does, until the page is full and it is known whether more follow."""
+    if retired is None:
+        return engine.list_workflows(storage, limit, cursor)
+    filters = {"retired": retired}
+    after = engine.cursor_position(cursor, engine.WORKFLOWS, filters)
+    kept: list[Workflow] = []
+    for _ in range(engine.INBOX_READS):
+        found = storage.list_workflows(after, limit + 1 - len(kept))
+        kept += [workflow for workflow in found.items if workflow.retired == retired]
+        if len(kept) > limit:
+            return engine.page_of(Slice(tuple(kept[:limit]), True), engine.WORKFLOWS, filters)
+        if not found.more or not found.items:
+            return Page(tuple(kept), None)
+        after = found.items[-1].id
+    return engine.page_of(Slice(tuple(kept), True, after), engine.WORKFLOWS, filters)
 
 
 def publish_version(
@@ -123,6 +146,8 @@ def reassign(
     def change(run: Run) -> RunChange:
         return versioning.reassign(run, approvers, actor, comment, clock())
 
+    from chalicelib.domain.lifecycle import ActionKind
+
     return _administered(storage, run_id, ActionKind.REASSIGN, actor, admin, change, history)
 
 
@@ -150,6 +175,8 @@ def move(
                 f"Workflow {run.workflow_id} has no version {to_version} to move the run to"
             ) from exc
         return versioning.move(run, target, step, actor, comment, clock())
+
+    from chalicelib.domain.lifecycle import ActionKind
 
     return _administered(storage, run_id, ActionKind.MOVE, actor, admin, change, history)
 

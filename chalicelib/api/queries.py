@@ -50,6 +50,8 @@ class DelegationQuery(Record):
 class WorkflowQuery(Record):
     limit: int
     cursor: Optional[str]
+    # GET /workflows: retired ones only (True), or not retired (False); None: all.
+    retired: Optional[bool] = None
 
 
 class RunQuery(Record):
@@ -63,6 +65,16 @@ def workflow_query(query: Mapping[str, Any]) -> WorkflowQuery:
     """GET /workflows: limit, cursor."""
     params = _query(query, ("limit", "cursor"))
     return WorkflowQuery(_limit(params), params.get("cursor"))
+
+
+def workflow_list_query(query: Mapping[str, Any]) -> WorkflowQuery:
+    """GET /workflows: limit, cursor, retired ("true" or "false")."""
+    params = _query(query, ("limit", "cursor", "retired"))
+    retired = params.get("retired")
+    if retired not in (None, "true", "false"):
+        raise errors.InvalidInput("'retired' must be true or false")
+    flag = None if retired is None else retired == "true"
+    return WorkflowQuery(_limit(params), params.get("cursor"), flag)
 
 
 def run_query(query: Mapping[str, Any]) -> RunQuery:

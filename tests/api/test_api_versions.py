@@ -210,3 +210,21 @@ def test_retiring_refuses_new_runs_and_lets_running_ones_finish(api: Api) -> Non
     assert (reinstated.status_code, reinstated.json_body["retired"]) == (200, False)
     assert api.post(f"/workflows/{wid}/reinstate").status_code == 409
     assert start(api, wid)["status"] == "in_progress"
+
+
+def test_the_workflow_list_filters_by_retirement_page_by_page(api: Api) -> None:
+    made = [api.create_workflow(steps=["A"])["id"] for _ in range(5)]
+    for wid in made[1::2]:
+        api.post(f"/workflows/{wid}/retire")
+
+    active = api.get("/workflows?retired=false&limit=2").json_body
+    rest = api.get(f"/workflows?retired=false&limit=2&cursor={active['next_cursor']}").json_body
+    retired = api.get("/workflows?retired=true").json_body
+
+    assert [w["id"] for w in active["items"]] == [made[0], made[2]]
+    assert ([w["id"] for w in rest["items"]], rest["next_cursor"]) == ([made[4]], None)
+    assert [w["id"] for w in retired["items"]] == [made[1], made[3]]
+    assert all(w["retired"] for w in retired["items"])
+    assert_error(api.get("/workflows?retired=yes"), 400)
+    mixed = api.get(f"/workflows?retired=true&cursor={active['next_cursor']}")
+    assert_error(mixed, 400)  # a cursor is bound to its filter
