@@ -2,6 +2,7 @@
 // the caller may take now (and only those, as GET /runs/{id}/permissions says,
 // with why the others are not offered, in words), its steps and its history.
 // #/runs/42?for=bob opens it to be decided on bob's behalf.
+import { administerSection } from "./administer.js";
 import { newKey, query, request, statusOf, workflowById, workflowVersion } from "./api.js";
 import { ADMIN_GROUP, MODE, callerQuery } from "./caller.js";
 import { readContract } from "./contract.js";
@@ -134,6 +135,7 @@ function drawRun(current, run, workflow, contract, permissions, draft) {
     if (offer.return) sections.push(returnForm(run, workflow, contract, permissions, act));
     if (offer.cancel) sections.push(cancelForm(run, contract, act));
     sections.push(notOffered(run, permissions));
+    sections.push(administerSection(run, newestVersion, contract, permissions, () => route()));
   } else if (returned) {
     if (offer.resubmit) sections.push(resubmitForm(run, workflow, contract));
     if (offer.cancel) sections.push(cancelForm(run, contract, act));
