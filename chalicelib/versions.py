@@ -76,7 +76,9 @@ def publish_version(
 
     # Another publish that came first means reading it again: the next number
     # is then one more (or, for an editor that named the version it read, 409).
-    for _ in range(engine.APPEND_ATTEMPTS):
+    for attempt in range(engine.APPEND_ATTEMPTS):
+        if attempt:
+            _back_off(attempt)
         workflow = storage.get_workflow(workflow_id)
         publish = versioning.publish_version(
             workflow,
@@ -93,6 +95,15 @@ def publish_version(
         except errors.LostWrite:
             continue
     raise errors.Unavailable("Too many versions are being published at once; retry shortly")
+
+
+def _back_off(attempt: int) -> None:
+    """Wait a little, at random, before publishing again: publishers that lost
+    to one another spread out rather than all losing again to the next."""
+    import random
+    import time
+
+    time.sleep(random.uniform(0, 0.06 * min(attempt, 8)))
 
 
 def get_workflow_version(storage: Storage, workflow_id: int, version: int) -> Workflow:

@@ -26,7 +26,7 @@ def definition(*steps: StepRule) -> versions.Definition:
 
 
 def test_twenty_concurrent_publishes_give_twenty_consecutive_versions(
-    race_storage_factory: Opener, no_backoff: None
+    race_storage_factory: Opener,
 ) -> None:
     storage = race_storage_factory()
     workflow = engine.create_workflow(storage, "Publishes", steps=["First"])
