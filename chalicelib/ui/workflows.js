@@ -6,6 +6,7 @@ import { newKey, query, rememberWorkflow, request, statusOf, submit } from "./ap
 import { ADMIN_GROUP, MODE, isAdmin, me, signedIn } from "./caller.js";
 import { stepWhen } from "./conditions.js";
 import { readContract } from "./contract.js";
+import { versionEditor } from "./editor.js";
 import { el, explainer, focus, refuse, uid, warn } from "./dom.js";
 import { asSentence, capitalised, plural, splitList } from "./format.js";
 import { fieldOfError, runInputFields } from "./inputform.js";
@@ -125,6 +126,7 @@ function workflowCard(workflow, contract, admin) {
     // A workflow without steps, or retired, cannot start a run (the API answers 409): not offered.
     workflow.steps.length && !workflow.retired ? el("details", {}, el("summary", {}, "Start a run"), startRunForm(workflow, contract)) : null,
     admin ? el("details", {}, el("summary", {}, "Append a step"), appendStepForm(workflow, contract)) : null,
+    admin ? el("details", {}, el("summary", {}, "Edit as a new version, or retire"), versionEditor(workflow)) : null,
   );
 }
 

@@ -4,6 +4,7 @@ version; a retired workflow offers no "Start a run"."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from playwright.sync_api import expect
@@ -57,3 +58,44 @@ def test_a_run_page_keeps_its_version_reassigns_and_moves_the_run(
     tab.visit("#/workflows")
     expect(tab.page.get_by_text("Version 2")).to_be_visible()
     expect(tab.page.get_by_text("Start a run")).to_have_count(0)
+
+
+def test_an_administrator_edits_a_workflow_as_a_new_version_with_its_changes_shown(
+    tab: PageUnderTest, api: Api
+) -> None:
+    steps = [{"name": "Manager", "approvers": ["user:ann"]}, {"name": "Finance"}]
+    workflow = created(api, "/workflows", {"name": "Travel", "steps": steps})
+    tab.act_as("ada")
+    tab.visit("#/workflows")
+    tab.page.get_by_text("Edit as a new version, or retire").click()
+    editor = tab.page.get_by_role("form", name="Edit Travel as version 2")
+    field = editor.get_by_label("Version 2: the whole definition")
+    definition = json.loads(field.input_value())
+    manager = definition["steps"][0]
+    definition["steps"] = [
+        {"name": "Legal", "approvers": ["user:lee"], "required_approvals": 1},
+        {**manager, "approvers": ["user:bob"]},
+    ]
+    field.fill(json.dumps(definition))
+    editor.get_by_role("button", name="Show the changes").click()
+
+    expect(editor.locator("ul.changes > li")).to_have_text(
+        [
+            "Step 1, Legal: added",
+            "Step Manager: moved from 1 to 2",
+            'Step Manager, approvers: ["user:ann"] → ["user:bob"]',
+            "Step Finance: removed",
+        ]
+    )
+    editor.get_by_role("button", name="Publish").click()
+    expect(tab.status).to_contain_text("Travel: version 2 published.")
+    published = api.get_workflow(workflow["id"])
+    assert (published["version"], [s["name"] for s in published["steps"]]) == (
+        2,
+        ["Legal", "Manager"],
+    )
+
+    tab.page.get_by_text("Edit as a new version, or retire").click()
+    tab.page.get_by_role("button", name="Retire (no new runs)").click()
+    expect(tab.status).to_contain_text("Travel is retired")
+    assert api.get_workflow(workflow["id"])["retired"] is True
