@@ -70,12 +70,7 @@ def define_workflow(
     """A workflow named `name`, its first steps in the order given, its runs'
     input held to `input_schema` (which its steps' conditions read), each run
     sent back for changes at most `max_returns` times."""
-    if len(rules) > limits.MAX_INITIAL_STEPS:
-        raise errors.InvalidInput(
-            f"'steps' may hold at most {limits.MAX_INITIAL_STEPS} steps; append more one by one"
-        )
-    for rule in rules:
-        check_condition(rule, input_schema)
+    check_steps(rules, input_schema)
     planned = Workflow(
         MAX_ID,
         name,
@@ -322,6 +317,17 @@ def deadline_passed(run: Run, at: str) -> Optional[RunChange]:
             return RunChange(run, after, (), told, (), enters)
         case _:
             assert_never(due)
+
+
+def check_steps(rules: Sequence[StepRule], input_schema: Optional[dict[str, Any]]) -> None:
+    """A definition's first steps: at most MAX_INITIAL_STEPS at once, each
+    condition judged against the schema (check_condition)."""
+    if len(rules) > limits.MAX_INITIAL_STEPS:
+        raise errors.InvalidInput(
+            f"'steps' may hold at most {limits.MAX_INITIAL_STEPS} steps; append more one by one"
+        )
+    for rule in rules:
+        check_condition(rule, input_schema)
 
 
 def check_condition(rule: StepRule, input_schema: Optional[dict[str, Any]]) -> None:

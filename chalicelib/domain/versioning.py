@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from chalicelib.domain import audit, deadlines, decision, errors, events, limits
+from chalicelib.domain import audit, deadlines, decision, errors, events
 from chalicelib.domain.changes import Defined, Retirement, RunChange, VersionPublish
 from chalicelib.domain.lifecycle import ActionKind
 from chalicelib.domain.models import (
@@ -29,7 +29,7 @@ from chalicelib.domain.models import (
     StepRule,
     Workflow,
 )
-from chalicelib.domain.transitions import check_condition, check_limits
+from chalicelib.domain.transitions import check_limits, check_steps
 
 
 def publish_version(
@@ -51,12 +51,7 @@ def publish_version(
             f"Workflow {workflow.id} is at version {workflow.version}, not "
             f"{expected_version}: read it again and edit its newest version"
         )
-    if len(rules) > limits.MAX_INITIAL_STEPS:
-        raise errors.InvalidInput(
-            f"'steps' may hold at most {limits.MAX_INITIAL_STEPS} steps; append more one by one"
-        )
-    for rule in rules:
-        check_condition(rule, input_schema)
+    check_steps(rules, input_schema)
     version = workflow.version + 1
 
     def at_version(step_ids: Sequence[int]) -> Workflow:
@@ -101,22 +96,7 @@ def reassign(run: Run, approvers: Sequence[str], actor: str, comment: str, at: s
     step = run.current_step
     assert step is not None, "only a run waiting at a step is reassigned"
     listed = tuple(approvers)
-    entry = Action(
-        0,
-        run.id,
-        step.id,
-        step.name,
-        ActionKind.REASSIGN,
-        actor,
-        comment,
-        at,
-        None,
-        None,
-        run.round,
-        None,
-        listed,
-    )
-    recorded = (audit.chained(entry, run.history_length + 1, audit.head_of(run)),)
+    recorded = _chained(run, step, ActionKind.REASSIGN, actor, comment, at, approvers=listed)
     kept = [
         (giver, whom)
         for giver, whom in _approvals(run)
@@ -134,6 +114,36 @@ def reassign(run: Run, approvers: Sequence[str], actor: str, comment: str, at: s
     return RunChange(
         run, after, recorded, told, decision.awaited_by(run), decision.awaited_by(after)
     )
+
+
+def _chained(
+    run: Run,
+    step: Step,
+    kind: ActionKind,
+    actor: str,
+    comment: str,
+    at: str,
+    approvers: Optional[tuple[str, ...]] = None,
+    version: Optional[int] = None,
+) -> tuple[Action, ...]:
+    """The administrator's action at `step`, chained after the run's head."""
+    entry = Action(
+        0,
+        run.id,
+        step.id,
+        step.name,
+        kind,
+        actor,
+        comment,
+        at,
+        None,
+        None,
+        run.round,
+        None,
+        approvers,
+        version,
+    )
+    return (audit.chained(entry, run.history_length + 1, audit.head_of(run)),)
 
 
 def _approvals(run: Run) -> list[tuple[str, str]]:
@@ -161,23 +171,7 @@ def move(
     landing = next((step for step in target.steps if step.name == step_name), None)
     if landing is None:
         raise errors.Conflict(f"Version {target.version} has no step named {step_name!r}")
-    entry = Action(
-        0,
-        run.id,
-        landing.id,
-        landing.name,
-        ActionKind.MOVE,
-        actor,
-        comment,
-        at,
-        None,
-        None,
-        run.round,
-        None,
-        None,
-        target.version,
-    )
-    recorded = (audit.chained(entry, run.history_length + 1, audit.head_of(run)),)
+    recorded = _chained(run, landing, ActionKind.MOVE, actor, comment, at, version=target.version)
     after = moved(run, target, landing, recorded, at)
     told = events.prepared_all(events.moved(run, after, actor, comment, at))
     return RunChange(

@@ -305,6 +305,16 @@ def insert_actions(conn: sqlite3.Connection, actions: Sequence[Action]) -> list[
     ]
 
 
+def insert_version(conn: sqlite3.Connection, workflow: Workflow) -> None:
+    """The workflow's version: its row of workflow_versions, and its steps."""
+    conn.execute(
+        f"INSERT INTO workflow_versions ({VERSION_VALUES}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        version_values(workflow),
+    )
+    for step in workflow.steps:
+        insert_step(conn, step, workflow.version)
+
+
 def insert_step(conn: sqlite3.Connection, step: Step, version: int) -> None:
     """The step, of its workflow's `version`."""
     conn.execute(

@@ -66,13 +66,7 @@ class WorkflowTables(Connections):
                 )
             except sqlite3.IntegrityError as exc:
                 raise errors.Conflict(f"A workflow named {workflow.name!r} already exists") from exc
-            conn.execute(
-                f"INSERT INTO workflow_versions ({rows.VERSION_VALUES}) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                rows.version_values(workflow),
-            )
-            for step in workflow.steps:
-                rows.insert_step(conn, step, workflow.version)
+            rows.insert_version(conn, workflow)
             rows.record_events(conn, defined.events)
         return self._remember(workflow)
 
@@ -169,13 +163,7 @@ class WorkflowTables(Connections):
                 if not self._exists(conn, workflow_id):
                     raise errors.workflow_not_found(workflow_id)
                 raise errors.LostWrite()  # another version was published first
-            conn.execute(
-                f"INSERT INTO workflow_versions ({rows.VERSION_VALUES}) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                rows.version_values(workflow),
-            )
-            for step in workflow.steps:
-                rows.insert_step(conn, step, workflow.version)
+            rows.insert_version(conn, workflow)
             rows.record_events(conn, defined.events)
         return self._remember(workflow)
 
