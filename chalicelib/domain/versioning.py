@@ -22,6 +22,7 @@ from chalicelib.domain.lifecycle import ActionKind
 from chalicelib.domain.models import (
     DEFAULT_MAX_RETURNS,
     MAX_ID,
+    USER_PREFIX,
     Action,
     Policy,
     Run,
@@ -96,6 +97,12 @@ def reassign(run: Run, approvers: Sequence[str], actor: str, comment: str, at: s
     step = run.current_step
     assert step is not None, "only a run waiting at a step is reassigned"
     listed = tuple(approvers)
+    users = [approver for approver in listed if approver.startswith(USER_PREFIX)]
+    if listed and len(users) == len(listed) and step.required_approvals > len(users):
+        raise errors.Unprocessable(
+            f"Step {step.name!r} requires {step.required_approvals} approvals but the new list "
+            f"names only {len(users)} approvers, all users: it could never be approved"
+        )
     recorded = _chained(run, step, ActionKind.REASSIGN, actor, comment, at, approvers=listed)
     kept = [
         (giver, whom)

@@ -19,8 +19,8 @@ def step(name: str, *approvers: str, **rules: Any) -> dict[str, Any]:
     return {"name": name, "approvers": [f"user:{who}" for who in approvers], **rules}
 
 
-def started(api: Api, steps: list[Any]) -> tuple[int, dict[str, Any]]:
-    workflow = api.post("/workflows", {"name": "Purchase", "steps": steps}).json_body
+def started(api: Api, steps: list[Any], name: str = "Purchase") -> tuple[int, dict[str, Any]]:
+    workflow = api.post("/workflows", {"name": name, "steps": steps}).json_body
     run = api.post(
         "/runs", {"workflow_id": workflow["id"], "title": "Laptop", "requested_by": "rita"}
     )
@@ -117,6 +117,9 @@ def test_reassign_needs_its_approvers_and_a_comment_and_a_run_in_progress(api: A
         {"actor": "ada", "approvers": ["gil"], "comment": "not a principal"},
     ):
         assert_error(api.post(f"/runs/{rid}/reassign", body), 400)
+    few = {"actor": "ada", "approvers": ["user:gil"], "comment": "one for two"}
+    _, quorum = started(api, [step("Board", "ann", "bob", required_approvals=2)], "Board")
+    assert_error(api.post(f"/runs/{quorum['id']}/reassign", few), 422)
     api.approve(rid, "fay")
     ended = api.post(
         f"/runs/{rid}/reassign", {"actor": "ada", "approvers": [], "comment": "too late"}
