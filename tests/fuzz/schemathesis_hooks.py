@@ -32,6 +32,7 @@ LISTS = {
     "/inbox": "inbox",
     "/runs/{run_id}/events": "events",
     "/delegations": "delegations",
+    "/workflows/{workflow_id}/versions": "versions",
 }
 
 
@@ -79,9 +80,15 @@ def _issued_cursor(case: Any) -> None:
                 "delegate": asked.delegate,
                 "active_at": asked.active_at,
             }
-        else:
+        elif list_name == "versions":
             queries.workflow_query(query)
-            filters = {}
+            workflow_id = str((case.path_parameters or {}).get("workflow_id"))
+            if not paths.is_path_id(workflow_id):
+                return  # names no workflow: 404 anyway
+            filters = {"workflow_id": int(workflow_id)}
+        else:
+            retired = queries.workflow_list_query(query).retired
+            filters = {} if retired is None else {"retired": retired}
     except errors.InvalidInput:
         return  # refused for another reason anyway
     position: Any = ["2030-01-01T00:00:00.000Z", 1] if list_name == "inbox" else 1
