@@ -142,6 +142,21 @@ def sample_delegations(base_url: str) -> None:
     lend("cfo", VIEWER[0], 0, 3, "At the board meeting in Porto")
 
 
+def edit_as_a_new_version(page: Any) -> None:
+    """The first workflow's editor open, a step renamed and its rule changed,
+    and the changes shown (docs/versions.md)."""
+    from playwright.sync_api import expect
+
+    page.get_by_text("Edit as a new version, or retire").first.click()
+    field = page.locator("textarea[name=definition]").first
+    definition = json.loads(field.input_value())
+    definition["steps"][0]["name"] = "Team lead"
+    definition["steps"].append({"name": "Legal", "approvers": ["group:legal"]})
+    field.fill(json.dumps(definition, indent=2))
+    page.get_by_role("button", name="Show the changes").first.click()
+    expect(page.locator("ul.changes > li").first).to_be_visible()
+
+
 def main(argv: list[str]) -> int:
     out = Path(argv[0] if argv else "docs/screenshots")
     out.mkdir(parents=True, exist_ok=True)
@@ -158,6 +173,7 @@ def main(argv: list[str]) -> int:
                 ("inbox", "#/inbox", None),
                 ("run", f"#/runs/{run['id']}", run["title"]),
                 ("delegations", "#/delegations", "Delegations"),
+                ("versions", "#/workflows", "Workflows"),
             ]
             with sync_playwright() as playwright:
                 chromium = browser.launch(playwright)
@@ -182,6 +198,8 @@ def main(argv: list[str]) -> int:
                             expect(title).to_have_text(heading)
                         else:
                             expect(page.locator("ul.cards > li").first).to_be_visible()
+                        if name == "versions":
+                            edit_as_a_new_version(page)
                         path = out / f"{name}-{width}.png"
                         page.screenshot(path=str(path), full_page=True)
                         print(f"wrote {path}")

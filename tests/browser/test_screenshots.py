@@ -37,4 +37,6 @@ def test_the_screenshots_script_writes_both_views_at_both_widths(tmp_path: Path)
         "run-1280.png": 1280,
         "delegations-360.png": 360,
         "delegations-1280.png": 1280,
+        "versions-360.png": 360,
+        "versions-1280.png": 1280,
     }
