@@ -1,4 +1,5 @@
 # The two commands: `make run` serves the API locally, `make test` runs the suite.
+# `make run-oidc` serves it with sign-in through a local OpenID provider (docs/auth.md).
 # `make test-fast` is the inner loop; `make lint` is ruff and mypy, and ESLint and
 # TypeScript's checker over the approvers' page (chalicelib/ui/*.js).
 # DynamoDB: `make dynamodb-table`, `make run-dynamodb`, `make package`, `make scan` (docs/deploy.md).
@@ -27,7 +28,7 @@ WORKFLOW_TABLE ?= approval-workflows
 PYTEST_WORKERS ?= auto
 XDIST := -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
-.PHONY: run test test-fast lint format bench bench-instructions profile venv clean clean-data token \
+.PHONY: run run-oidc test test-fast lint format bench bench-instructions profile venv clean clean-data token \
 	dynamodb-table run-dynamodb package scan rehearse browser screenshots
 
 # Serving needs only Chalice and boto3; `make run-dynamodb` adds moto's DynamoDB
@@ -48,7 +49,13 @@ $(VENV)/.moto: $(VENV)/.serve requirements-moto.txt
 	$(PIP) -r requirements-moto.txt
 	@touch $@
 
-$(VENV)/.dev: $(VENV)/.moto requirements-dev.txt
+# The test OpenID provider for `make run-oidc` (the tests get it with requirements-dev.txt).
+$(VENV)/.oidc: $(VENV)/.serve requirements-oidc.txt
+	@echo "Installing the test OpenID provider (requirements-oidc.txt) into $(VENV) ..."
+	$(PIP) -r requirements-oidc.txt
+	@touch $@
+
+$(VENV)/.dev: $(VENV)/.moto requirements-dev.txt requirements-oidc.txt
 	@echo "Installing the test, lint and benchmark tools (requirements-dev.txt) into $(VENV) ..."
 	$(PIP) -r requirements-dev.txt
 	@touch $@
@@ -61,6 +68,18 @@ run: $(VENV)/.serve
 	@bash scripts/port_free.sh $(HOST) $(PORT) PORT
 	@$(BIN)/python scripts/local_server.py --host $(HOST) --port $(PORT) --stage dev \
 		$(CHALICE_LOCAL_FLAGS)
+
+# `make run` with sign-in (docs/auth.md#locally-make-run-oidc): an OpenID provider
+# on 127.0.0.1:OIDC_PORT (scripts/oidc_provider.py) whose form signs in as any name
+# typed, OIDC_USERS one click each with their groups, and the service signing in
+# through it. Ctrl-C stops both.
+OIDC_PORT ?= 9400
+OIDC_USERS ?= ada=workflow-admins maria=finance finn=finance
+run-oidc: $(VENV)/.oidc
+	@bash scripts/port_free.sh $(HOST) $(PORT) PORT
+	@bash scripts/port_free.sh 127.0.0.1 $(OIDC_PORT) OIDC_PORT
+	@$(BIN)/python scripts/oidc_provider.py --port $(OIDC_PORT) --serve-port $(PORT) --host $(HOST) \
+		$(foreach user,$(OIDC_USERS),--user $(user))
 
 # The page's checkers, ESLint and TypeScript (package.json), as package-lock.json
 # pins them, from the npm registry: Node.js 20.19+ and npm are needed.
@@ -101,9 +120,11 @@ browser:
 				"or set CHROMIUM to a Chromium binary" >&2; exit 1; }; \
 		test -x $(CHROMIUM) || { echo "No Chromium at $(CHROMIUM) after the install" >&2; exit 1; }; }
 
-# Screenshots of the inbox, a run page and the delegations at 360 and 1280 px (README), on sample data.
+# Screenshots of the inbox, a run page and the delegations at 360 and 1280 px (README), and of
+# an approver's email and a link's confirmation page (docs/notifications.md), on sample data.
 screenshots: $(VENV)/.dev browser
 	CHROMIUM=$(CHROMIUM) $(BIN)/python scripts/screenshots.py docs/screenshots
+	CHROMIUM=$(CHROMIUM) $(BIN)/python scripts/notification_screenshots.py docs/screenshots
 
 # The unit, contract and API tiers: no race storms, fuzzing or packaging. By
 # folder, not by marker: a marker is only known once every tier is collected.

@@ -48,6 +48,8 @@ finally:
     gc.enable()
 
 if TYPE_CHECKING:
+    from chalicelib.domain.models import Contact
+    from chalicelib.domain.stats import WorkflowStats
     from chalicelib.storage import Backend
 
 app = Chalice(app_name="approval-workflows")
@@ -55,6 +57,7 @@ app = Chalice(app_name="approval-workflows")
 # the stack's own table stream and queue.
 RELAYED_STREAM = "arn:aws:dynamodb:us-east-1:000000000000:table/approval-workflows/stream/packaged"
 WEBHOOK_QUEUE = "arn:aws:sqs:us-east-1:000000000000:approval-workflows-webhooks"
+NOTIFICATION_QUEUE = "arn:aws:sqs:us-east-1:000000000000:approval-workflows-notifications"
 app.api.cors = http.cors()
 access_log.install(app)
 # Served by `chalice local`: the event dispatch and deadline sweeps that
@@ -126,6 +129,18 @@ def append_step(workflow_id: str) -> Step:
     body = api.body()
     wid = paths.path_id(workflow_id, "Workflow")
     return engine.append_step(get_storage(), wid, validation.new_step(body))
+
+
+@app.route("/workflows/{workflow_id}/stats", methods=["GET"])
+@api.answers(200)
+def workflow_stats(workflow_id: str) -> WorkflowStats:
+    from chalicelib import stats
+    from chalicelib.api import queries
+
+    wid = paths.path_id(workflow_id, "Workflow")
+    query = queries.stats_query(api.query())
+    reader = identity.reader_of(api.caller())
+    return stats.workflow_stats(get_storage(), wid, query.start, query.end, *reader)
 
 
 # -- a workflow's versions and retirement (chalicelib/versions.py) -----------------
@@ -448,6 +463,128 @@ def revoke_delegation(delegation_id: str) -> Delegation:
     return delegations.revoke(get_storage(), did, actor, identity.is_admin(caller))
 
 
+# -- contacts (chalicelib/contacts.py) ----------------------------------------------
+
+
+@app.route("/contacts", methods=["GET"])
+@api.answers(200)
+def list_contacts() -> Page[Contact]:
+    from chalicelib import contacts
+    from chalicelib.api import queries
+
+    query = queries.workflow_query(api.query())
+    reader, _, admin = identity.reader_of(api.caller())
+    return contacts.listed(get_storage(), query.limit, query.cursor, reader, admin)
+
+
+@app.route("/contacts/{principal}", methods=["PUT"])
+@api.answers(200)
+def put_contact(principal: str) -> Contact:
+    from chalicelib import contacts
+    from chalicelib.api import contact_fields
+
+    whose = contact_fields.principal(principal)
+    new = contact_fields.new_contact(api.body())
+    reader, _, admin = identity.reader_of(api.caller())
+    return contacts.put(get_storage(), whose, new.email, new.slack, reader, admin)
+
+
+@app.route("/contacts/{principal}", methods=["GET"])
+@api.answers(200)
+def get_contact(principal: str) -> Contact:
+    from chalicelib import contacts
+    from chalicelib.api import contact_fields
+
+    reader, _, admin = identity.reader_of(api.caller())
+    return contacts.get(get_storage(), contact_fields.principal(principal), reader, admin)
+
+
+@app.route("/contacts/{principal}", methods=["DELETE"])
+@api.answers(200)
+def delete_contact(principal: str) -> Contact:
+    from chalicelib import contacts
+    from chalicelib.api import contact_fields
+
+    reader, _, admin = identity.reader_of(api.caller())
+    return contacts.delete(get_storage(), contact_fields.principal(principal), reader, admin)
+
+
+# -- one-time action links (chalicelib/action_links.py): HTML pages, not JSON ------------
+
+
+@app.route("/act/{token}", methods=["GET"])
+def link_offer(token: str) -> Response:
+    """What the link would decide, and its form: nothing changes."""
+    from chalicelib import action_links
+    from chalicelib.api import action_pages
+
+    def respond(base: str) -> Response:
+        offer = action_links.offer(get_storage(), token)
+        run, link = offer.run, offer.link
+        step = run.current_step.name if run.current_step else ""
+        return action_pages.confirmation(
+            base, link.action, run.title, offer.workflow.name, step, link.person,
+            run.input, link.on_behalf_of,
+        )  # fmt: skip
+
+    return _link_answer(respond)
+
+
+@app.route("/act/{token}", methods=["POST"], content_types=["application/x-www-form-urlencoded"])
+def link_decision(token: str) -> Response:
+    """The link's decision, taken once, as its person."""
+    from chalicelib import action_links
+    from chalicelib.api import action_pages, contact_fields
+
+    def respond(base: str) -> Response:
+        comment = contact_fields.link_comment(api.form())
+        done = action_links.act(get_storage(), token, comment)
+        return action_pages.outcome(base, done.link.action, done.run.title, done.run.status)
+
+    return _link_answer(respond)
+
+
+def _link_answer(respond: Callable[[str], Response]) -> Response:
+    """A link's page, or the page of why not (links off: 404, as an unknown one)."""
+    from chalicelib import action_links
+    from chalicelib.api import action_pages
+    from chalicelib.domain import errors
+
+    base = api.base_path()
+    try:
+        verified = identity.settings().mode == identity.JWT
+        action_links.check_enabled(verified, os.environ.get(action_links.LINKS_VARIABLE))
+        return respond(base)
+    except errors.WorkflowError as exc:
+        return action_pages.refusal(base, http.status_of(exc), exc.message)
+
+
+# -- Slack's button clicks (chalicelib/slack_clicks.py): signed by Slack, not by a JWT --------
+
+
+@app.route(
+    "/integrations/slack/interactions",
+    methods=["POST"],
+    content_types=["application/x-www-form-urlencoded"],
+)
+def slack_interaction() -> Response:
+    """A click on a message's Approve or Reject: decided as its Slack user's person."""
+    import time
+
+    from chalicelib import slack_clicks
+    from chalicelib.domain import errors
+
+    request = api.request
+    raw = request.raw_body if isinstance(request.raw_body, bytes) else b""
+    headers = {name.lower(): value for name, value in request.headers.items()}
+    try:
+        http.check_body_size(raw)
+        slack_clicks.click(get_storage(), raw, headers, time.time())
+    except errors.WorkflowError as exc:
+        return http.domain_error_response(exc)
+    return http.json_response({}, 200)
+
+
 # -- events in the cloud (chalicelib/delivery/relay.py; wired by deploy/stack.yaml) -------
 
 
@@ -475,10 +612,70 @@ def deliver_webhooks(event: SQSEvent) -> dict[str, Any]:
     )
 
 
+@app.on_sqs_message(queue_arn=NOTIFICATION_QUEUE, batch_size=10)
+def notify_people(event: SQSEvent) -> dict[str, Any]:
+    """The bus's events, through SQS -> the emails they imply (chalicelib/delivery/notifier.py)."""
+    import time
+
+    from chalicelib.delivery import mail, notifier
+
+    records = (record.to_dict() for record in event)
+    mailer = mail.configured_mailer(default="ses")
+    assert mailer is not None, "a default is given"
+    return notifier.consume(records, get_storage(), mailer, time.time(), notifier.settings())
+
+
 @app.schedule(Rate(1, unit=Rate.MINUTES))
 def sweep_deadlines(event: CloudWatchEvent) -> None:
     """Apply the step deadlines that have passed (chalicelib/domain/deadlines.py)."""
     engine.sweep(get_storage())
+
+
+# -- sign-in (chalicelib/api/signin.py): the service as the page's OIDC client --------------
+
+
+@app.route("/auth/signin", methods=["GET"])
+def sign_in() -> Response:
+    """To the provider, with PKCE, state and nonce; back to the page afterwards."""
+    from chalicelib.api import signin
+
+    return api.signed(lambda: signin.sign_in(api.query(), api.origin(), api.base_path()))
+
+
+@app.route("/auth/callback", methods=["GET"])
+def sign_in_callback() -> Response:
+    """The provider's answer: the code exchanged, the ID token verified, the session set."""
+    from chalicelib.api import signin
+
+    request = api.request
+    return api.signed(
+        lambda: signin.callback(api.query(), request.headers, api.origin(), api.base_path())
+    )
+
+
+@app.route("/auth/session", methods=["GET"])
+def signed_in_session() -> Response:
+    """Who is signed in, and until when."""
+    from chalicelib.api import signin
+
+    return api.signed(lambda: signin.session_answer(api.request.headers))
+
+
+@app.route("/auth/renew", methods=["POST"])
+def renew_session() -> Response:
+    """A longer session, from the provider's refresh token."""
+    from chalicelib.api import signin
+
+    return api.signed(lambda: signin.renew(api.request.headers))
+
+
+@app.route("/auth/signout", methods=["POST"])
+def sign_out() -> Response:
+    """The session cleared, and where the provider ends its own."""
+    from chalicelib.api import signin
+
+    request = api.request
+    return api.signed(lambda: signin.sign_out(request.headers, api.origin(), api.base_path()))
 
 
 @app.route("/openapi.json", methods=["GET"])

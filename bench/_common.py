@@ -174,13 +174,18 @@ def per_unit(work: Callable[[], None], units: int) -> Callable[[], float]:
 
 
 def quiet_access_log(service: Any) -> None:
-    """Send the service's access log (one JSON line per request) to /dev/null.
+    """Send the service's access log (one JSON line per request) and its metric
+    lines (one per start, decision and deadline) to /dev/null.
 
     The lines are still formatted and written, as they would be to Lambda's
     stdout, but not into the benchmark's own output.
     """
+    from chalicelib import metric_lines
+
     # Open for as long as the lines are written to it: the process's life.
-    service.access_log.set_stream(open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
+    devnull = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+    service.access_log.set_stream(devnull)
+    metric_lines.set_stream(devnull)
 
 
 AWS_TEST_ENV = {

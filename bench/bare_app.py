@@ -31,6 +31,7 @@ ROUTES = (
     ("/workflows/{workflow_id}/versions/{version}", "GET", "get_workflow_version"),
     ("/workflows/{workflow_id}/retire", "POST", "retire_workflow"),
     ("/workflows/{workflow_id}/reinstate", "POST", "reinstate_workflow"),
+    ("/workflows/{workflow_id}/stats", "GET", "workflow_stats"),
     ("/runs", "POST", "start_run"),
     ("/runs", "GET", "list_runs"),
     ("/runs/{run_id}", "GET", "get_run"),
@@ -49,6 +50,18 @@ ROUTES = (
     ("/delegations", "GET", "list_delegations"),
     ("/delegations/{delegation_id}", "GET", "get_delegation"),
     ("/delegations/{delegation_id}", "DELETE", "revoke_delegation"),
+    ("/contacts", "GET", "list_contacts"),
+    ("/contacts/{principal}", "PUT", "put_contact"),
+    ("/contacts/{principal}", "GET", "get_contact"),
+    ("/contacts/{principal}", "DELETE", "delete_contact"),
+    ("/act/{token}", "GET", "link_offer"),
+    ("/act/{token}", "POST", "link_decision"),
+    ("/integrations/slack/interactions", "POST", "slack_interaction"),
+    ("/auth/signin", "GET", "sign_in"),
+    ("/auth/callback", "GET", "sign_in_callback"),
+    ("/auth/session", "GET", "signed_in_session"),
+    ("/auth/renew", "POST", "renew_session"),
+    ("/auth/signout", "POST", "sign_out"),
     ("/openapi.json", "GET", "openapi_document"),
     ("/", "GET", "page_document"),
     ("/ui/{name}", "GET", "page_file"),
@@ -67,5 +80,10 @@ app.on_sqs_message(
     queue_arn="arn:aws:sqs:us-east-1:000000000000:bare-webhooks",
     batch_size=10,
     name="deliver_webhooks",
+)(nothing)
+app.on_sqs_message(
+    queue_arn="arn:aws:sqs:us-east-1:000000000000:bare-notifications",
+    batch_size=10,
+    name="notify_people",
 )(nothing)
 app.schedule(Rate(1, unit=Rate.MINUTES), name="sweep_deadlines")(nothing)

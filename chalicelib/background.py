@@ -1,10 +1,12 @@
 """The work a local server does beside its requests, in threads of its process.
 
 Deployed, functions of their own send the events and sweep the deadlines
-(app.deliver_events, app.sweep_deadlines). Locally, two daemon threads do:
-the event dispatcher sends the events each change recorded
-(chalicelib/delivery/dispatch.py: WORKFLOW_EVENTS, WORKFLOW_WEBHOOK_URL,
-WORKFLOW_WEBHOOK_SECRET) within a second of their commit, and the deadline
+(app.deliver_events, app.sweep_deadlines, app.notify_people). Locally,
+three daemon threads do: the event dispatcher sends the events each change
+recorded (chalicelib/delivery/dispatch.py: WORKFLOW_EVENTS, WORKFLOW_WEBHOOK_URL,
+WORKFLOW_WEBHOOK_SECRET) within a second of their commit, and hands each to
+the notifier, which tells the people it concerns (chalicelib/delivery/notifier.py:
+WORKFLOW_MAIL, by default .eml files beside the database); the deadline
 sweeper (engine.sweep) runs every WORKFLOW_SWEEP_SECONDS (default 10).
 
 `make run` (scripts/local_server.py) starts them before it serves.
@@ -101,9 +103,10 @@ class Background:
         """Start them, as the environment configures them; ValueError, saying
         what to set, if it names something that cannot work."""
         from chalicelib import engine
-        from chalicelib.delivery import dispatch, webhooks
+        from chalicelib.delivery import dispatch, notifier, webhooks
 
-        sink = dispatch.configured_sink()
+        telling = notifier.local(self.storage)
+        sink = telling.after(dispatch.configured_sink())
         every = sweep_seconds()
 
         def deliver() -> None:
@@ -111,6 +114,7 @@ class Background:
 
         self.threads += [
             Repeating("event-dispatcher", deliver, DISPATCH_SECONDS).start(),
+            Repeating("notifier", lambda: telling.send_due(time.time()), DISPATCH_SECONDS).start(),
             Repeating("deadline-sweeper", lambda: engine.sweep(self.storage()), every).start(),
         ]
         return self

@@ -140,9 +140,12 @@ def start_run(
         raise errors.Conflict(
             f"Workflow {workflow_id} has no steps; append one before starting a run"
         )
+    from chalicelib import metric_lines
     from chalicelib.domain import transitions
 
-    return storage.create_run(transitions.start_run(workflow, title, requested_by, clock(), data))
+    run = storage.create_run(transitions.start_run(workflow, title, requested_by, clock(), data))
+    metric_lines.started(run)
+    return run
 
 
 def get_run(storage: Storage, run_id: int) -> Run:
@@ -156,8 +159,7 @@ def audit_run(storage: Storage, run_id: int) -> RunAudit:
     from chalicelib.domain import audit, replay
 
     run = storage.get_run(run_id)
-    started_on = run.genesis_version or run.workflow_version
-    steps = storage.get_version(run.workflow_id, started_on).steps
+    steps = storage.get_version(run.workflow_id, run.genesis_version or run.workflow_version).steps
     # A moved run's history goes on under each version it was moved to.
     targets = sorted({a.workflow_version for a in run.actions if a.workflow_version})
     moved_to = {version: storage.get_version(run.workflow_id, version) for version in targets}
@@ -171,6 +173,8 @@ class Seen(Record):
     step_id: Optional[int] = None
     round: Optional[int] = None
     on_behalf_of: Optional[str] = None
+    # How the decision comes (Action.channel): the API, an email's link, Slack.
+    channel: str = "api"
 
 
 NOT_SEEN = Seen()
@@ -317,6 +321,7 @@ def _decide(
     deciders by its remaining approvals; past it the answer is 503, and nothing
     is written.
     """
+    from chalicelib import metric_lines
     from chalicelib.domain import decision, transitions
     from chalicelib.domain.lifecycle import ActionKind
 
@@ -342,11 +347,15 @@ def _decide(
             on_behalf_of = decision.check_decider(
                 run, action, actor, groups, comment, lent, seen.on_behalf_of, now, own
             )
-        change = transitions.decide(run, action, actor, comment, following, now, on_behalf_of)
+        change = transitions.decide(
+            run, action, actor, comment, following, now, on_behalf_of, seen.channel
+        )
         try:
-            return storage.record_change(decision.against(change, stored))
+            recorded = storage.record_change(decision.against(change, stored))
         except errors.LostWrite:
             continue
+        metric_lines.changed(change)
+        return recorded
     raise errors.Unavailable("Too many decisions on this run at once; retry shortly")
 
 
@@ -371,26 +380,14 @@ def permissions(
     now = clock()
     lent = delegations_to(storage, actor, groups)
     # Reassign and move are for who may define workflows (`administers`).
+    rights = {kind: administers if kind in ADMINISTERED else admin for kind in CALLER_ACTIONS}
     held = tuple(
-        decision.capacity(
-            run,
-            action,
-            actor,
-            groups,
-            administers if action in ADMINISTERED else admin,
-            lent,
-            on_behalf_of,
-            now,
-        )
+        decision.capacity(run, action, actor, groups, rights[action], lent, on_behalf_of, now)
         for action in CALLER_ACTIONS
     )
-    return Permissions(
-        run.id,
-        run.workflow_id,
-        actor,
-        tuple(capacity.refused for capacity in held),
-        tuple(capacity.on_behalf_of for capacity in held),
-    )
+    refused = tuple(capacity.refused for capacity in held)
+    lenders = tuple(capacity.on_behalf_of for capacity in held)
+    return Permissions(run.id, run.workflow_id, actor, refused, lenders)
 
 
 def delegations_to(storage: Storage, actor: str, groups: frozenset[str]) -> tuple[Delegation, ...]:
@@ -517,6 +514,9 @@ def _apply_deadline(storage: Storage, run_id: int, now: str) -> bool:
         storage.record_change(change)
     except errors.LostWrite:
         return False  # a decision was recorded first: it stands
+    from chalicelib import metric_lines
+
+    metric_lines.changed(change, deadline_at=now)
     return True
 
 

@@ -1,13 +1,6 @@
 """Debian's headless Chromium, driven by Playwright for Python: the browser of the
-browser tests (tests/browser/) and of `make screenshots`.
-
-`playwright install` downloads a browser build of its own, which this project
-does not rely on: `make browser` installs Debian's chromium-headless-shell
-(apt-get, as root) and Playwright launches that binary. CHROMIUM names another
-Chromium to use instead. Chromium refuses to start as root with its sandbox,
-and the sandbox needs user namespaces that containers often lack: it runs
-without one, which is fine for a browser that only loads this project's page
-from 127.0.0.1.
+browser tests (tests/browser/) and of `make screenshots` (docs/development.md says
+how it is installed, and how CHROMIUM picks another).
 """
 
 from __future__ import annotations
@@ -33,4 +26,6 @@ def launch(playwright: Playwright) -> Browser:
             f"No Chromium at {path}: `make browser` installs Debian's chromium-headless-shell "
             "(as root, with apt-get), or set CHROMIUM to a Chromium or Chrome binary"
         )
+    # Chromium refuses to start as root with its sandbox, which needs user namespaces that
+    # containers often lack; without it is fine for a browser that loads 127.0.0.1 alone.
     return playwright.chromium.launch(executable_path=path, args=["--no-sandbox"])

@@ -1,17 +1,11 @@
 """Create the service's DynamoDB table if it does not exist (idempotent).
 
-The endpoint, region and credentials come from boto3's usual configuration
-(AWS_ENDPOINT_URL_DYNAMODB, AWS_DEFAULT_REGION or AWS_REGION, AWS_PROFILE, ...);
-the table name from WORKFLOW_TABLE. The definition is `dynamodb_schema.TABLE_KEYS`, the
-same one `make package` deploys, but without its stream: the deployed relay
-reads the stream of the stack's own table, and where this table is used
-(`make run`, `make run-dynamodb`) the events are sent from the table itself
-(WORKFLOW_EVENT_DELIVERY=table). A stream nobody reads costs memory and time
-on a local endpoint (moto keeps every record). `--stream` adds it.
-
-Whatever goes wrong (no region, no credentials, an endpoint that refuses a call
-or cannot be reached) is said in one line on standard error, with a non-zero
-exit status; never a traceback.
+The endpoint, region and credentials come from boto3's usual configuration,
+the table name from WORKFLOW_TABLE. The definition is `dynamodb_schema.TABLE_KEYS`,
+the one `make package` deploys, but without its stream unless `--stream` is
+given: where this table is used the events are sent from the table itself
+(docs/deploy.md), and a stream nobody reads costs memory and time on a local
+endpoint (moto keeps every record).
 """
 
 from __future__ import annotations

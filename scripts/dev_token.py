@@ -2,10 +2,8 @@
 
     python scripts/dev_token.py maria finance,workflow-admins   (issuer, secret from env)
 
-`make token USER=maria GROUPS=finance,workflow-admins` runs it. The token is
-signed HS256 with the shared secret, for local use: issuer, audience (when
-WORKFLOW_JWT_AUDIENCE is set), the actor claim and the groups claim as the
-service reads them, valid for 12 hours.
+`make token USER=maria GROUPS=finance,workflow-admins` runs it (docs/auth.md):
+signed HS256 with the shared secret, with the claims the service reads.
 """
 
 from __future__ import annotations

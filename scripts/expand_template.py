@@ -3,18 +3,12 @@
     python scripts/expand_template.py [dist/sam.json] [dist/cloudformation.json]
     python scripts/expand_template.py --default ApiType=rest dist/sam.json dist/rest.json
 
-CloudFormation runs the SAM transform (AWS::Serverless-2016-10-31) when the
-stack is deployed; this runs the same translator, aws-sam-translator, here,
-so that tests and scanners see the resources that will really exist (the
-API's stage and deployment, the function as AWS::Lambda::Function).
-
-Offline: no AWS credentials or calls. The translator wants a region for the
-pseudo parameters, gets a placeholder one, and a map of managed policies,
-gets an empty one (the function has its own role, so SAM looks none up). A
-local CodeUri becomes a placeholder S3 location, as `aws cloudformation
-package` would make it. Parameters keep their defaults, but those given with
---default (`--default ApiType=rest`: the stack a deploy with ApiType=rest
-makes, as scanners that evaluate conditions by the defaults then see it).
+CloudFormation runs the SAM transform when the stack is deployed; this runs
+the same translator here, offline (docs/deploy.md, "Checks on the template"),
+so that tests and scanners see the resources that will really exist. It
+gets a placeholder region, and an empty map of managed policies (each
+function has its own role, so SAM looks none up); a local CodeUri becomes a
+placeholder S3 location, as `aws cloudformation package` would make it.
 """
 
 from __future__ import annotations

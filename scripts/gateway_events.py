@@ -58,19 +58,6 @@ def forwarded(host: str, headers: Mapping[str, str], now: Optional[float] = None
     }
 
 
-def query_values(query: str) -> dict[str, list[str]]:
-    """Each name of a query string with its values, in order."""
-    multi_query: dict[str, list[str]] = {}
-    for name, value in urllib.parse.parse_qsl(query, keep_blank_values=True):
-        multi_query.setdefault(name, []).append(value)
-    return multi_query
-
-
-def is_text(content_type: str) -> bool:
-    """Whether an HTTP API passes a body of this type as text (else base64)."""
-    return not content_type or content_type.lower().startswith(TEXT_TYPES)
-
-
 def proxy_event(
     method: str,
     path: str,
@@ -95,10 +82,12 @@ def proxy_event(
     now = time.time() if now is None else now
     request_id = request_id or str(uuid.uuid4())
     staged = path if stage == DEFAULT_STAGE else f"/{stage}{path}"
-    multi_query = query_values(query)
-    if binary is None:
+    multi_query: dict[str, list[str]] = {}
+    for name, value in urllib.parse.parse_qsl(query, keep_blank_values=True):
+        multi_query.setdefault(name, []).append(value)
+    if binary is None:  # an HTTP API passes a body of a text type as text
         content_type = next((v for k, v in headers.items() if k.lower() == "content-type"), "")
-        binary = bool(body) and not is_text(content_type)
+        binary = bool(body and content_type) and not content_type.lower().startswith(TEXT_TYPES)
     event = {
         "resource": route,
         "path": staged if http_api else path,

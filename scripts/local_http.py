@@ -4,24 +4,10 @@ scripts/local_server.py reads every request through this module rather than
 through http.server's own reading, which has no time limit (a body shorter
 than its Content-Length held the connection for as long as the client
 wished), does not decode chunked bodies (their left-over chunk was read as a
-second request), and answers its own refusals in HTML. Here:
-
-- A kept-alive connection waits IDLE_SECONDS for its next request, then
-  closes quietly (no request, no line).
-- Once a request's first byte has come, the whole request (request line,
-  header fields and body) must come within REQUEST_SECONDS, with no pause
-  longer than PAUSE_SECONDS: otherwise `TimedOut` (answered 408).
-- The request line is at most MAX_REQUEST_LINE bytes (else 414), the header
-  fields at most MAX_HEADER_BYTES in all and MAX_HEADERS in number (else 431),
-  the body at most the body limit the caller gives (else 413, before reading
-  a byte of it when a Content-Length announces it).
-- A body is framed by Content-Length or by `Transfer-Encoding: chunked`,
-  which is decoded; both at once, another transfer coding, or a malformed
-  length or chunk is `Refused` with 400.
-- A client that closes (or resets) the connection before its request ended
-  raises `Gone`, saying how far it got.
-
-The caller answers each refusal in the service's error shape and logs it.
+second request), and answers its own refusals in HTML. The limits below, and
+the answer to each refusal, are in docs/operating.md ("What `make run` refuses
+itself"): the caller answers each `Refused` in the service's error shape, and
+logs it; `Gone` is a client that closed before its request ended.
 """
 
 from __future__ import annotations
@@ -54,23 +40,11 @@ class Refused(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
-        self.message = message
-
-
-class TimedOut(Refused):
-    """The client paused too long, or took too long in all: 408."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(408, message)
 
 
 class Gone(Exception):
     """The client closed the connection before its request ended (it may
     still read an answer, if it closed only its sending side)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 class Reader:
@@ -81,7 +55,7 @@ class Reader:
         self._connection = connection
         self._buffer = bytearray()
         self._deadline = 0.0
-        # What the request has got to, for the messages of TimedOut and Gone:
+        # What the request has got to, for the messages of a 408 and of Gone:
         # what it was sending, and how many bytes of it `exactly` waits for.
         self.reading = "the request line"
         self._expected: int | None = None
@@ -109,24 +83,26 @@ class Reader:
         return f"{self.reading} ({len(self._buffer):,} of {self._expected:,} bytes)"
 
     def _fill(self) -> None:
+        """More bytes of the request; Refused with 408 if it pauses too long,
+        or takes too long in all."""
         remaining = self._deadline - time.monotonic()
+        late = Refused(
+            408,
+            f"The request did not arrive within {REQUEST_SECONDS:g} s "
+            f"(it was still sending {self._where()})",
+        )
         if remaining <= 0:
-            raise TimedOut(
-                f"The request did not arrive within {REQUEST_SECONDS:g} s "
-                f"(it was still sending {self._where()})"
-            )
+            raise late
         self._connection.settimeout(min(PAUSE_SECONDS, remaining))
         try:
             chunk = self._connection.recv(_RECEIVE)
         except TimeoutError:
             if remaining <= PAUSE_SECONDS:
-                raise TimedOut(
-                    f"The request did not arrive within {REQUEST_SECONDS:g} s "
-                    f"(it was still sending {self._where()})"
-                ) from None
-            raise TimedOut(
+                raise late from None
+            raise Refused(
+                408,
                 f"Nothing came for {PAUSE_SECONDS:g} s while the request was sending "
-                f"{self._where()}"
+                f"{self._where()}",
             ) from None
         except OSError:
             raise Gone(
@@ -202,14 +178,14 @@ def request_line(reader: Reader) -> bytes:
     return line
 
 
-def header_fields(reader: Reader) -> bytes:
-    """The header fields' block, ending with its empty line, within
-    MAX_HEADER_BYTES and MAX_HEADERS."""
-    reader.reading = "its header fields"
+def header_fields(reader: Reader, kind: str = "header") -> bytes:
+    """The header (or trailer) fields' block, ending with its empty line,
+    within MAX_HEADER_BYTES and MAX_HEADERS."""
+    reader.reading = f"its {kind} fields"
     fields = bytearray()
     count = 0
     too_large = Refused(
-        431, f"The request's header fields are longer than {MAX_HEADER_BYTES:,} bytes in all"
+        431, f"The request's {kind} fields are longer than {MAX_HEADER_BYTES:,} bytes in all"
     )
     while True:
         field = reader.line(MAX_HEADER_BYTES - len(fields) + 2, too_large)
@@ -217,7 +193,7 @@ def header_fields(reader: Reader) -> bytes:
             return bytes(fields) + b"\r\n"
         count += 1
         if count > MAX_HEADERS:
-            raise Refused(431, f"The request has more than {MAX_HEADERS} header fields")
+            raise Refused(431, f"The request has more than {MAX_HEADERS} {kind} fields")
         fields += field
 
 
@@ -273,12 +249,5 @@ def read_chunked(reader: Reader, most: int) -> bytes:
         body += reader.exactly(size)
         if reader.line(2, malformed) not in (b"\r\n", b"\n"):
             raise malformed
-    too_large = Refused(
-        431, f"The request's trailer fields are longer than {MAX_HEADER_BYTES:,} bytes in all"
-    )
-    trailers = 0
-    while True:
-        field = reader.line(MAX_HEADER_BYTES - trailers + 2, too_large)
-        if field in (b"\r\n", b"\n"):
-            return bytes(body)
-        trailers += len(field)
+    header_fields(reader, "trailer")  # read and dropped
+    return bytes(body)

@@ -1,43 +1,13 @@
-"""The API on a local HTTP server, as `chalice local --no-autoreload` serves it,
-but answering as the deployed API does where chalice's differs.
+"""`make run`'s server: the API as `chalice local --no-autoreload` serves it, but
+answering as the deployed API does where chalice's differs.
 
     python scripts/local_server.py [--host 127.0.0.1] [--port 8000] [--stage dev]
                                    [--autoreload] [--project-dir DIR]
 
-`make run`, `make run-dynamodb` (scripts/run_dynamodb.sh) and the fuzz tests
-serve through it. Like `chalice local` it reads the stage from
-.chalice/config.json (its environment_variables reach the app, its
-lambda_timeout the Lambda context), and gives the app a request per thread.
-Where it differs, on purpose:
-
-- A path that matches no route answers 404 {"error": ...} with an X-Request-Id
-  and its own access line, where chalice local answers 403 {"message":
-  "Missing Authentication Token"}. The shape is that of the packaged API
-  Gateway's own answers (deploy/stack.yaml maps them to {"error": ...}); the
-  status is the one a missing route should have (API Gateway's own is still 403).
-- One access line per request, the service's JSON line (chalicelib/api/access_log.py),
-  also for what the server answers itself; http.server's own "127.0.0.1 - -
-  [...] GET ..." line is not written (under `chalice local` the app quiets it:
-  chalicelib/background.py).
-- Each request is read within bounds (scripts/local_http.py): chunked bodies
-  are decoded; a request line over 64 KiB answers 414, header fields over
-  64 KiB 431, a body over the app's 1 MiB 413 (unread), a bad framing 400, a
-  request that pauses 5 s (or takes 30 s in all) 408, a client that closes
-  mid-request 400: each in the service's error shape {"error": ...}, with its
-  access line, and the connection is then closed. The listen backlog is
-  BACKLOG (http.server's 5 reset concurrent clients).
-- A port in use, or an address that cannot be listened on, is one line on
-  standard error and exit status 1, not a traceback.
-- No reloading on code changes unless --autoreload is given (chalice's
-  reloader restarts the server, dropping requests in flight, on every change
-  of a file under the project).
-- The background work starts with the server, not on the first request.
-
-And what the deployed stack does with functions of their own, it does with
-threads of the serving process (chalicelib/background.py): the event
-dispatcher sends the events each change recorded within a second of their
-commit, and the deadline sweeper runs every WORKFLOW_SWEEP_SECONDS (default
-10). WORKFLOW_STAGE is the --stage, for the events' source.
+`make run`, `make run-dynamodb` (scripts/run_dynamodb.sh), the fuzz tests and
+`make screenshots` serve through it. docs/development.md says where it differs
+from `chalice local`, and why; docs/operating.md what it refuses itself, each
+request read within bounds by scripts/local_http.py.
 """
 
 from __future__ import annotations
@@ -92,6 +62,11 @@ _REFUSALS = {
 _METHOD = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
+def _error(message: str) -> bytes:
+    """The service's error shape, compact as the app writes it."""
+    return json.dumps({"error": message}, separators=(",", ":")).encode()
+
+
 class RequestHandler(chalice.local.ChaliceRequestHandler):
     """chalice's request handler, reading each request within bounds
     (scripts/local_http.py), with the deployed API's answer to unknown paths,
@@ -140,12 +115,9 @@ class RequestHandler(chalice.local.ChaliceRequestHandler):
         try:
             if not self._read_request():
                 return  # parse_request refused it (send_error)
-        except local_http.Refused as refused:
-            self._refuse(refused.status, refused.message)
-            return
-        except local_http.Gone as gone:
-            # Only its sending side may be closed: it may still read the answer.
-            self._refuse(400, gone.message)
+        except (local_http.Refused, local_http.Gone) as refused:
+            # A client that is Gone may have closed only its sending side: it may still read.
+            self._refuse(getattr(refused, "status", 400), str(refused))
             return
         self.connection.settimeout(local_http.REQUEST_SECONDS)
         try:
@@ -235,11 +207,7 @@ class RequestHandler(chalice.local.ChaliceRequestHandler):
         # page on it can read the 404 (deploy/stack.yaml's gateway responses).
         if isinstance(self._cors, CORSConfig):
             headers["Access-Control-Allow-Origin"] = self._cors.allow_origin
-        body = (
-            None
-            if self.command == "HEAD"
-            else json.dumps({"error": NO_ROUTE}, separators=(",", ":"))
-        )
+        body = None if self.command == "HEAD" else _error(NO_ROUTE).decode()
         self._send_http_response(404, headers, body)
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
@@ -256,11 +224,7 @@ class RequestHandler(chalice.local.ChaliceRequestHandler):
         request_id = self._access_line(status, route)
         self.close_connection = True
         self.request_version = self.protocol_version  # a status line, whatever was sent
-        body = (
-            b""
-            if self.command == "HEAD"
-            else json.dumps({"error": message}, separators=(",", ":")).encode()
-        )
+        body = b"" if self.command == "HEAD" else _error(message)
         try:
             self.connection.settimeout(local_http.PAUSE_SECONDS)
             self.send_response(status)
@@ -329,22 +293,16 @@ def serving(app: Chalice, config: Config, host: str = "127.0.0.1", port: int = 0
         app.__class__ = app_class
 
 
-def stage_config(project_dir: Path, stage: str) -> Config:
-    """The stage's configuration as `chalice local --stage` reads it; loading
-    its app (config.chalice_app) puts the stage's environment_variables in os.environ."""
-    from chalice.cli.factory import CLIFactory
-
-    return CLIFactory(str(project_dir), environ=os.environ).create_config_obj(
-        chalice_stage_name=stage
-    )
-
-
 def stage_server(
     project_dir: Path, stage: str, host: str, port: int
 ) -> chalice.local.LocalDevServer:
+    """The stage's app on a server, its configuration read as `chalice local --stage`
+    reads it: loading the app puts the stage's environment_variables in os.environ."""
+    from chalice.cli.factory import CLIFactory
     from chalice.deploy.validate import validate_routes
 
-    config = stage_config(project_dir, stage)
+    factory = CLIFactory(str(project_dir), environ=os.environ)
+    config = factory.create_config_obj(chalice_stage_name=stage)
     app = config.chalice_app
     # What chalice local checks first: routes API Gateway would refuse.
     validate_routes(app.routes)
@@ -372,7 +330,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # What the chalice CLI sets for every command, for apps that ask.
     os.environ["AWS_CHALICE_CLI_MODE"] = "true"
-
     os.environ.setdefault(events.STAGE_VARIABLE, args.stage)
 
     def server() -> chalice.local.LocalDevServer:

@@ -6,22 +6,8 @@
 moto does not make a condition check and its write atomic under concurrent
 requests; served one by one, each request is atomic as in DynamoDB, so the
 races that remain are the service's own. State lives in memory until exit.
-
-`make run-dynamodb` serves with both options, for a footprint that stays
-bounded however long it runs:
-
-- --lean: a TransactWriteItems that fails is rolled back by restoring the
-  items it names (lean_transactions), where moto deep-copies the whole table
-  once per item of every transaction to roll back from: a table of a few
-  thousand items made each transaction take 100 ms and more and moto's
-  memory grow by gigabytes. And a Query sorts what it found, not the whole
-  table first (lean_queries). What moto answers is the same.
-- --max-mb: once the process has used MB megabytes of memory, every write is
-  refused (ItemCollectionSizeLimitExceededException, saying so); reads still
-  answer. The service answers those writes 503 and logs moto's message.
-
-The same server serves `make run-dynamodb` (this script), the tests (the
-`MotoServer` class, in a thread, with faults injected per operation before
+It serves `make run-dynamodb` (with --lean and --max-mb: docs/deploy.md), the
+tests (`MotoServer`, in a thread, with faults injected per operation before
 moto sees the request: real HTTP, real botocore retries) and the benchmarks
 (this script in its own process, `--port 0` printing the port it took).
 """

@@ -4,12 +4,7 @@
 
 The rule of a name lives in chalicelib/domain/names.py (`written_problem`: its
 length, its start and each of its characters). The document states it as the
-patterns of four schemas, every name field referring to one of them:
-
-    UserName    a user's name, bare or as user:<name>
-    GroupName   a group's name, bare or as group:<name>
-    Principal   user:<name> or group:<name>
-    Delegate    a user (bare or user:<name>) or group:<name>
+patterns of four schemas (KINDS), every name field referring to one of them.
 
 A pattern cannot state the rules about how the characters go together (one
 script, one number system, combining marks: `combination_problem`); the
@@ -33,11 +28,12 @@ from chalicelib.domain import names  # noqa: E402
 
 DOCUMENT = PROJECT_DIR / "chalicelib" / "openapi.json"
 END = "(?![\\s\\S])"  # the end, even before a final newline (Python's $ is not)
+# Each schema's kinds, as a pattern, and the longest kind its names may be sent with.
 KINDS = {
-    "UserName": "(?:user:)?",
-    "GroupName": "(?:group:)?",
-    "Principal": "(?:user:|group:)",
-    "Delegate": "(?:user:|group:)?",
+    "UserName": ("(?:user:)?", "user:"),
+    "GroupName": ("(?:group:)?", "group:"),
+    "Principal": ("(?:user:|group:)", "group:"),
+    "Delegate": ("(?:user:|group:)?", "group:"),
 }
 
 
@@ -107,22 +103,13 @@ def name_pattern() -> str:
 
 def patterns() -> dict[str, str]:
     name = name_pattern()
-    return {schema: f"^{kind}{name}" for schema, kind in KINDS.items()}
-
-
-# The longest kind each schema's names may be sent with.
-LONGEST_KIND = {
-    "UserName": "user:",
-    "GroupName": "group:",
-    "Principal": "group:",
-    "Delegate": "group:",
-}
+    return {schema: f"^{kind}{name}" for schema, (kind, _) in KINDS.items()}
 
 
 def max_lengths() -> dict[str, int]:
     """The most characters each schema's names take as sent (the pattern says
     the same; the page reads maxLength for its fields' limits)."""
-    return {schema: len(kind) + names.MAX_PRINCIPAL for schema, kind in LONGEST_KIND.items()}
+    return {schema: len(longest) + names.MAX_PRINCIPAL for schema, (_, longest) in KINDS.items()}
 
 
 def main() -> int:

@@ -2,31 +2,14 @@
 
     python scripts/package.py [--stage prod] [--out dist]
 
-writes OUT/sam.json and OUT/deployment.zip. The stack's own resources (the
-table, the HTTP API, the event bus and queues, the log groups, the grants and
-the parameters) and its settings of what chalice generates are in
-deploy/stack.yaml, which `chalice package --merge-template` merges into the
-SAM template it generates from app.py and .chalice/config.json (docs/deploy.md
-says what each part is for). tests/unit/test_stack_template.py holds the
-template's table to chalicelib/storage/dynamodb/schema.py, the definition
-`make dynamodb-table` creates.
-
-What this script does is what a file merged by keys cannot say:
-
-- run chalice offline: a placeholder region when none is configured (chalice
-  picks the partition's service principals by it, and calls no AWS API);
-- check that chalice made what the template names (the four functions, each
-  with the role of its own the template grants to; the REST API, in the
-  Swagger version the template declares), and that a public stage verifies
-  its callers;
-- change what chalice generates route by route, which a merge cannot reach:
-  each CORS preflight's allowed origin becomes the stack's CorsOrigin, and
-  every path's other methods go to the function (405, as `make run` answers);
-- the EndpointURL output, whichever API the stack has (a merge would mix the
-  template's value into chalice's);
-- ship every module of the bundle compiled (add_bytecode);
-- write the template as JSON (chalice writes YAML when it merges YAML), which
-  `make scan`, `make rehearse` and the tests read.
+writes OUT/sam.json and OUT/deployment.zip. The stack's own resources, and
+its settings of what chalice generates, are in deploy/stack.yaml, which
+`chalice package --merge-template` merges into the SAM template it generates
+(docs/deploy.md says what each part is for). This script does only what a
+file merged by keys cannot say, each in a function below: run chalice
+offline, check what it made, rewrite its CORS preflights and the other
+methods of its routes, set the EndpointURL output, compile the bundle, and
+write the template as JSON (chalice writes YAML when it merges YAML).
 """
 
 from __future__ import annotations
@@ -54,6 +37,7 @@ FUNCTIONS = {
     "OnDynamodbRecord": "OnDynamodbRecordRole",
     "DeliverWebhooks": "DeliverWebhooksRole",
     "SweepDeadlines": "SweepDeadlinesRole",
+    "NotifyPeople": "NotifyPeopleRole",
 }
 REST_API = "RestAPI"
 HTTP_API = "HttpAPI"
@@ -80,6 +64,7 @@ def package(out_dir: Path, stage: str) -> Path:
     import botocore.session
 
     env = dict(os.environ)
+    # chalice picks the partition's service principals by the region, and calls no AWS API.
     if botocore.session.Session().get_config_variable("region") is None:
         env["AWS_DEFAULT_REGION"] = env.get("AWS_REGION") or PLACEHOLDER_REGION
     subprocess.run(
@@ -173,17 +158,10 @@ def function_runtime(template: dict[str, Any]) -> str:
 def add_bytecode(bundle: Path, runtime: str) -> int:
     """Ship each module of `bundle` compiled, as the runtime would compile it; how many.
 
-    Lambda's task root is read-only, so a function whose bundle holds only
-    sources compiles every module it imports on every cold start (chalice's
-    app.py alone is 2,000 lines), and `chalice package` adds no bytecode: it
-    copies chalice's app.py, app.py and the dependencies as sources, and
-    whatever __pycache__ the working tree has under chalicelib/ (stale files,
-    other Pythons' files, checked against modification times the zip keeps to
-    2 seconds). Those are dropped; every module gets a checked-hash .pyc (PEP
-    552): the runtime uses it while it matches the source beside it, and
-    compiles the source as before when it does not (a source edited in the
-    unzipped bundle without packaging it again).
-    """
+    Why, and why as checked-hash .pyc files (PEP 552): docs/deploy.md ("Every module
+    in deployment.zip ships compiled"). What __pycache__ chalice copied from the
+    working tree is dropped (stale files, other Pythons', checked against modification
+    times the zip keeps to 2 seconds)."""
     import importlib.util
     import marshal
     import zipfile
@@ -235,11 +213,9 @@ def _compiled(filename: str, source: bytes) -> Optional[CodeType]:
 
 
 def other_methods_reach_the_function(template: dict[str, Any]) -> None:
-    """API Gateway answers a method a path does not define as a missing route
-    (404 here), where the app, and `make run`, answer 405 with an Allow header,
-    as the OpenAPI document says. Every path's other methods (API Gateway's
-    ANY, which the defined ones take precedence over) go to the function too,
-    which answers them so."""
+    """Every path's other methods (API Gateway's ANY, which the defined ones take
+    precedence over) go to the function, which answers them 405 with an Allow
+    header as `make run` does, not as API Gateway's missing route (docs/deploy.md)."""
     definition = template["Resources"][REST_API]["Properties"]["DefinitionBody"]
     for methods in definition["paths"].values():
         proxied = [
@@ -256,10 +232,9 @@ def other_methods_reach_the_function(template: dict[str, Any]) -> None:
 
 
 def preflights_allow_the_origin(template: dict[str, Any]) -> None:
-    """API Gateway answers a browser's CORS preflight (OPTIONS) itself, with the
-    headers chalice wrote into the definition: the allowed origin the app had
-    while it was packaged ("null" in jwt mode), not the stack's. Each preflight
-    names the CorsOrigin parameter instead, as the gateway responses do."""
+    """Each CORS preflight, which API Gateway answers itself from the definition, names
+    the CorsOrigin parameter as the gateway responses do, not the origin the app had
+    while chalice packaged it ("null" in jwt mode)."""
     api = template["Resources"][REST_API]["Properties"]
     origin = api["GatewayResponses"]["DEFAULT_4XX"]["ResponseParameters"]["Headers"]
     for methods in api["DefinitionBody"]["paths"].values():

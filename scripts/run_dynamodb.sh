@@ -1,17 +1,11 @@
 #!/usr/bin/env bash
 # `make run-dynamodb`: the API on scripts/local_server.py, stored in a throwaway
-# moto DynamoDB on loopback. Dummy credentials only, so no AWS account is touched.
+# moto DynamoDB on loopback, with dummy credentials, so no AWS account is touched.
 # Make passes HOST, PORT, MOTO_PORT, MOTO_MAX_MB, WORKFLOW_TABLE, BIN and
-# CHALICE_LOCAL_FLAGS. Both ports are checked before moto starts, so a port in
-# use is one line and leaves nothing running.
-#
-# moto holds everything in its memory, so it lives as long as this script:
-# Ctrl-C (or a TERM) stops both, and what was stored is gone. An API server
-# killed by any other signal (kill -9, the OOM killer) is started again at
-# once on the same moto, so nothing stored is lost and the dispatcher goes on
-# where it stopped; one killed within RESTART_SECONDS of its start is not, and
-# everything stops. A server that exits by itself (a start that fails) stops
-# moto too.
+# CHALICE_LOCAL_FLAGS. What stops what (docs/deploy.md, "Try the DynamoDB storage
+# without an AWS account"): moto lives as long as this script; an API server
+# killed by another signal than INT, TERM or HUP starts again on the same moto,
+# unless it was killed within RESTART_SECONDS of its start.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

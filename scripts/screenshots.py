@@ -1,14 +1,16 @@
-"""Screenshots of the approvers' page for the README: the inbox, a run page and
-the delegations, each 360 px wide (a phone) and 1280 px wide, on sample data.
+"""Screenshots of the approvers' page for the README and docs/approvers-page.md: the
+inbox, a run page, the delegations, a workflow's next version and its figures,
+360 px (a phone) and 1280 px wide.
 
     python scripts/screenshots.py docs/screenshots
 
-`make screenshots` runs it. The app is served in this process from a fresh
-SQLite file (WORKFLOW_AUTH=none), filled through the API as people would, and
-photographed by Debian's headless Chromium (scripts/browser.py). Steps have
-approvers and a quorum, runs an input (what is being approved, under the
-workflow's input schema), the CFO's step a condition, and the viewer has
-delegations lent and lent to them.
+`make screenshots` runs it: the app served in this process from a fresh SQLite
+file (WORKFLOW_AUTH=none), filled through the API as people would, with sample
+data that shows what the page can (approvers, a quorum, an input under a schema,
+a step's condition, delegations, three weeks of past purchase orders decided at
+known times through the engine's clock for the figures), and photographed by
+scripts/browser.py; sign-in (1280 px) goes through the test OpenID provider
+(scripts/oidc_provider.py), as `make run-oidc` does.
 """
 
 from __future__ import annotations
@@ -27,9 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from chalice.config import Config
 
 import app as app_module
+from chalicelib import metric_lines
 from chalicelib.api import access_log
 from chalicelib.storage.sqlite.adapter import SQLiteStorage
-from scripts import browser, local_server
+from scripts import browser, local_server, oidc_provider
 
 WIDTHS = (360, 1280)
 VIEWER = ("finn", "finance")
@@ -78,22 +81,12 @@ def sample_data(base_url: str) -> dict[str, Any]:
             "input_schema": schema,
         },
     )
-    contract = call(
-        base_url,
-        "POST",
-        "/workflows",
-        {
-            "name": "Supplier contract",
-            "steps": [step("Legal", []), step("Finance", ["group:finance"])],
-        },
-    )
+    steps = [step("Legal", []), step("Finance", ["group:finance"])]
+    contract = call(base_url, "POST", "/workflows", {"name": "Supplier contract", "steps": steps})
 
-    def start(
-        workflow: dict[str, Any], title: str, requester: str, data: dict[str, Any]
-    ) -> dict[str, Any]:
+    def start(workflow: Any, title: str, requester: str, data: Any) -> Any:
         run = {"workflow_id": workflow["id"], "title": title, "requested_by": requester}
-        started: dict[str, Any] = call(base_url, "POST", "/runs", {**run, "input": data})
-        return started
+        return call(base_url, "POST", "/runs", {**run, "input": data})
 
     def approve(run: dict[str, Any], actor: str, comment: str, groups: list[str]) -> None:
         decision = {"actor": actor, "comment": comment, "groups": groups}
@@ -125,6 +118,34 @@ def sample_data(base_url: str) -> dict[str, Any]:
     return laptops
 
 
+def sample_history(storage: SQLiteStorage, workflow_id: int) -> None:
+    """Three weeks of purchase orders, decided at known times (the engine's
+    clock), for the workflow's figures: waits that vary, a few long ones."""
+    from chalicelib import engine
+
+    start = datetime.now(UTC).replace(microsecond=0) - timedelta(days=21)
+
+    def at(hours: float) -> engine.Clock:
+        stamp = (start + timedelta(hours=hours)).isoformat(timespec="milliseconds")
+        return lambda: stamp.replace("+00:00", "Z")
+
+    managers, finance = frozenset({"managers"}), frozenset({"finance"})
+    # (start, hours at Manager, at Finance for each approval, at the CFO; None: still waiting)
+    waits = [(0, 2, (5, 9), 20), (20, 1, (3, 4), 6), (50, 6, (30, 50), None), (75, 0.5, (2, 3), 3)]
+    waits += [(110, 3, (8, 26), 30), (150, 26, (12, 20), 4), (200, 1.5, (4, 6), 8)]
+    waits += [(260, 4, (70, 96), 12), (300, 2, (6, 7), None), (380, 8, (10, 40), 2)]
+    for number, (begin, manager, (first, second), cfo) in enumerate(waits):
+        data = {"amount": 14000 if cfo is not None else 4000, "supplier": "Ergo Office"}
+        title, clock = f"PO-{900 + number}", at(begin)
+        run = engine.start_run(storage, workflow_id, title, "sam", clock=clock, data=data)
+        engine.approve(storage, run.id, "maria", clock=at(begin + manager), groups=managers)
+        at_finance = begin + manager
+        engine.approve(storage, run.id, "fiona", clock=at(at_finance + first), groups=finance)
+        engine.approve(storage, run.id, "finn", clock=at(at_finance + second), groups=finance)
+        if cfo is not None:
+            engine.approve(storage, run.id, "cfo", clock=at(at_finance + second + cfo))
+
+
 def sample_delegations(base_url: str) -> None:
     """Rights the viewer lent and was lent."""
     now = datetime.now(UTC).replace(second=0, microsecond=0)
@@ -143,10 +164,7 @@ def sample_delegations(base_url: str) -> None:
 
 
 def edit_as_a_new_version(page: Any) -> None:
-    """The first workflow's editor open, a step renamed and its rule changed,
-    and the changes shown (docs/versions.md)."""
-    from playwright.sync_api import expect
-
+    """A workflow's next version edited, its changes shown (docs/versions.md)."""
     page.get_by_text("Edit as a new version, or retire").first.click()
     field = page.locator("textarea[name=definition]").first
     definition = json.loads(field.input_value())
@@ -154,7 +172,40 @@ def edit_as_a_new_version(page: Any) -> None:
     definition["steps"].append({"name": "Legal", "approvers": ["group:legal"]})
     field.fill(json.dumps(definition, indent=2))
     page.get_by_role("button", name="Show the changes").first.click()
-    expect(page.locator("ul.changes > li").first).to_be_visible()
+    page.locator("ul.changes > li").first.wait_for()
+
+
+def sign_in_views(chromium: Any, base_url: str, out: Path) -> None:
+    """The page with sign-in on (WORKFLOW_OIDC_ISSUER): before, and signed in as the viewer."""
+    from playwright.sync_api import expect
+
+    with oidc_provider.serving(given_users=["=".join(VIEWER)]) as provider:
+        issuer = f"http://127.0.0.1:{provider.server_port}"
+        os.environ.update(
+            WORKFLOW_AUTH="jwt",
+            WORKFLOW_JWT_ISSUER=issuer,
+            WORKFLOW_JWKS_URL=f"{issuer}/jwks",
+            WORKFLOW_OIDC_ISSUER=issuer,
+            WORKFLOW_OIDC_CLIENT_ID=oidc_provider.CLIENT_ID,
+            WORKFLOW_CURSOR_SECRET=os.urandom(32).hex(),
+        )
+        viewport = {"width": 1280, "height": 600}
+        context = chromium.new_context(
+            viewport=viewport, base_url=base_url, locale="en-GB", timezone_id="Europe/Lisbon"
+        )
+        context.route("https://cdn.jsdelivr.net/**", lambda route: route.fulfill(body=""))
+        page = context.new_page()
+        page.goto("/#/me")
+        expect(page.get_by_role("heading", level=1)).to_have_text("Sign in")
+        page.screenshot(path=str(out / "signin-1280.png"), full_page=True)
+        page.get_by_role("button", name="Sign in").click()
+        page.get_by_role("button", name=VIEWER[0], exact=True).click()  # the provider's form
+        expect(page.get_by_role("link", name=f"Signed in as {VIEWER[0]}")).to_be_visible()
+        page.goto("/#/me")
+        expect(page.get_by_role("heading", level=1)).to_have_text("Signed in")
+        page.screenshot(path=str(out / "signed-in-1280.png"), full_page=True)
+        print(f"wrote {out / 'signin-1280.png'} and {out / 'signed-in-1280.png'}")
+        context.close()
 
 
 def main(argv: list[str]) -> int:
@@ -162,17 +213,22 @@ def main(argv: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     from playwright.sync_api import expect, sync_playwright
 
-    access_log.set_stream(open(os.devnull, "w"))  # noqa: SIM115 - for the whole run
+    devnull = open(os.devnull, "w")  # noqa: SIM115 - for the whole run
+    access_log.set_stream(devnull)
+    metric_lines.set_stream(devnull)
     os.environ.pop("WORKFLOW_AUTH", None)
     with tempfile.TemporaryDirectory() as data:
-        app_module.use_storage(SQLiteStorage(os.path.join(data, "workflows.sqlite3")))
+        storage = SQLiteStorage(os.path.join(data, "workflows.sqlite3"))
+        app_module.use_storage(storage)
         with local_server.serving(app_module.app, Config.create()) as base_url:
             run = sample_data(base_url)
             sample_delegations(base_url)
+            sample_history(storage, run["workflow_id"])
             views = [
                 ("inbox", "#/inbox", None),
                 ("run", f"#/runs/{run['id']}", run["title"]),
                 ("delegations", "#/delegations", "Delegations"),
+                ("stats", f"#/workflows/{run['workflow_id']}", "How long Purchase order takes"),
                 ("versions", "#/workflows", "Workflows"),
             ]
             with sync_playwright() as playwright:
@@ -204,6 +260,7 @@ def main(argv: list[str]) -> int:
                         page.screenshot(path=str(path), full_page=True)
                         print(f"wrote {path}")
                     context.close()
+                sign_in_views(chromium, base_url, out)
                 chromium.close()
     return 0
 

@@ -4,17 +4,9 @@
 
 Python's unicodedata has no Script property; names.py's mixed-script rule
 (Unicode TR 39, section 5.1) needs each character's Script_Extensions. They
-come from unicodedataplus (pinned in requirements-dev.txt), which compiles
-Unicode's Scripts.txt and ScriptExtensions.txt: the service ships the table,
-not the package. tests/unit/test_names.py checks that the module is what this
-writes.
-
-Each run of code points with one set of scripts is one "START:SCRIPTS" entry
-(START in hex; SCRIPTS the ISO 15924 codes joined by "+", or "*" for Common
-and Inherited, which belong to every script). Unassigned code points (script
-Zzzz) join the run before them: names.py refuses them before it reads scripts,
-and Unicode never unassigns a code point, so one unassigned in this version is
-unassigned in the older one Python's unicodedata knows.
+come from unicodedataplus (pinned in requirements-dev.txt): the service ships
+the table, not the package. The module's own docstring (module_text) says
+its format; tests/unit/test_names.py checks that it is what this writes.
 """
 
 from __future__ import annotations
@@ -34,6 +26,8 @@ def entries() -> list[str]:
     table: list[str] = []
     last = None
     for code in range(sys.maxunicode + 1):
+        # Unassigned (Zzzz) joins the run before it: Unicode never unassigns a code point, so
+        # one unassigned here is unassigned in the older Unicode Python's unicodedata knows.
         if 0xD800 <= code <= 0xDFFF or unicodedataplus.script(chr(code)) == "Unknown":
             continue
         found = sorted(unicodedataplus.script_extensions(chr(code)))

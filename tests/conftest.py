@@ -55,6 +55,9 @@ from tests.support.backends import (
     session,
 )
 
+# The test OpenID provider and the service signing in through it (`provider`).
+pytest_plugins = ["tests.support.signin"]
+
 # The service binds through the driver alone (chalicelib/storage/sqlite/
 # connections.py), without the default datetime adapters and converters that
 # the sqlite3 package registers with it once anything imports the package, as

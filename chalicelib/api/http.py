@@ -23,6 +23,7 @@ from chalicelib.domain.shapes import compact_ascii
 
 if TYPE_CHECKING:
     from chalicelib.api.representations import Answer
+    from chalicelib.api.signin import Outcome
     from chalicelib.domain.idempotency import KeyStore, StoredResponse
 
 # A kind before the kind it refines: status_of answers the first that matches.
@@ -34,6 +35,7 @@ STATUS: dict[type[errors.WorkflowError], int] = {
     errors.Forbidden: 403,
     errors.NotFound: 404,
     errors.Conflict: 409,
+    errors.Gone: 410,
     errors.IdempotencyMismatch: 422,
     errors.Unavailable: 503,
 }
@@ -41,6 +43,8 @@ STATUS: dict[type[errors.WorkflowError], int] = {
 if TYPE_CHECKING:
     Headers = dict[str, Union[str, list[str]]]
 JSON_HEADERS: Mapping[str, str] = {"Content-Type": "application/json"}
+# The cookie of a signed-in session (chalicelib/api/sessions.py names it too).
+SESSION_COOKIE = "__Host-approvals-session"
 # Where a request's verified caller is kept for its view (see JsonApi.caller).
 _CALLER = "approval-workflows.caller"
 # Refused with 413 before any parsing: no request of this API comes near it.
@@ -167,6 +171,17 @@ class JsonApi:
 
         return validation.json_body(_raw_body(self.request))
 
+    def form(self) -> dict[str, list[str]]:
+        """The request body as an HTML form (application/x-www-form-urlencoded)."""
+        from urllib.parse import parse_qs
+
+        raw = _raw_body(self.request)
+        check_body_size(raw)
+        try:
+            return parse_qs(raw.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
+        except UnicodeDecodeError as exc:
+            raise errors.InvalidInput("The form is not UTF-8") from exc
+
     def query(self) -> Mapping[str, Any]:
         return self.request.query_params or {}
 
@@ -200,7 +215,7 @@ class JsonApi:
 
                 request = self.request
                 try:
-                    caller = identity.authenticate(request.headers.get("Authorization"))
+                    caller = self._authenticated(request)
                     # Before anything reads it, the Idempotency-Key's fingerprint included.
                     check_body_size(_raw_body(request))
                 except errors.WorkflowError as exc:
@@ -214,6 +229,46 @@ class JsonApi:
             return wrapper
 
         return decorate
+
+    @staticmethod
+    def _authenticated(request: Request) -> Optional[identity.Caller]:
+        """The verified caller: by the Authorization header's bearer token, or
+        without one by the session cookie of a sign-in (chalicelib/api/sessions.py)."""
+        authorization = request.headers.get("Authorization")
+        if authorization is None and SESSION_COOKIE in (request.headers.get("Cookie") or ""):
+            # Imported here: only a request with a session cookie needs them.
+            from chalicelib.api import signin
+
+            if identity.settings().mode == identity.JWT:
+                caller = signin.session_caller(request.headers, request.method)
+                if caller is not None:
+                    return caller
+        return identity.authenticate(authorization)
+
+    def signed(self, produce: Callable[[], Outcome]) -> Response:
+        """A sign-in route's answer (chalicelib/api/signin.py): its redirect or
+        JSON, and its cookies; a domain error as its status. Never cached."""
+        try:
+            outcome = produce()
+        except errors.WorkflowError as exc:
+            response = domain_error_response(exc)
+            response.headers["Cache-Control"] = "no-store"
+            return response
+        headers: Headers = {"Cache-Control": "no-store"}
+        if outcome.location is not None:
+            headers["Location"] = outcome.location
+        if outcome.cookies:
+            headers["Set-Cookie"] = list(outcome.cookies)
+        if outcome.body is None:
+            return Response(body="", status_code=outcome.status, headers=headers)
+        headers.update(JSON_HEADERS)
+        return Response(body=_encode(outcome.body), status_code=outcome.status, headers=headers)
+
+    def origin(self) -> str:
+        """Where the page was loaded from, as a browser names it: scheme and host."""
+        headers = self.request.headers
+        scheme = headers.get("X-Forwarded-Proto") or "http"
+        return f"{scheme}://{headers.get('Host') or 'localhost'}"
 
     def prefers_minimal(self) -> bool:
         """Whether the request asks for the answer without the run's history."""

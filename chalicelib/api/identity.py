@@ -74,20 +74,20 @@ def settings(environ: Mapping[str, str] = os.environ) -> Settings:
     set) if it cannot work, so a misconfigured service refuses every request."""
     mode = environ.get("WORKFLOW_AUTH", NONE).strip().lower() or NONE
     if mode not in MODES:
-        raise _misconfigured(f"WORKFLOW_AUTH is {mode!r}; use one of {', '.join(MODES)}")
+        raise misconfigured(f"WORKFLOW_AUTH is {mode!r}; use one of {', '.join(MODES)}")
     issuer = environ.get("WORKFLOW_JWT_ISSUER", "").strip()
     jwks_url = environ.get("WORKFLOW_JWKS_URL", "").strip() or None
     secret = environ.get("WORKFLOW_JWT_SECRET", "").encode("utf-8") or None
     if mode == JWT:
         if not issuer:
-            raise _misconfigured("WORKFLOW_AUTH=jwt needs WORKFLOW_JWT_ISSUER, the tokens' iss")
+            raise misconfigured("WORKFLOW_AUTH=jwt needs WORKFLOW_JWT_ISSUER, the tokens' iss")
         if bool(jwks_url) == bool(secret):
-            raise _misconfigured(
+            raise misconfigured(
                 "WORKFLOW_AUTH=jwt needs exactly one of WORKFLOW_JWKS_URL (an OIDC issuer's "
                 "key set) or WORKFLOW_JWT_SECRET (a shared HS256 secret)"
             )
         if secret is not None and len(secret) < MIN_SECRET_BYTES:
-            raise _misconfigured(
+            raise misconfigured(
                 f"WORKFLOW_JWT_SECRET is {len(secret)} bytes; it must be at least "
                 f"{MIN_SECRET_BYTES} (for example: openssl rand -hex 32)"
             )
@@ -103,7 +103,7 @@ def settings(environ: Mapping[str, str] = os.environ) -> Settings:
     )
 
 
-def _misconfigured(what: str) -> errors.Unavailable:
+def misconfigured(what: str) -> errors.Unavailable:
     LOGGER.error("Authentication is misconfigured: %s", what)
     return errors.Unavailable("The service is misconfigured; its operators have been told why")
 
@@ -122,32 +122,60 @@ def authenticate(authorization: Optional[str]) -> Optional[Caller]:
         raise errors.Unauthorized(
             "The Authorization header must be 'Bearer <token>'", token_given=True
         )
-    return _caller(_verified_claims(token, config), config)
+    claims = verified_claims(token, config.issuer, config.audience, config.jwks_url, config.secret)
+    return caller_of(claims, config)
 
 
-def _verified_claims(token: str, config: Settings) -> dict[str, Any]:
+def verified_claims(
+    token: str,
+    issuer: str,
+    audience: Optional[str],
+    jwks_url: Optional[str],
+    secret: Optional[bytes] = None,
+) -> dict[str, Any]:
+    """The claims of `token` once its signature (by `secret`, or by a key of the
+    set at `jwks_url`), issuer, audience (where given), expiry and not-before
+    are verified; Unauthorized, with the reason, otherwise. A bearer token and
+    the ID token of a sign-in (chalicelib/api/signin.py) both pass here."""
     import jwt
 
     try:
-        if config.secret is not None:
-            key: Any = config.secret
+        if secret is not None:
+            key: Any = secret
             algorithms = SYMMETRIC
         else:
-            assert config.jwks_url is not None
-            key = _jwks_client(config.jwks_url).get_signing_key_from_jwt(token)
+            assert jwks_url is not None
+            key = _signing_key(_jwks_client(jwks_url), token)
             algorithms = ASYMMETRIC
         claims: dict[str, Any] = jwt.decode(
             token,
             key,
             algorithms=algorithms,
-            issuer=config.issuer,
-            audience=config.audience,
+            issuer=issuer,
+            audience=audience,
             leeway=LEEWAY_SECONDS,
-            options={"require": ["exp", "iss"], "verify_aud": config.audience is not None},
+            options={"require": ["exp", "iss"], "verify_aud": audience is not None},
         )
     except jwt.PyJWTError as exc:
         raise errors.Unauthorized(_reason(exc), token_given=True) from exc
     return claims
+
+
+def _signing_key(client: PyJWKClient, token: str) -> Any:
+    """The key of the set that signed `token`: the one its `kid` names, or,
+    for a token that names none, the set's only signing key (a set of one
+    leaves no doubt which key signed; with more, guessing is refused)."""
+    import jwt
+
+    if "kid" in jwt.get_unverified_header(token):
+        return client.get_signing_key_from_jwt(token)
+    keys = [key for key in client.get_jwk_set().keys if key.public_key_use in ("sig", None)]
+    if len(keys) != 1:
+        raise errors.Unauthorized(
+            f"The token names no key (kid) and the issuer's key set holds {len(keys)}",
+            token_given=True,
+        )
+    return keys[0]
 
 
 def _reason(exc: Exception) -> str:
@@ -190,7 +218,7 @@ def _jwks_client(url: str) -> PyJWKClient:
         return client
 
 
-def _caller(claims: Mapping[str, Any], config: Settings) -> Caller:
+def caller_of(claims: Mapping[str, Any], config: Settings) -> Caller:
     """The caller a verified token names: its actor and groups, each held to the
     rules of a name in a body (names.principal_problem), or Unauthorized."""
     from chalicelib.domain.models import GROUP_PREFIX, USER_PREFIX

@@ -129,6 +129,8 @@ class AuthSettings(Record):
     actor_claim: str = "sub"
     groups_claim: str = "groups"
     admin_group: str = identity.DEFAULT_ADMIN_GROUP
+    # "oidc" where the service signs people in (chalicelib/api/signin.py), else "".
+    sign_in: str = ""
 
 
 def auth_settings() -> AuthSettings:
@@ -138,7 +140,15 @@ def auth_settings() -> AuthSettings:
         # Misconfigured: every API call answers 503, which the page shows; it
         # asks for a token meanwhile rather than for a name it would trust.
         return AuthSettings(identity.JWT)
-    return AuthSettings(config.mode, config.actor_claim, config.groups_claim, config.admin_group)
+    from chalicelib.api import signin
+
+    try:
+        sign_in = "oidc" if signin.provider() is not None else ""
+    except errors.Unavailable:
+        sign_in = ""  # misconfigured: the page asks for a token, and sign-in answers 503
+    return AuthSettings(
+        config.mode, config.actor_claim, config.groups_claim, config.admin_group, sign_in
+    )
 
 
 def render(template: str, base_path: str, auth: AuthSettings) -> str:
@@ -152,6 +162,7 @@ def render(template: str, base_path: str, auth: AuthSettings) -> str:
         "actor_claim": auth.actor_claim,
         "groups_claim": auth.groups_claim,
         "admin_group": auth.admin_group,
+        "sign_in": auth.sign_in,
     }
     for name, value in values.items():
         template = template.replace("{{" + name + "}}", html.escape(value, quote=True))

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 from chalicelib.domain.models import (
     Action,
     Awaiting,
+    Contact,
     Delegation,
     Event,
     Page,
@@ -36,7 +37,20 @@ from chalicelib.domain.shapes import (
 if TYPE_CHECKING:
     # What a route returns to be shown; a name for the checker alone (typing's
     # Union costs a cold start about 0.5 million instructions).
-    Answer = Union[Workflow, Step, Run, Action, RunAudit, Permissions, Delegation, Page[Any]]
+    from chalicelib.domain.stats import Figures, WorkflowStats
+
+    Answer = Union[
+        Workflow,
+        Step,
+        Run,
+        Action,
+        RunAudit,
+        Permissions,
+        Delegation,
+        Contact,
+        Page[Any],
+        WorkflowStats,
+    ]
 
 
 # Answers are compact and ASCII-escaped, as Chalice writes a body it serialises.
@@ -57,6 +71,7 @@ def action_text(action: Action) -> str:
         f'"created_at":{_string(action.created_at)},"hash":{_optional(action.hash)},'
         f'"on_behalf_of":{_optional(action.on_behalf_of)},"round":{action.round},'
         f'"input_digest":{_optional(action.input_digest)},'
+        f'"channel":{_string(action.channel)},'
         f'"approvers":{"null" if action.approvers is None else _strings(action.approvers)},'
         f'"workflow_version":{_number(action.workflow_version)}}}'
     )
@@ -146,6 +161,10 @@ def permissions_shape(permissions: Permissions) -> dict[str, Any]:
     }
 
 
+def contact_shape(contact: Contact) -> dict[str, Any]:
+    return contact._asdict()
+
+
 def awaiting_text(awaiting: Awaiting) -> str:
     """A run in an inbox, as lists show it, and for whom the caller may decide it."""
     return f'{listed_text(awaiting.run)[:-1]},"on_behalf_of":{_optional(awaiting.on_behalf_of)}}}'
@@ -169,6 +188,7 @@ _LISTED: dict[type, Callable[[Any], str]] = {
     Event: lambda event: _encode(listed_event(event)),
     Awaiting: awaiting_text,
     Delegation: lambda delegation: _encode(delegation_shape(delegation)),
+    Contact: lambda contact: _encode(contact_shape(contact)),
 }
 _SHAPES: dict[type, Callable[[Any], dict[str, Any]]] = {
     Workflow: workflow_shape,
@@ -178,13 +198,58 @@ _SHAPES: dict[type, Callable[[Any], dict[str, Any]]] = {
     RunAudit: audit_shape,
     Permissions: permissions_shape,
     Delegation: delegation_shape,
+    Contact: contact_shape,
     Page: _parsed(page_text),
 }
 
 
+def stats_shape(figures: WorkflowStats) -> dict[str, Any]:
+    """GET /workflows/{id}/stats's answer (chalicelib/domain/stats.py)."""
+    return {
+        "workflow_id": figures.workflow_id,
+        "from": figures.window_from,
+        "to": figures.window_to,
+        "truncated": figures.truncated,
+        "runs": figures.runs._asdict(),
+        "run_seconds": _durations(figures.run_seconds),
+        "steps": [
+            {
+                "name": step.name,
+                "step_order": step.step_order,
+                "step_id": step.step_id,
+                "decisions": step.decisions,
+                "approvals": step.approvals,
+                "rejections": step.rejections,
+                "returns": step.returns,
+                "skips": step.skips,
+                "wait_seconds": _durations(step.wait_seconds),
+            }
+            for step in figures.steps
+        ],
+        "overdue_runs": list(figures.overdue_runs),
+    }
+
+
+def _durations(figures: Figures) -> dict[str, Any]:
+    return {
+        "count": figures.total,
+        "p50": figures.p50,
+        "p90": figures.p90,
+        "p99": figures.p99,
+        "max": figures.max,
+    }
+
+
+# Shaped by the name of their record's class, whose module this one does not
+# import: chalicelib/domain/stats.py loads the lifecycle's enums, which a cold
+# start serving a read by id does without.
+_SHAPES_BY_NAME: dict[str, Callable[[Any], dict[str, Any]]] = {"WorkflowStats": stats_shape}
+
+
 def shape(answer: Answer) -> dict[str, Any]:
     """The JSON body of a view's answer."""
-    return _SHAPES[type(answer)](answer)
+    shaper = _SHAPES.get(type(answer)) or _SHAPES_BY_NAME[type(answer).__name__]
+    return shaper(answer)
 
 
 def text(answer: Answer) -> str:

@@ -52,9 +52,19 @@ ENTRY_FIELDS = (
 )
 # In the entry of an action that has them only: whom a delegate decided for, a
 # round after the first, a resubmit's new input's digest. Older entries, and
-# those of actions without them, are hashed as before.
-# And a reassign's new approvers, a move's version.
-OPTIONAL_ENTRY_FIELDS = ("on_behalf_of", "round", "input_digest", "approvers", "workflow_version")
+# those of actions without them, are hashed as before. And the channel when
+# not the API's, a reassign's new approvers, a move's version.
+OPTIONAL_ENTRY_FIELDS = (
+    "on_behalf_of",
+    "round",
+    "input_digest",
+    "channel",
+    "approvers",
+    "workflow_version",
+)
+# The channel an entry of no `channel` came through: every action before
+# channels were recorded, and every API call since.
+DEFAULT_CHANNEL = "api"
 AUDIT_FIELDS = ("run_id", "genesis", "head_hash", "valid", "first_invalid_seq", "entries")
 # And what the service alone can check, which needs the workflow: not the offline verifier's.
 STATE_ANSWER = ("state_valid", "state_mismatches")
@@ -133,6 +143,8 @@ def entry_of(action: Action, seq: int) -> dict[str, Any]:
         entry["round"] = action.round
     if action.input_digest is not None:
         entry["input_digest"] = action.input_digest
+    if action.channel != DEFAULT_CHANNEL:
+        entry["channel"] = action.channel
     if action.approvers is not None:
         entry["approvers"] = list(action.approvers)
     if action.workflow_version is not None:

@@ -54,6 +54,11 @@ class Conflict(WorkflowError):
     """The request is valid but the current state forbids it."""
 
 
+class Gone(WorkflowError):
+    """What was named existed, and can no longer be used (a one-time action
+    link used, expired or overtaken: chalicelib/domain/links.py)."""
+
+
 class Unavailable(WorkflowError):
     """The storage could not answer in time; the caller may retry later."""
 

@@ -292,7 +292,8 @@ def decided(
     """A decision on `before`'s current step left the run as `after`, past the
     `skipped` steps. A reject by the deadline sweeper is the step's expiry,
     not a person's rejection."""
-    at, behalf = decision.at, {"on_behalf_of": decision.on_behalf_of}
+    at = decision.at
+    behalf = {"on_behalf_of": decision.on_behalf_of, "channel": decision.channel}
     actor, comment = decision.actor, decision.comment
     match decision.action:
         case ActionKind.CANCEL:

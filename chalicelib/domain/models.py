@@ -137,6 +137,9 @@ class Action(Record):
     round: int = 1
     # A resubmit that changed the input: the new input's digest (audit.input_digest).
     input_digest: Optional[str] = None
+    # How the decision came: "api" (every API call, the page's included),
+    # "email-link" or "slack" (lifecycle.CHANNELS).
+    channel: str = "api"
     # A reassign: whom the step awaits from it on (None for every other action).
     approvers: Optional[tuple[str, ...]] = None
     # A move: the version of the workflow the run continues on (None otherwise).
@@ -253,6 +256,8 @@ class Decision(Record):
     on_behalf_of: Optional[str] = None
     # For each of approved_by, whom they approved for ("" where themselves).
     approved_for: tuple[str, ...] = ()
+    # How it came (Action.channel).
+    channel: str = "api"
 
     @property
     def stays(self) -> bool:
@@ -376,7 +381,21 @@ class Awaiting(Record):
     on_behalf_of: Optional[str] = None
 
 
-Listed = TypeVar("Listed", Workflow, Run, Event, Awaiting, Delegation)
+class Contact(Record):
+    """Where a principal is told that something waits for them or was decided
+    (chalicelib/domain/notifications.py): an email address, a Slack id, or both."""
+
+    # "user:<name>" or "group:<name>", as it was first written.
+    principal: str
+    email: Optional[str]
+    # A user's Slack user id (U..., W...), a group's channel id (C...).
+    slack: Optional[str]
+    # None: no contact is set (who has none is told nothing).
+    updated_at: Optional[str]
+    updated_by: Optional[str] = None
+
+
+Listed = TypeVar("Listed", Workflow, Run, Event, Awaiting, Delegation, Contact)
 
 
 class Slice(Record, Generic[Listed]):

@@ -195,6 +195,7 @@ def decide(
     following: Sequence[Step],
     at: str,
     on_behalf_of: Optional[str] = None,
+    channel: str = "api",
 ) -> RunChange:
     """The decision `action` by `actor` (for `on_behalf_of`, through a
     delegation, or for themselves) on the run's current step, as read.
@@ -205,7 +206,7 @@ def decide(
     for changes: its round's approvals stop counting, its deadline pauses."""
     landing, skipped = _arrival(following, run.input)
     chosen = decision.decide(run, action, actor, comment, landing, at, on_behalf_of)
-    return decided(run, chosen, skipped, following)
+    return decided(run, chosen._replace(channel=channel), skipped, following)
 
 
 def resubmit(
@@ -410,6 +411,7 @@ def decided(
         None,
         chosen.on_behalf_of,
         run.round,
+        channel=chosen.channel,
     )
     seq = run.history_length + 1
     first = audit.chained(entry, seq, audit.head_of(run))

@@ -147,6 +147,7 @@ def _chained(
         None,
         run.round,
         None,
+        "api",  # an administrator's change comes through the API alone
         approvers,
         version,
     )

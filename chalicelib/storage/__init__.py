@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from chalicelib.storage.protocols import Backend as Backend
+    from chalicelib.storage.protocols import Notices as Notices
     from chalicelib.storage.protocols import Outbox as Outbox
     from chalicelib.storage.protocols import Storage as Storage
 
-PROTOCOLS = ("Backend", "Outbox", "Storage")
+PROTOCOLS = ("Backend", "Notices", "Outbox", "Storage")
 
 
 def __getattr__(name: str) -> Any:

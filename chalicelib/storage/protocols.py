@@ -16,7 +16,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Optional, Protocol
 
-from chalicelib.domain.models import Action, Delegation, Event, Pending, Run, Slice, Step, Workflow
+from chalicelib.domain.models import (
+    Action,
+    Contact,
+    Delegation,
+    Event,
+    Pending,
+    Run,
+    Slice,
+    Step,
+    Workflow,
+)
 
 
 class Storage(Protocol):
@@ -120,6 +130,15 @@ class Storage(Protocol):
         keys may decide them is the engine's to say, not the storage's."""
         ...
 
+    def runs_started_between(
+        self, workflow_id: int, start: str, end: str, max_runs: int, max_actions: int
+    ) -> Slice[Run]:
+        """The workflow's runs whose created_at is from `start` (inclusive) to
+        `end` (exclusive), by (created_at, id), each with its whole history: the
+        first that `max_runs` runs and `max_actions` actions in all hold, and
+        whether the window holds more (`more`)."""
+        ...
+
     def due_runs(self, now: str, limit: int) -> list[int]:
         """At most `limit` runs whose current step's deadline passed by `now` and
         is still to apply, soonest due first."""
@@ -188,6 +207,72 @@ class Outbox(Protocol):
         ...
 
 
+class Notices(Protocol):
+    """What telling people takes (chalicelib/delivery/notifier.py): their
+    contacts, a marker per notification sent, and the one-time action links
+    (stored by their token's SHA-256 only)."""
+
+    def put_contact(self, contact: Contact) -> Contact:
+        """Store `contact`, replacing the one of the same principal (by its key)."""
+        ...
+
+    def get_contact(self, principal_key: str) -> Contact:
+        """The contact of the principal with that canonical key; NotFound if none."""
+        ...
+
+    def delete_contact(self, principal_key: str) -> Contact:
+        """Remove the contact and answer it as it was; NotFound if none."""
+        ...
+
+    def list_contacts(self, after_key: Optional[str], limit: int) -> Slice[Contact]:
+        """At most `limit` contacts after key `after_key` (None: the first), by key."""
+        ...
+
+    def contacts_of(self, principal_keys: Sequence[str]) -> tuple[Contact, ...]:
+        """The contacts of those keys that have one, in the keys' order."""
+        ...
+
+    def claim_notice(self, once_key: str, claim: str) -> bool:
+        """Put the "sent" marker of `once_key`, holding the caller's unique
+        `claim`, if no marker is there; whether this call put it (only then
+        may the caller send)."""
+        ...
+
+    def release_notice(self, once_key: str, claim: str) -> None:
+        """Remove the marker, if it still holds `claim` (its send failed:
+        another attempt may claim it again)."""
+        ...
+
+    def put_links(self, links: Sequence[ActionLink]) -> None:
+        """Store new action links (keyed by their digest)."""
+        ...
+
+    def get_link(self, digest: str) -> Optional[ActionLink]:
+        """The link whose token hashes to `digest`, if any."""
+        ...
+
+    def use_link(self, link: ActionLink, at: str) -> bool:
+        """Mark `link` used at `at`, only if neither it nor another link of its
+        person for its run, round and step was used; whether it was."""
+        ...
+
+    def unuse_link(self, link: ActionLink) -> None:
+        """Undo use_link (the decision it was used for was refused)."""
+        ...
+
+    def contact_of_slack_user(self, slack_id: str) -> Optional[Contact]:
+        """The user's contact whose Slack id is `slack_id`, if any (the first by key)."""
+        ...
+
+    def put_slack_post(self, post: SlackPost) -> None:
+        """Remember a Slack message posted about a run's step (to update it later)."""
+        ...
+
+    def slack_posts(self, run_id: int, round_: int, step_id: int) -> tuple[SlackPost, ...]:
+        """The Slack messages posted about that step of that round of the run."""
+        ...
+
+
 if TYPE_CHECKING:
     from chalicelib.domain.changes import (
         DelegationGrant,
@@ -200,8 +285,10 @@ if TYPE_CHECKING:
         WorkflowDefinition,
     )
     from chalicelib.domain.idempotency import KeyStore
+    from chalicelib.domain.links import ActionLink
+    from chalicelib.domain.notifications import SlackPost
 
-    class Backend(Storage, KeyStore, Outbox, Protocol):
+    class Backend(Storage, KeyStore, Outbox, Notices, Protocol):
         """What each adapter is: the service's state, the Idempotency-Key store
         beside it (chalicelib/domain/idempotency.py) and the events' delivery
         state, so that all share one database."""

@@ -105,11 +105,12 @@ function moveForm(run, newest, contract, done) {
  * @param {string} text
  * @returns {string[]}
  */
-const listed = (text) =>
-  text
+function listed(text) {
+  return text
     .split(",")
     .map((part) => part.trim())
     .filter(Boolean);
+}
 
 /**
  * @param {HTMLFormElement} form

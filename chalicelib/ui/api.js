@@ -1,9 +1,10 @@
 // The JSON API of the app that serves the page: every call sends the caller's
 // token (jwt) and asks for JSON; an error answer becomes an ApiError with the
 // API's own words, and a refused token (401) sends the page back to asking for one.
-import { BASE, MODE, me } from "./caller.js";
+import { BASE, MODE, SIGNIN, me } from "./caller.js";
 import { alertRegion, clearMessages, focus, warn } from "./dom.js";
 import { handled, signedOut } from "./router.js";
+import { FROM_PAGE } from "./session.js";
 
 /** @typedef {import("./types.js").Workflow} Workflow */
 
@@ -37,7 +38,8 @@ export async function request(method, path, body, idempotencyKey) {
   const headers = { Accept: "application/json" };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const caller = me();
-  if (MODE === "jwt" && caller) headers.Authorization = `Bearer ${caller.token}`;
+  if (SIGNIN) Object.assign(headers, FROM_PAGE); // the session cookie says who calls
+  else if (MODE === "jwt" && caller) headers.Authorization = `Bearer ${caller.token}`;
   if (idempotencyKey) headers["Idempotency-Key"] = idempotencyKey;
   let response;
   try {

@@ -3,6 +3,9 @@
 // name and groups the person gives, with jwt a bearer token, whose claims are
 // read for display only (the API verifies the token on every call). Either is
 // kept for the tab (sessionStorage), or in memory where that is refused.
+// Where the service signs people in (SIGNIN), it holds their tokens in a
+// cookie no script reads: who is signed in is what GET /auth/session said
+// (session.js), kept here in memory.
 import { sameName, splitList } from "./format.js";
 
 /** @typedef {import("./types.js").Caller} Caller */
@@ -19,7 +22,18 @@ export const MODE = meta("auth-mode") === "none" ? "none" : "jwt";
 export const ACTOR_CLAIM = meta("actor-claim") || "sub";
 const GROUPS_CLAIM = meta("groups-claim") || "groups";
 export const ADMIN_GROUP = meta("admin-group") || "workflow-admins";
+/** Whether the service signs people in through an OpenID provider (WORKFLOW_OIDC_ISSUER). */
+export const SIGNIN = MODE === "jwt" && meta("sign-in") === "oidc";
 export const KEYS = { actor: "approvals.actor", groups: "approvals.groups", token: "approvals.token", next: "approvals.next" };
+
+/** @type {Caller | null} */
+let signedInCaller = null; // with SIGNIN: who GET /auth/session says is signed in
+
+/**
+ * With SIGNIN: who is signed in from now on (null: nobody).
+ * @param {Caller | null} caller
+ */
+export const rememberSignedIn = (caller) => (signedInCaller = caller);
 
 /** @type {Map<string, string>} */
 const memory = new Map(); // when sessionStorage is refused: kept until the page reloads
@@ -81,6 +95,7 @@ function claimGroups(value) {
  * @returns {Caller | null}
  */
 export function me() {
+  if (SIGNIN) return signedInCaller;
   if (MODE === "none") {
     const actor = (session.get(KEYS.actor) || "").trim();
     return actor ? { actor, groups: splitList(session.get(KEYS.groups)) } : null;

@@ -13,9 +13,9 @@ import { isObject } from "./format.js";
  * @typedef {object} Contract
  * @property {string[]} flags A new workflow's rules (its boolean fields), in the document's order.
  * @property {string[]} onDeadline What a step's deadline may do: "remind", "escalate", "reject".
- * @property {(path: string, field: string) => string | null} maxLength
- *   The most characters `field` of POST `path`'s body may have, as an attribute's value;
- *   null where the document sets no limit.
+ * @property {(path: string, field: string, method?: string) => string | null} maxLength
+ *   The most characters `field` of `path`'s body (POST's, or `method`'s) may have, as an
+ *   attribute's value; null where the document sets no limit.
  */
 
 /** @type {Contract | null} */
@@ -67,11 +67,12 @@ export async function readContract() {
   };
   /**
    * @param {string} path
+   * @param {string} [method]
    * @returns {SchemaNode}
    */
-  const body = (path) => {
-    const post = asNode(asNode(asNode(doc.paths)[path]).post);
-    return properties(asNode(asNode(asNode(post.requestBody).content)["application/json"]).schema);
+  const body = (path, method = "post") => {
+    const operation = asNode(asNode(asNode(doc.paths)[path])[method]);
+    return properties(asNode(asNode(asNode(operation.requestBody).content)["application/json"]).schema);
   };
   /**
    * The longest text a schema takes: its own maxLength; the shortest of
@@ -94,8 +95,8 @@ export async function readContract() {
       .filter(([, schema]) => [deref(schema).type].flat().includes("boolean"))
       .map(([name]) => name),
     onDeadline: [...asList(onDeadline.enum), ...asList(onDeadline.anyOf).flatMap((each) => asList(deref(each).enum))].filter((value) => typeof value === "string"),
-    maxLength(path, field) {
-      const limit = longest(body(path)[field]);
+    maxLength(path, field, method = "post") {
+      const limit = longest(body(path, method)[field]);
       return limit === null ? null : String(limit);
     },
   };

@@ -6,7 +6,7 @@
 // request is not recorded twice. The run's page sends it (`act`) and shows
 // the outcome; each form says it in words (`describe`).
 import { newKey, request, statusOf, submit } from "./api.js";
-import { ADMIN_GROUP, MODE, me, signedIn } from "./caller.js";
+import { ADMIN_GROUP, MODE, me, session, signedIn } from "./caller.js";
 import { el, explainer, refuse, uid } from "./dom.js";
 import { asSentence, capitalised, plural, sameName, whoMayDecide } from "./format.js";
 import { fieldOfError, runInputFields, stableText } from "./inputform.js";
@@ -83,7 +83,11 @@ export function decisionForm(run, workflow, contract, offer, permissions, draft,
   const hintId = uid("hint");
   const needsComment = workflow.reject_requires_comment === true && offer.reject;
   const comment = el("textarea", { id: commentId, name: "comment", rows: "3", maxlength: contract.maxLength("/runs/{run_id}/approve", "comment"), "aria-describedby": hintId });
-  comment.value = draft;
+  // Kept for the tab as it is typed: a session that ends meanwhile sends the
+  // person to sign in again, and they find their comment here when they are back.
+  const kept = `approvals.draft.${run.id}`;
+  comment.value = draft || session.get(kept) || "";
+  comment.addEventListener("input", () => session.set(kept, comment.value || null));
   const approved = run.current_step_approved_by || [];
   const escalated = run.current_step_escalated_to || [];
   const behalf = actingFor(permissions, offer.approve ? "approve" : "reject");
@@ -121,7 +125,10 @@ export function decisionForm(run, workflow, contract, offer, permissions, draft,
     if (decision === "reject" && needsComment && !text.trim()) return refuse(comment, "Say why you reject: this workflow needs a comment to reject.");
     const body = decisionBody(run, permissions, decision);
     if (text.trim()) body.comment = text;
-    act(form, run, contract, decision, body, text, (updated, fresh) => decidedText(decision, step, updated, fresh, body) + skippedText(updated.actions.slice(run.actions.length)));
+    act(form, run, contract, decision, body, text, (updated, fresh) => {
+      session.set(kept, null);
+      return decidedText(decision, step, updated, fresh, body) + skippedText(updated.actions.slice(run.actions.length));
+    });
   });
   return form;
 }

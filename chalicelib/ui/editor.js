@@ -74,7 +74,9 @@ export function changes(before, after) {
  * @param {unknown} value
  * @returns {string}
  */
-const shown = (value) => (value === undefined ? "(the default)" : JSON.stringify(value));
+function shown(value) {
+  return value === undefined ? "(the default)" : JSON.stringify(value);
+}
 
 /**
  * @param {Definition} definition

@@ -1,14 +1,15 @@
 // Views are hash routes, so every link can be shared and reloads where it was:
 // #/inbox, #/runs/42 (#/runs/42?for=bob: decided on bob's behalf), #/workflows,
+// #/workflows/7 (how long its approvals take; ?days=90: over the last 90 days),
 // #/delegations (rights to decide lent and lent to me), #/me (who am I). Each
 // navigation draws its view afresh; one that a later navigation overtook is
 // dropped (`generation`).
-import { KEYS, MODE, describeCaller, me, session } from "./caller.js";
+import { KEYS, MODE, SIGNIN, describeCaller, me, rememberSignedIn, session } from "./caller.js";
 import { alertRegion, byId, clearMessages, el, focus, say, statusRegion, view, warn } from "./dom.js";
 
 /**
  * Where a hash leads.
- * @typedef {{ name: "run", id: number, behalf: string | null } | { name: ViewName }} Target
+ * @typedef {{ name: "run", id: number, behalf: string | null } | { name: "workflow", id: number, days: number | null } | { name: ViewName }} Target
  * @typedef {"inbox" | "workflows" | "delegations" | "me"} ViewName
  */
 
@@ -55,13 +56,16 @@ export function go(hash, messages) {
 }
 
 /**
- * The API refused the token (401): ask for another, then come back here.
+ * The API refused the token or the session (401): ask for another, or to
+ * sign in again, then come back here (a comment being written is kept: decide.js).
  * @param {string} reason
  */
 export function signedOut(reason) {
   session.set(KEYS.token, null);
+  if (SIGNIN) rememberSignedIn(null);
   if (!location.hash.startsWith("#/me")) session.set(KEYS.next, location.hash || "#/inbox");
-  carried = { alert: `Your token was refused: ${reason}. Paste a valid one to go on.` };
+  const said = reason.replace(/[.\s]+$/, "");
+  carried = { alert: SIGNIN ? `You are signed out: ${said}. Sign in to go on where you were.` : `Your token was refused: ${said}. Paste a valid one to go on.` };
   if (location.hash === "#/me") route();
   else location.replace("#/me");
 }
@@ -71,10 +75,13 @@ export function signedOut(reason) {
  * @returns {Target}
  */
 function parse(hash) {
-  const match = /^#\/(inbox|workflows|delegations|me|runs\/(\d+))?\/?(\?[^#]*)?$/.exec(hash || "#/");
+  const match = /^#\/(inbox|workflows|delegations|me|runs\/(\d+)|workflows\/(\d+))?\/?(\?[^#]*)?$/.exec(hash || "#/");
   if (!match) return { name: "inbox" };
+  const params = new URLSearchParams(match[4] || "");
   // #/runs/42?for=bob: the run, decided on bob's behalf (from the inbox of his delegate).
-  if (match[2]) return { name: "run", id: Number(match[2]), behalf: new URLSearchParams(match[3] || "").get("for") || null };
+  if (match[2]) return { name: "run", id: Number(match[2]), behalf: params.get("for") || null };
+  // #/workflows/7?days=90: how long the workflow's approvals take, over the last 90 days.
+  if (match[3]) return { name: "workflow", id: Number(match[3]), days: Number(params.get("days")) || null };
   return { name: /** @type {ViewName} */ (match[1] || "inbox") };
 }
 
@@ -99,7 +106,7 @@ export async function route() {
   const messages = carried;
   carried = null;
   clearMessages();
-  markNavigation(target.name);
+  markNavigation(target.name === "workflow" ? "workflows" : target.name);
   showCaller();
   view.setAttribute("aria-busy", "true");
   try {
@@ -169,7 +176,8 @@ function markNavigation(name) {
 
 function showCaller() {
   const caller = me();
-  byId("whoami").textContent = caller ? `Acting as ${caller.actor || "nobody named"}` : "Who am I?";
+  if (SIGNIN) byId("whoami").textContent = caller ? `Signed in as ${caller.actor}` : "Sign in";
+  else byId("whoami").textContent = caller ? `Acting as ${caller.actor || "nobody named"}` : "Who am I?";
 }
 
 /**

@@ -1,11 +1,15 @@
 // Who am I (#/me): without sign-in the page asks for a name and groups; with
 // tokens, for a bearer token (pasted, or in a link after #token=), and shows
-// whose it is and until when. Then on to where the person was going.
-import { ACTOR_CLAIM, KEYS, MODE, describeCaller, me, session, tokenClaims } from "./caller.js";
+// whose it is and until when; where the service signs people in, "Sign in",
+// or who is signed in, until when, and "Sign out". Then on to where the
+// person was going.
+import { ACTOR_CLAIM, KEYS, MODE, SIGNIN, describeCaller, me, session, tokenClaims } from "./caller.js";
+import { contactSettings } from "./contact.js";
 import { readContract } from "./contract.js";
 import { el, facts, refuse, uid } from "./dom.js";
 import { isPast, splitList, time } from "./format.js";
 import { draw, go } from "./router.js";
+import { signInUrl, signOut } from "./session.js";
 
 /** @typedef {import("./types.js").Caller} Caller */
 
@@ -22,17 +26,21 @@ function continueAfterIdentity(message) {
  */
 export async function showMe(current) {
   const caller = me();
-  if (MODE === "none") return drawNameForm(current, caller, (await readContract()).maxLength("/runs/{run_id}/approve", "actor"));
-  return drawTokenForm(current, caller);
+  // One's contact, once the page knows who one is (its own section, after the form).
+  const contact = caller ? await contactSettings(caller) : null;
+  if (MODE === "none") return drawNameForm(current, caller, (await readContract()).maxLength("/runs/{run_id}/approve", "actor"), contact);
+  if (SIGNIN) return drawSession(current, caller, contact);
+  return drawTokenForm(current, caller, contact);
 }
 
 /**
  * @param {number} current
  * @param {Caller | null} caller
  * @param {string | null} nameLength The longest name the API takes.
+ * @param {HTMLElement | null} contact
  * @returns {HTMLElement | null}
  */
-function drawNameForm(current, caller, nameLength) {
+function drawNameForm(current, caller, nameLength, contact) {
   const nameId = uid("actor");
   const groupsId = uid("groups");
   const groupsHint = uid("hint");
@@ -58,15 +66,17 @@ function drawNameForm(current, caller, nameLength) {
     "Who are you?",
     el("p", {}, "This service takes your word for who you are (it runs without sign-in, for local use). Your name is recorded with every decision you make here; it is kept for this tab only."),
     form,
+    contact,
   );
 }
 
 /**
  * @param {number} current
  * @param {Caller | null} caller
+ * @param {HTMLElement | null} contact
  * @returns {HTMLElement | null}
  */
-function drawTokenForm(current, caller) {
+function drawTokenForm(current, caller, contact) {
   const tokenId = uid("token");
   const hintId = uid("hint");
   const token = el("textarea", { id: tokenId, name: "token", rows: "4", required: true, autocomplete: "off", spellcheck: "false", "aria-describedby": hintId });
@@ -95,7 +105,50 @@ function drawTokenForm(current, caller) {
         ]),
       )
     : null;
-  return draw(current, "Who are you?", el("p", {}, "This service verifies who you are with a bearer token. Paste yours, or open a link that carries it after #token=."), currentToken, form);
+  return draw(current, "Who are you?", el("p", {}, "This service verifies who you are with a bearer token. Paste yours, or open a link that carries it after #token=."), currentToken, form, contact);
+}
+
+/**
+ * Signed in through the service: "Sign in", or who is signed in and "Sign out".
+ * @param {number} current
+ * @param {Caller | null} caller
+ * @param {HTMLElement | null} contact
+ * @returns {HTMLElement | null}
+ */
+function drawSession(current, caller, contact) {
+  if (!caller) {
+    const next = session.get(KEYS.next) || "#/inbox";
+    const goSignIn = () => {
+      session.set(KEYS.next, null); // the service brings the person back there itself
+      location.assign(signInUrl(next));
+    };
+    const start = el("button", { type: "button", class: "primary", onclick: goSignIn }, "Sign in");
+    return draw(current, "Sign in", el("p", {}, "Sign in with your organisation's account to see what waits for you and decide it."), el("div", { class: "actions" }, start));
+  }
+  const out = el("button", { type: "button", onclick: () => leave(out) }, "Sign out");
+  const until = caller.expires ? el("span", {}, time(caller.expires), caller.renewable ? " (renewed while this page is open)" : "") : "the provider did not say";
+  return draw(
+    current,
+    "Signed in",
+    facts([
+      ["Signed in as", caller.actor],
+      ["Groups", caller.groups.join(", ") || "none"],
+      ["Until", until],
+    ]),
+    el("div", { class: "actions" }, out),
+    contact,
+  );
+}
+
+/** @param {HTMLButtonElement} button */
+async function leave(button) {
+  button.disabled = true;
+  try {
+    await signOut();
+  } catch (error) {
+    button.disabled = false;
+    refuse(button, error instanceof Error ? error.message : String(error));
+  }
 }
 
 function forget() {

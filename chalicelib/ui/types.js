@@ -146,6 +146,42 @@
  */
 
 /**
+ * Durations in seconds: how many, their nearest-rank percentiles, the longest (null: none).
+ * @typedef {object} Durations
+ * @property {number} count
+ * @property {number | null} p50
+ * @property {number | null} p90
+ * @property {number | null} p99
+ * @property {number | null} max
+ */
+
+/**
+ * @typedef {object} StepStats
+ * @property {string} name
+ * @property {number} step_order
+ * @property {number} step_id
+ * @property {number} decisions
+ * @property {number} approvals
+ * @property {number} rejections
+ * @property {number} returns
+ * @property {number} skips
+ * @property {Durations} wait_seconds
+ */
+
+/**
+ * How long a workflow's approvals take (GET /workflows/{id}/stats).
+ * @typedef {object} WorkflowStats
+ * @property {number} workflow_id
+ * @property {Timestamp} from
+ * @property {Timestamp} to
+ * @property {boolean} truncated
+ * @property {{ started: number, completed: number, rejected: number, returned: number, cancelled: number, in_progress: number, overdue: number }} runs
+ * @property {Durations} run_seconds
+ * @property {StepStats[]} steps
+ * @property {number[]} overdue_runs
+ */
+
+/**
  * @template T
  * @typedef {{ items: T[], next_cursor: string | null }} Page A page of a list, and the cursor to the next one.
  */
@@ -157,6 +193,7 @@
  * @property {string[]} groups
  * @property {string} [token]
  * @property {string | null} [expires]
+ * @property {boolean} [renewable] Signed in (SIGNIN): whether the session renews before it ends.
  */
 
 export {};

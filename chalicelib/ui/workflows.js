@@ -118,6 +118,7 @@ function workflowCard(workflow, contract, admin) {
     el("h3", { class: "card-title" }, workflow.name, workflow.retired ? el("span", { class: "badge" }, " retired") : null),
     el("p", { class: "version" }, `Version ${workflow.version}`),
     workflow.description ? el("p", {}, workflow.description) : null,
+    el("p", {}, el("a", { href: `#/workflows/${workflow.id}` }, `How long ${workflow.name} takes`)),
     flags.length ? [el("h4", {}, "Rules"), el("ul", { class: "flags" }, flags.map(([name, value]) => el("li", {}, flagText(name, value))))] : null,
     el("h4", {}, "Steps"),
     workflow.steps.length

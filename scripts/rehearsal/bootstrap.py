@@ -63,11 +63,6 @@ def _error(kind: str, exc: BaseException) -> dict[str, Any]:
     }
 
 
-def _load(handler: str) -> Any:
-    module, _, name = handler.rpartition(".")
-    return getattr(importlib.import_module(module), name)
-
-
 def _imported_names(path: str) -> list[tuple[int, str, list[str]]]:
     """(line, module, names) of every import in a file, inside functions too,
     but not under `if TYPE_CHECKING:` (never run)."""
@@ -127,7 +122,8 @@ def main() -> int:
         return 0
     answers = os.fdopen(int(sys.argv[sys.argv.index("--answers") + 1]), "w", encoding="utf-8")
     try:
-        function = _load(handler)
+        module, _, name = handler.rpartition(".")
+        function = getattr(importlib.import_module(module), name)
         init_error = None
     except Exception as exc:  # Lambda reports it on every invocation
         function = None

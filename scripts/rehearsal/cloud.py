@@ -1,18 +1,12 @@
 """moto on 127.0.0.1 (scripts/moto_server.py), enforcing IAM on the resources
 each request touches, with every decision recorded, allowed or denied, with
-the principal that asked.
-
-moto 5 evaluates the actions of DynamoDB, DynamoDB Streams, SSM, EventBridge
-and CloudWatch Logs against the resource "*", where a statement that names a
-table matches nothing, and IAM authorises some requests as other actions
-than their name (a transaction's items, a batch's entries): the checks below
-give moto what IAM evaluates, for the calls the stack makes. The fixes of
-moto's CloudFormation where the template relies on it say each where.
-docs/rehearsal.md ("What moto does not evaluate") has the whole list.
+the principal that asked; and the fixes of moto's CloudFormation that the
+template needs. docs/rehearsal.md (step 2, and "What moto does not evaluate")
+says what IAM evaluates here that moto alone does not, and each fix.
 
 The server starts open (moto's default: every request allowed, as the account
 that deploys), and `enforce()` turns IAM on, for every request from then on
-(moto's INITIAL_NO_AUTH_ACTION_COUNT, set through /moto-api/reset-auth).
+(moto's INITIAL_NO_AUTH_ACTION_COUNT, as /moto-api/reset-auth sets it).
 """
 
 from __future__ import annotations
@@ -23,15 +17,18 @@ import functools
 import json
 import threading
 import urllib.parse
-import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Optional
+from unittest import mock
 
 from scripts.moto_server import MotoServer
 
+REGION = "us-east-1"
+ACCOUNT = "123456789012"  # moto's
 
-def client(endpoint: str, service: str, region: str = "us-east-1", **keys: str) -> Any:
+
+def client(endpoint: str, service: str, **keys: str) -> Any:
     """A boto3 client of `service` at `endpoint`, with these credentials
     (aws_access_key_id, aws_secret_access_key, aws_session_token).
 
@@ -41,7 +38,7 @@ def client(endpoint: str, service: str, region: str = "us-east-1", **keys: str) 
     made with; the lock is there because a session is not safe to make
     clients from on two threads at once (a client, once made, is)."""
     with _making_clients:
-        return _session().client(service, endpoint_url=endpoint, region_name=region, **keys)
+        return _session().client(service, endpoint_url=endpoint, region_name=REGION, **keys)
 
 
 _making_clients = threading.Lock()
@@ -54,6 +51,8 @@ def _session() -> Any:
     return boto3.session.Session()
 
 
+# Any credentials do while the requests are the account's own (as_account).
+ACCOUNT_KEYS = {"aws_access_key_id": "rehearsal", "aws_secret_access_key": "rehearsal"}
 # (IAM action without its service, resource ARN) pairs one request needs.
 Checks = list[tuple[str, str]]
 
@@ -170,6 +169,16 @@ def ssm_checks(handler: Any, action: str) -> Checks:
     ]
 
 
+def ses_checks(handler: Any, action: str) -> Checks:
+    """SES authorises a SendEmail as the identity it sends from: here the
+    sender's domain (the notifier's MailIdentity)."""
+    if action != "SendEmail":
+        return [(action, "*")]
+    sender = str(_body(handler).get("FromEmailAddress", ""))
+    domain = sender.rpartition("@")[2]
+    return [(action, _arn(handler, "ses", f"identity/{domain}"))]
+
+
 def events_checks(handler: Any, action: str) -> Checks:
     if action != "PutEvents":
         return [(action, "*")]
@@ -194,14 +203,6 @@ def logs_checks(handler: Any, action: str) -> Checks:
 XRAY_ACTIONS = {"TraceSegments": "PutTraceSegments", "TelemetryRecords": "PutTelemetryRecords"}
 
 
-def xray_checks(handler: Any, action: str) -> Checks:
-    return [(XRAY_ACTIONS.get(action, action), "*")]
-
-
-def sqs_checks(handler: Any, action: str, resource: str) -> Checks:
-    return [(SQS_BATCH_ACTIONS.get(action, action), resource)]
-
-
 class Cloud(MotoServer):
     """moto on 127.0.0.1 (a free port), one request at a time, with faults
     (scripts/moto_server.py), and IAM as above."""
@@ -214,9 +215,6 @@ class Cloud(MotoServer):
         _fix_moto()
         super().__init__()
         self.decisions: list[Decision] = []
-        # The keys of an administrator of the account, for the rehearsal's own
-        # reads once IAM is enforced (created by `create_deployer`).
-        self.deployer: dict[str, str] = {}
         self._lock = threading.Lock()
         _CLOUDS.append(self)
 
@@ -232,58 +230,34 @@ class Cloud(MotoServer):
         super().__exit__(*exc)
         _CLOUDS.remove(self)
         if not _CLOUDS:
-            _unfix_moto()
+            _FIXES.close()
 
     def enforce(self) -> None:
         """Every request from now on is authenticated and authorised."""
-        self._reset_auth("0")
+        self._reset_auth(0)
 
     @contextlib.contextmanager
     def as_account(self) -> Iterator[None]:
         """Requests in the block are the account's own, as a deploy's are: moto
         checks none (nor a role's trust policy, which names Lambda's service,
         when the rehearsal assumes the role as Lambda would)."""
-        self._reset_auth("inf")
+        self._reset_auth(float("inf"))
         try:
             yield
         finally:
             self.enforce()
 
-    def create_deployer(self) -> None:
-        """An IAM user allowed everything: who deploys, and reads back what exists."""
-        with self.as_account():
-            iam = client(
-                self.endpoint,
-                "iam",
-                aws_access_key_id="rehearsal",
-                aws_secret_access_key="rehearsal",
-            )
-            iam.create_user(UserName="rehearsal-deployer")
-            iam.put_user_policy(
-                UserName="rehearsal-deployer",
-                PolicyName="everything",
-                PolicyDocument=json.dumps(
-                    {
-                        "Version": "2012-10-17",
-                        "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}],
-                    }
-                ),
-            )
-            key = iam.create_access_key(UserName="rehearsal-deployer")["AccessKey"]
-        self.deployer = {
-            "aws_access_key_id": key["AccessKeyId"],
-            "aws_secret_access_key": key["SecretAccessKey"],
-        }
+    def account_client(self, service: str) -> Any:
+        """A client with any keys: while `as_account`, the account's own."""
+        return client(self.endpoint, service, **ACCOUNT_KEYS)
 
-    def _reset_auth(self, count: str) -> None:
-        request = urllib.request.Request(
-            f"{self.endpoint}/moto-api/reset-auth",
-            data=count.encode(),
-            method="POST",
-            headers={"Content-Type": "text/plain"},
-        )
-        with urllib.request.urlopen(request, timeout=10) as answer:
-            answer.read()
+    def _reset_auth(self, count: float) -> None:
+        """What moto's /moto-api/reset-auth does (the server runs in this process)."""
+        from moto import settings
+        from moto.core.authorization import ActionAuthenticatorMixin
+
+        settings.INITIAL_NO_AUTH_ACTION_COUNT = count
+        ActionAuthenticatorMixin.request_count = 0
 
     def denials(self, since: int = 0) -> list[Decision]:
         with self._lock:
@@ -296,39 +270,27 @@ class Cloud(MotoServer):
 
 # The server whose decisions a request is recorded in (one at a time).
 _CLOUDS: list[Cloud] = []
-# (owner, attribute, what it was) for each fix, undone when the last server closes:
-# moto in this process (a test's mock_aws, say) is moto's own again.
-_UNDO: list[tuple[Any, str, Any]] = []
-_ABSENT = object()
+# Each fix, undone when the last server closes: moto in this process (a test's
+# mock_aws, say) is moto's own again.
+_FIXES = contextlib.ExitStack()
 
 
 def _patch(owner: Any, name: str, value: Any) -> None:
-    _UNDO.append((owner, name, owner.__dict__.get(name, _ABSENT)))
-    setattr(owner, name, value)
+    _FIXES.enter_context(mock.patch.object(owner, name, value, create=True))
 
 
 def _fix_moto() -> None:
     """Install the IAM evaluation and the CloudFormation fixes, while a server runs."""
-    if _UNDO:
+    if _CLOUDS:
         return
     from moto import settings
     from moto.core.authorization import ActionAuthenticatorMixin
 
-    count = settings.INITIAL_NO_AUTH_ACTION_COUNT
-    _UNDO.append((settings, "INITIAL_NO_AUTH_ACTION_COUNT", count))
-    requests = ActionAuthenticatorMixin.request_count
-    _UNDO.append((ActionAuthenticatorMixin, "request_count", requests))
+    # As they were, once the fixes are undone.
+    _patch(settings, "INITIAL_NO_AUTH_ACTION_COUNT", settings.INITIAL_NO_AUTH_ACTION_COUNT)
+    _patch(ActionAuthenticatorMixin, "request_count", ActionAuthenticatorMixin.request_count)
     _authorise_resources()
     _fix_cloudformation()
-
-
-def _unfix_moto() -> None:
-    while _UNDO:
-        owner, name, value = _UNDO.pop()
-        if value is _ABSENT:
-            delattr(owner, name)
-        else:
-            setattr(owner, name, value)
 
 
 def _authorise_resources() -> None:
@@ -339,27 +301,26 @@ def _authorise_resources() -> None:
     from moto.events.responses import EventsHandler
     from moto.iam.access_control import IAMRequest
     from moto.logs.responses import LogsResponse
+    from moto.sesv2.responses import SESV2Response
     from moto.sqs.responses import SQSResponse
     from moto.ssm.responses import SimpleSystemManagerResponse
     from moto.xray.responses import XRayResponse
     from werkzeug.exceptions import HTTPException
 
+    by_handler: dict[type, Callable[[Any, str, str], Checks]] = {
+        DynamoHandler: lambda handler, action, _: dynamodb_checks(handler, action),
+        DynamoDBStreamsHandler: lambda handler, action, _: streams_checks(handler, action),
+        SimpleSystemManagerResponse: lambda handler, action, _: ssm_checks(handler, action),
+        EventsHandler: lambda handler, action, _: events_checks(handler, action),
+        LogsResponse: lambda handler, action, _: logs_checks(handler, action),
+        SQSResponse: lambda _, action, on: [(SQS_BATCH_ACTIONS.get(action, action), on)],
+        XRayResponse: lambda _, action, on: [(XRAY_ACTIONS.get(action, action), "*")],
+        SESV2Response: lambda handler, action, _: ses_checks(handler, action),
+    }
+
     def checks_of(handler: Any, action: str, resource: str) -> Checks:
-        if isinstance(handler, DynamoHandler):
-            return dynamodb_checks(handler, action)
-        if isinstance(handler, DynamoDBStreamsHandler):
-            return streams_checks(handler, action)
-        if isinstance(handler, SimpleSystemManagerResponse):
-            return ssm_checks(handler, action)
-        if isinstance(handler, EventsHandler):
-            return events_checks(handler, action)
-        if isinstance(handler, LogsResponse):
-            return logs_checks(handler, action)
-        if isinstance(handler, SQSResponse):
-            return sqs_checks(handler, action, resource)
-        if isinstance(handler, XRayResponse):
-            return xray_checks(handler, action)
-        return [(action, resource)]
+        check = next((c for kind, c in by_handler.items() if isinstance(handler, kind)), None)
+        return [(action, resource)] if check is None else check(handler, action, resource)
 
     def authorise(handler: Any, resource: str = "*") -> None:
         if ActionAuthenticatorMixin.request_count < settings.INITIAL_NO_AUTH_ACTION_COUNT:

@@ -8,25 +8,21 @@ webhook (WebhookUrl), so both are served over TLS with a certificate made for
 
 from __future__ import annotations
 
-import base64
 import datetime
 import functools
-import hashlib
-import hmac
 import http.server
 import ipaddress
 import json
-import os
-import signal
-import socket
 import ssl
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
+
+from tests.support import receiver, tokens
+from tests.support.receiver import verify
 
 HOST = "127.0.0.1"
 ISSUER_PATH = ".well-known/jwks.json"
@@ -69,23 +65,12 @@ def certificate(folder: Path) -> tuple[Path, Path]:
     return cert_path, key_path
 
 
-class _Server:
-    """An HTTPS server on a free port of 127.0.0.1, in a thread."""
-
-    def __init__(
-        self, handler: Callable[..., http.server.BaseHTTPRequestHandler], tls: tuple[Path, Path]
-    ) -> None:
-        self.httpd = http.server.ThreadingHTTPServer((HOST, 0), handler)
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(str(tls[0]), str(tls[1]))
-        self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
-        self.url = f"https://{HOST}:{self.httpd.server_address[1]}"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self._thread.start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+def _over_tls(server: http.server.HTTPServer, tls: tuple[Path, Path]) -> str:
+    """`server` answering over TLS, with the certificate made above; its URL."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(str(tls[0]), str(tls[1]))
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    return f"https://{HOST}:{server.server_address[1]}"
 
 
 class _Files(http.server.SimpleHTTPRequestHandler):
@@ -108,55 +93,28 @@ class Issuer:
         (root / ISSUER_PATH).parent.mkdir(parents=True, exist_ok=True)
         keys = [{**jwk, "kid": KEY_ID, "use": "sig", "alg": "RS256"}]
         (root / ISSUER_PATH).write_text(json.dumps({"keys": keys}))
-        self._server = _Server(functools.partial(_Files, directory=str(root)), tls)
-        self.url = self._server.url
+        files = functools.partial(_Files, directory=str(root))
+        self._server = http.server.ThreadingHTTPServer((HOST, 0), files)
+        self.url = _over_tls(self._server, tls)
         self.jwks_url = self.url + "/" + ISSUER_PATH
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
 
     def token(self, actor: str, groups: tuple[str, ...] = ()) -> str:
+        """Signed RS256, valid for an hour: the whole mutation sweep, on a busy machine."""
         import jwt
 
-        now = int(time.time())
-        claims = {
-            "iss": self.url,
-            "sub": actor,
-            "groups": list(groups),
-            "iat": now,
-            "exp": now + 3600,
-        }
+        claims = tokens.claims(actor, groups, iss=self.url, exp=int(time.time()) + 3600)
         return jwt.encode(claims, self._key, algorithm="RS256", headers={"kid": KEY_ID})
 
     def close(self) -> None:
-        self._server.close()
+        self._server.shutdown()
+        self._server.server_close()
 
 
-@dataclass(frozen=True)
-class Delivery:
-    event_id: str
-    body: bytes
-    signed: bool
-    status: int
-
-    @property
-    def event(self) -> dict[str, Any]:
-        parsed: dict[str, Any] = json.loads(self.body)
-        return parsed
-
-
-def verify(secret: str, headers: Mapping[str, str], body: bytes) -> bool:
-    """The Standard Webhooks check, written from the specification."""
-    key = base64.b64decode(secret.removeprefix("whsec_"))
-    signed = f"{headers['webhook-id']}.{headers['webhook-timestamp']}.".encode() + body
-    expected = base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
-    return any(
-        hmac.compare_digest(part.partition(",")[2], expected)
-        for part in headers.get("webhook-signature", "").split()
-        if part.startswith("v1,")
-    )
-
-
-class Receiver:
-    """A webhook receiver: every POST recorded, its signature checked; `refuse`
-    says which deliveries to answer 500 (the first attempt at an event, say)."""
+class Receiver(receiver.Receiver):
+    """The tests' webhook receiver (tests/support/receiver.py: every request
+    recorded), over TLS and started; `refuse` says which deliveries to answer
+    500 (the first attempt at an event, say), the others are answered 204."""
 
     def __init__(
         self,
@@ -164,98 +122,64 @@ class Receiver:
         tls: tuple[Path, Path],
         refuse: Callable[[dict[str, Any], int], bool] = lambda event, attempt: False,
     ) -> None:
-        self.secret = secret
-        self.deliveries: list[Delivery] = []
-        self._lock = threading.Lock()
-        receiver = self
+        super().__init__(secret)
+        self._refuse = refuse
+        self.url = _over_tls(self.server, tls) + "/hooks"
+        self.__enter__()
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                signed = "webhook-id" in headers and verify(receiver.secret, headers, body)
-                with receiver._lock:
-                    event_id = headers.get("webhook-id", "")
-                    attempt = sum(1 for d in receiver.deliveries if d.event_id == event_id)
-                    try:
-                        event = json.loads(body)
-                    except ValueError:
-                        event = {}
-                    status = 500 if refuse(event, attempt) else 204
-                    receiver.deliveries.append(Delivery(event_id, body, signed, status))
-                self.send_response(status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                """Quiet."""
-
-        self._server = _Server(Handler, tls)
-        self.url = self._server.url + "/hooks"
+    def status(self, headers: dict[str, str], body: bytes, path: str) -> int:
+        event_id = headers.get("webhook-id", "")
+        attempt = sum(1 for got in self.received if got.headers.get("webhook-id") == event_id)
+        try:
+            event = json.loads(body)
+        except ValueError:
+            event = {}
+        return 500 if self._refuse(event, attempt) else 204
 
     def delivered(self) -> list[dict[str, Any]]:
         """Each event answered 2xx, once (the first time), in arrival order."""
         seen: dict[str, dict[str, Any]] = {}
-        with self._lock:
-            for delivery in self.deliveries:
-                if delivery.status < 300 and delivery.event_id not in seen:
-                    seen[delivery.event_id] = delivery.event
+        with self.lock:
+            for got in self.received:
+                if got.status < 300:
+                    seen.setdefault(got.headers.get("webhook-id", ""), got.event)
         return list(seen.values())
 
-    def unsigned(self) -> list[Delivery]:
-        with self._lock:
-            return [d for d in self.deliveries if not d.signed]
+    def unsigned(self) -> list[receiver.Received]:
+        with self.lock:
+            return [
+                got
+                for got in self.received
+                if "webhook-id" not in got.headers or not verify(self.secret, got.headers, got.body)
+            ]
 
     def close(self) -> None:
-        self._server.close()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind((HOST, 0))
-        return int(probe.getsockname()[1])
-
-
-def ctrl_c_stops() -> None:
-    """In a command's process, before it starts (Popen's preexec_fn): SIGINT
-    stops it as Ctrl-C does in a terminal, even where whoever starts it runs
-    with SIGINT ignored (a job started with `&` or nohup inherits that, and the
-    command would too)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+        self.__exit__()
 
 
 class MakeRun:
-    """`make run`, as a user runs it, configured as the stack is (jwt, the same
-    issuer and origin, webhooks to its own receiver), on a free port."""
+    """`make run`, as a user runs it (tests/support/processes.py), configured as
+    the stack is (jwt, the same issuer and origin, webhooks to its own
+    receiver), on a free port."""
 
     def __init__(self, project: Path, environment: Mapping[str, str], log: Path) -> None:
-        self.port = free_port()
-        clean = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("AWS_", "WORKFLOW_", "MAKE", "MFLAGS"))
-            and k not in ("PORT", "HOST")
-        }
+        from tests.support import processes
+
+        self.port = processes.free_port()
         self._log = log.open("w")
         self.process = subprocess.Popen(
             ["make", "--no-print-directory", "run", f"PORT={self.port}", f"HOST={HOST}"],
             cwd=project,
-            env={**clean, "AWS_EC2_METADATA_DISABLED": "true", **environment},
+            env=processes.command_env(log.parent, **environment),
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=ctrl_c_stops,
+            preexec_fn=processes.ctrl_c_stops,
         )
-        self.url = f"http://{HOST}:{self.port}"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"make run stopped: see {log}")
-            with socket.socket() as probe:
-                if probe.connect_ex((HOST, self.port)) == 0:
-                    return
-            time.sleep(0.1)
-        raise RuntimeError(f"make run did not listen on {self.port} within 60 s: see {log}")
+        try:
+            processes.wait_listening(self.port, self.process)
+        except AssertionError as exc:
+            raise RuntimeError(f"make run did not start ({exc}): see {log}") from None
 
     def request(
         self, method: str, path: str, headers: Mapping[str, str], body: Optional[bytes]
@@ -272,11 +196,7 @@ class MakeRun:
 
     def stop(self) -> None:
         """The process group make leads: make, and the server it started."""
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGINT)
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+        from tests.support import processes
+
+        processes.stop(self.process)
         self._log.close()

@@ -10,30 +10,9 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any, Optional
 
 from scripts.rehearsal import template as tpl
 from scripts.rehearsal.rehearsal import Environment, Outcome, Reference, Run
-
-
-@dataclass
-class Verdict:
-    mutation: tpl.Mutation
-    bit: bool
-    denial: str
-    seconds: float
-    failures: list[str]
-
-    def line(self, role_names: dict[str, str]) -> str:
-        who = ", ".join(role_names.get(r, r) for r in self.mutation.roles)
-        if self.bit:
-            return f"  bites   {self.mutation}  [{who}]  {self.denial}  ({self.seconds:.1f} s)"
-        if not self.failures:
-            return f"  MISSED  {self.mutation}  [{who}]  the rehearsal passed without it"
-        return f"  MISSED  {self.mutation}  [{who}]  failed otherwise: " + "; ".join(
-            self.failures[:3]
-        )
 
 
 def listed(baseline: Run) -> list[tpl.Mutation]:
@@ -45,15 +24,10 @@ def unused(
     mutations: Iterable[tpl.Mutation], baseline: Run, outcome: Outcome
 ) -> list[tpl.Mutation]:
     """Granted actions the first rehearsal never had allowed to (any of) their roles."""
-    gaps = []
-    for mutation in mutations:
-        used = any(
-            mutation.action in outcome.allowed.get(baseline.stack.physical[role], set())
-            for role in mutation.roles
-        )
-        if not used:
-            gaps.append(mutation)
-    return gaps
+    allowed = {
+        role: outcome.allowed.get(name, set()) for role, name in baseline.stack.physical.items()
+    }
+    return [m for m in mutations if not any(m.action in allowed[role] for role in m.roles)]
 
 
 def sample(mutations: list[tpl.Mutation]) -> list[tpl.Mutation]:
@@ -72,24 +46,27 @@ def check(
     reference: Reference,
     mutations: list[tpl.Mutation],
     log: Callable[[str], None],
-) -> list[Verdict]:
-    verdicts = []
+) -> int:
+    """Each mutation rehearsed as a stack of its own, its verdict logged; how many
+    did not bite."""
+    missed = 0
     for mutation in mutations:
         started = time.monotonic()
         run = Run(env, mutation.apply(baseline.template.body), reference, watch=mutation)
         outcome = run.execute()
         physical = run.stack.physical if hasattr(run, "stack") else {}
         roles = {physical[r] for r in mutation.roles if r in physical}
-        denial: Optional[Any] = next(
+        denial = next(
             (d for d in outcome.denials if d.action == mutation.action and d.role in roles), None
         )
-        verdict = Verdict(
-            mutation,
-            bit=denial is not None,
-            denial=f"denied on {denial.resource}" if denial is not None else "",
-            seconds=time.monotonic() - started,
-            failures=outcome.failures,
-        )
-        log(verdict.line({}))
-        verdicts.append(verdict)
-    return verdicts
+        who = ", ".join(mutation.roles)
+        if denial is not None:
+            took = time.monotonic() - started
+            log(f"  bites   {mutation}  [{who}]  denied on {denial.resource}  ({took:.1f} s)")
+            continue
+        missed += 1
+        why = "failed otherwise: " + "; ".join(outcome.failures[:3])
+        if not outcome.failures:
+            why = "the rehearsal passed without it"
+        log(f"  MISSED  {mutation}  [{who}]  {why}")
+    return missed

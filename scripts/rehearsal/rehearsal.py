@@ -3,12 +3,13 @@ its triggers, against `make run` (or its recorded answers), and judged.
 
 `Environment` is what every stack of a rehearsal shares: the moto server, the
 TLS certificate, the issuer, the account's SSM parameters, `make run`.
-`Run` is one stack and one pass over the scenario (`walk`).
+`Run` is one stack and one pass over the scenario (walk.py).
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import os
@@ -16,14 +17,14 @@ import re
 import secrets
 import shutil
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Optional
 
 from scripts.moto_server import Fault
 from scripts.rehearsal import template as tpl
-from scripts.rehearsal.cloud import SERVER_ERROR, Cloud, Decision, client, entries_failed
+from scripts.rehearsal.cloud import ACCOUNT, SERVER_ERROR, Cloud, Decision, entries_failed
 from scripts.rehearsal.gateway import Answer, Gateway, HttpGateway
 from scripts.rehearsal.local import Issuer, MakeRun, Receiver, certificate
 from scripts.rehearsal.runtime import Container, Invocation, check_imports
@@ -32,46 +33,27 @@ from scripts.rehearsal.scenario import (
     Exchange,
     Side,
     compare_json,
-    cursor_of,
-    wait_for,
     wait_while_growing,
 )
-from scripts.rehearsal.sources import QueueSource, Report, Schedule, StreamSource
-from scripts.rehearsal.stack import ACCOUNT, REGION, Stack
+from scripts.rehearsal.sources import QueueSource, Report, StreamSource, scheduled_event
+from scripts.rehearsal.stack import Stack
+from scripts.rehearsal.walk import CALLERS, ORIGIN, walk
 
-# A path, or a path that depends on a side's earlier answers.
-Path_ = Union[str, Callable[[Side], str]]
-
-ORIGIN = "https://approvals.example.com"
 CURSOR_PARAMETER = "/approval-workflows/cursor-secret"
 WEBHOOK_PARAMETER = "/approval-workflows/webhook-secret"
-# Who calls, and their groups (the token's groups claim).
-CALLERS = {
-    "ada": ("workflow-admins",),
-    "rita": (),
-    "maria": (),
-    "finn": (),
-    "cfo": (),
-    "late": (),
-    "mo": (),
-    "ann": ("finance",),
-    "gus": ("sales",),
-    "fay": ("finance",),
-    "dave": (),
-}
+# The template's MailIdentity default, and the function that mails (app.notify_people).
+MAIL_IDENTITY = "example.com"
+NOTIFIER = "NotifyPeople"
 # Lines in a function's log that fail the rehearsal wherever they appear.
 ALARMS = re.compile(r"Traceback|AccessDenied|ModuleNotFoundError|ImportError| ERROR[: ]")
-# The webhook queue is drained until it is empty; it is stuck if its messages
-# stay hidden, none to receive, this long: longer than the hide of any retry
-# a rehearsal makes (the first within 5 s, then 10, 20). The time the sender
-# works is not counted: a loaded machine slows it down, and must not change
-# the verdict (a bound on the whole drain once failed a rehearsal so).
+# The webhook queue is drained until it is empty; it is stuck if its messages stay
+# hidden, none to receive, this long: longer than the hide of any retry a rehearsal
+# makes (5, 10, 20 s). Not a bound on the whole drain: docs/rehearsal.md, "The same
+# verdict on a busy machine".
 DRAIN_IDLE_SECONDS = 40.0
 # make run's deliveries must reach the stack's; they are late if they stop
-# growing this long. Its sweeper (every second) must reject the deadline's run
-# within LOCAL_SWEEP_SECONDS.
+# growing this long.
 LOCAL_IDLE_SECONDS = 30.0
-LOCAL_SWEEP_SECONDS = 60.0
 
 
 class Stop(Exception):
@@ -126,27 +108,17 @@ class Environment:
         self.tokens = {name: self.issuer.token(name, groups) for name, groups in CALLERS.items()}
         self.cursor_secret = secrets.token_hex(32)
         self.webhook_secret = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
-        self.cloud.create_deployer()
         with self.cloud.as_account():
-            ssm = self._account_client("ssm")
+            ssm = self.cloud.account_client("ssm")
             # Outside the stack, once per account (docs/deploy.md, "Deploy to an AWS account").
             ssm.put_parameter(Name=CURSOR_PARAMETER, Type="SecureString", Value=self.cursor_secret)
             ssm.put_parameter(
                 Name=WEBHOOK_PARAMETER, Type="SecureString", Value=self.webhook_secret
             )
+            # The identity the notifier sends as (the stack's MailIdentity), verified.
+            sesv2 = self.cloud.account_client("sesv2")
+            sesv2.create_email_identity(EmailIdentity=MAIL_IDENTITY)
         self.stacks = 0
-
-    def _account_client(self, service: str) -> Any:
-        return client(
-            self.cloud.endpoint,
-            service,
-            aws_access_key_id="rehearsal",
-            aws_secret_access_key="rehearsal",
-        )
-
-    def function_environment(self) -> dict[str, str]:
-        """What the rehearsal adds to Lambda's variables: where AWS is, whom TLS trusts."""
-        return {"AWS_ENDPOINT_URL": self.cloud.endpoint, "SSL_CERT_FILE": str(self.tls[0])}
 
     def make_run(self, receiver: Receiver) -> MakeRun:
         return MakeRun(
@@ -231,10 +203,12 @@ class Run:
                 self.task_root,
                 self.env.runtime_dir,
                 self.stack.credentials[spec.role],
-                self.env.cloud.endpoint,
-                REGION,
                 self.env.work / self.outcome.stack,
-                self.env.function_environment(),
+                # What the rehearsal adds to Lambda's variables: where AWS is, whom TLS trusts.
+                {
+                    "AWS_ENDPOINT_URL": self.env.cloud.endpoint,
+                    "SSL_CERT_FILE": str(self.env.tls[0]),
+                },
             )
         return self.containers[function]
 
@@ -378,7 +352,8 @@ class Run:
         return conversation
 
     def _gateway(self) -> Gateway | HttpGateway:
-        """The API the stack has (ApiType): the REST API, or the HTTP API."""
+        """The API the stack has (ApiType): the REST API, or the HTTP API, in front
+        of the function its integration names."""
         permissions = list(self.stack.of_type("AWS::Lambda::Permission").values())
         rest = self.stack.of_type("AWS::ApiGateway::RestApi")
         http = self.stack.of_type("AWS::ApiGatewayV2::Api")
@@ -386,52 +361,31 @@ class Run:
             raise tpl.TemplateError(
                 f"the stack has {len(rest)} REST and {len(http)} HTTP APIs, not one API"
             )
-        if rest:
-            ((api_name, api),) = rest.items()
-            (stage,) = self.stack.of_type("AWS::ApiGateway::Stage").values()
-            handler = self._handler_of_api(api["Body"])
-            return Gateway(
-                api["Body"],
-                stage["StageName"],
-                self.stack.physical[api_name],
-                REGION,
-                ACCOUNT,
-                lambda event: self._api_invocation(handler, event),
-                self.stack.functions[handler].arn,
-                permissions,
-                api.get("EndpointConfiguration", {}).get("Types", []),
-            )
-        ((api_name, _),) = http.items()
+        ((api_name, api),) = {**rest, **http}.items()
         api_id = self.stack.physical[api_name]
-        (stage,) = self.stack.of_type("AWS::ApiGatewayV2::Stage").values()
         integrations = {
             self.stack.physical[name]: integration
             for name, integration in self.stack.of_type("AWS::ApiGatewayV2::Integration").items()
         }
-        (uri,) = {integration["IntegrationUri"] for integration in integrations.values()}
-        (function,) = (n for n, f in self.stack.functions.items() if f.arn == uri)
-        return HttpGateway(
-            api_id,
-            stage["StageName"],
-            list(self.stack.of_type("AWS::ApiGatewayV2::Route").values()),
-            integrations,
-            REGION,
-            ACCOUNT,
-            lambda event: self._api_invocation(function, event),
-            self.stack.functions[function].arn,
-            permissions,
-        )
-
-    def _handler_of_api(self, definition: dict[str, Any]) -> str:
-        uris = {
+        uris = {integration["IntegrationUri"] for integration in integrations.values()} or {
             operation["x-amazon-apigateway-integration"]["uri"]
-            for methods in definition["paths"].values()
+            for methods in api.get("Body", {}).get("paths", {}).values()
             for operation in methods.values()
             if operation["x-amazon-apigateway-integration"]["type"] == "aws_proxy"
         }
         (uri,) = uris
         (function,) = (n for n, f in self.stack.functions.items() if f.arn in uri)
-        return function
+        invoke = functools.partial(self._api_invocation, function)
+        arn = self.stack.functions[function].arn
+        if rest:
+            (stage,) = self.stack.of_type("AWS::ApiGateway::Stage").values()
+            types = api.get("EndpointConfiguration", {}).get("Types", [])
+            return Gateway(api["Body"], stage["StageName"], api_id, invoke, arn, permissions, types)
+        (stage,) = self.stack.of_type("AWS::ApiGatewayV2::Stage").values()
+        routes = list(self.stack.of_type("AWS::ApiGatewayV2::Route").values())
+        return HttpGateway(
+            api_id, stage["StageName"], routes, integrations, invoke, arn, permissions
+        )
 
     def _api_invocation(
         self, function: str, event: dict[str, Any]
@@ -446,21 +400,24 @@ class Run:
 
     # -- the event sources --------------------------------------------------------
 
-    def _mapping(self, function: str) -> dict[str, Any]:
-        (mapping,) = (
-            m
+    def _source(self, service: str, besides: str = "") -> tuple[str, dict[str, Any]]:
+        """The function a mapping on `service` (":sqs:") triggers (but
+        `besides`), and the mapping."""
+        ((name, mapping),) = (
+            (n, m)
+            for n, f in self.stack.functions.items()
             for m in self.stack.of_type("AWS::Lambda::EventSourceMapping").values()
-            if m["FunctionName"] == self.stack.functions[function].name
+            if m["FunctionName"] == f.name and service in m["EventSourceArn"] and n != besides
         )
-        return mapping
+        return name, mapping
 
     @property
     def stream(self) -> StreamSource:
         if not hasattr(self, "_stream"):
-            relay = self._function_of_source(":dynamodb:")
+            relay, mapping = self._source(":dynamodb:")
             role = self.stack.functions[relay].role
             self._stream = StreamSource(
-                self._mapping(relay),
+                mapping,
                 lambda event: self.invoke(relay, event),
                 self.stack.role_client(role, "dynamodbstreams"),
                 self.stack.role_client(role, "sqs"),
@@ -471,8 +428,7 @@ class Run:
     @property
     def queue(self) -> QueueSource:
         if not hasattr(self, "_queue"):
-            sender = self._function_of_source(":sqs:")
-            mapping = self._mapping(sender)
+            sender, mapping = self._source(":sqs:", besides=NOTIFIER)
             self._queue = QueueSource(
                 mapping,
                 lambda event: self.invoke(sender, event),
@@ -481,42 +437,29 @@ class Run:
             )
         return self._queue
 
-    def _function_of_source(self, service: str) -> str:
-        (name,) = (
-            n
-            for n, f in self.stack.functions.items()
-            for m in self.stack.of_type("AWS::Lambda::EventSourceMapping").values()
-            if m["FunctionName"] == f.name and service in m["EventSourceArn"]
-        )
-        return name
+    @property
+    def notifications(self) -> QueueSource:
+        """The notifier's mapping on its queue; each email it sent counted."""
+        if not hasattr(self, "_notifications"):
+            _, mapping = self._source(":sqs:", besides="DeliverWebhooks")
+
+            def invoked(event: Any) -> Invocation:
+                invocation = self.invoke(NOTIFIER, event)
+                self.mailed += sum(" INFO: sent " in line for line in invocation.lines)
+                return invocation
+
+            self.mailed = 0
+            self._notifications = QueueSource(
+                mapping,
+                invoked,
+                self.stack.role_client(self.stack.functions[NOTIFIER].role, "sqs"),
+                self._queue_url(mapping["EventSourceArn"]),
+            )
+        return self._notifications
 
     def _queue_url(self, arn: str) -> str:
         name = arn.rsplit(":", 1)[1]
         return f"{self.env.cloud.endpoint}/{ACCOUNT}/{name}"
-
-    def schedule(self) -> Schedule:
-        ((name, rule),) = (
-            (n, r)
-            for n, r in self.stack.of_type("AWS::Events::Rule").items()
-            if "ScheduleExpression" in r
-        )
-        (target,) = rule["Targets"]
-        (function,) = (n for n, f in self.stack.functions.items() if f.arn == target["Arn"])
-        rule_arn = self.stack.resolve.get_attribute(name, "Arn")
-        permitted = any(
-            p.get("Principal") == "events.amazonaws.com"
-            and p.get("SourceArn") == rule_arn
-            and p.get("FunctionName") == self.stack.functions[function].name
-            for p in self.stack.of_type("AWS::Lambda::Permission").values()
-        )
-        return Schedule(
-            rule_arn,
-            rule["ScheduleExpression"],
-            lambda e: self.invoke(function, e),
-            ACCOUNT,
-            REGION,
-            permitted,
-        )
 
     def _timed(self, what: str, started: float) -> None:
         if os.environ.get("REHEARSAL_VERBOSE") == "1":
@@ -539,14 +482,26 @@ class Run:
         self.env.cloud.inject("TransactWriteItems", Fault(500, SERVER_ERROR, remaining=count))
 
     def sweep(self) -> None:
-        schedule = self.schedule()
-        if not schedule.permitted:
+        """The event the schedule's rule sends its function, if a Permission lets it."""
+        ((name, rule),) = (
+            (n, r)
+            for n, r in self.stack.of_type("AWS::Events::Rule").items()
+            if "ScheduleExpression" in r
+        )
+        (target,) = rule["Targets"]
+        (function,) = (n for n, f in self.stack.functions.items() if f.arn == target["Arn"])
+        rule_arn = self.stack.resolve.get_attribute(name, "Arn")
+        if not any(
+            p.get("Principal") == "events.amazonaws.com"
+            and p.get("SourceArn") == rule_arn
+            and p.get("FunctionName") == self.stack.functions[function].name
+            for p in self.stack.of_type("AWS::Lambda::Permission").values()
+        ):
             self.outcome.failures.append(
                 "no permission lets the schedule's rule invoke the sweeper"
             )
             return
-        invocation = schedule.fire()
-        assert invocation is not None
+        invocation = self.invoke(function, scheduled_event(rule_arn))
         if invocation.error is not None:
             self.outcome.failures.append(f"the sweeper failed: {invocation.error}")
 
@@ -559,6 +514,17 @@ class Run:
                 f"{DRAIN_IDLE_SECONDS:.0f} s"
             )
         self._timed("drain", started)
+        self._check_watch()
+
+    def notify(self) -> None:
+        """The notifier's queue to the notifier, until empty: mail through SES."""
+        started = time.monotonic()
+        report = self.reports.setdefault("notifications", Report())
+        if not self.notifications.drain(report, DRAIN_IDLE_SECONDS):
+            self.outcome.failures.append("the notification queue still held messages")
+        if not self.mailed:
+            self.outcome.failures.append("the notifier sent no email")
+        self._timed("notify", started)
         self._check_watch()
 
     # -- the end ------------------------------------------------------------------
@@ -576,11 +542,11 @@ class Run:
             )
         else:
             destination = self.stream.mapping["DestinationConfig"]["OnFailure"]["Destination"]
-            messages = (
-                self.stack.client("sqs")
-                .receive_message(QueueUrl=self._queue_url(destination), MaxNumberOfMessages=10)
-                .get("Messages", [])
-            )
+            with self.env.cloud.as_account():  # the rehearsal's own read
+                sqs = self.env.cloud.account_client("sqs")
+                queue = self._queue_url(destination)
+                answer = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10)
+            messages = answer.get("Messages", [])
             infos = [json.loads(m["Body"]).get("DDBStreamBatchInfo", {}) for m in messages]
             if len(infos) != 1 or infos[0].get("streamArn") != self.stream.stream_arn:
                 self.outcome.failures.append(f"the relay's dead-letter queue holds {infos}")
@@ -588,7 +554,7 @@ class Run:
             self.outcome.failures.append(
                 f"{len(receiver.unsigned())} webhook deliveries were not signed with the secret"
             )
-        if not any(d.status >= 500 for d in receiver.deliveries):
+        if not any(got.status >= 500 for got in receiver.received):
             self.outcome.failures.append(
                 "the receiver never refused a delivery: the retry was not rehearsed"
             )
@@ -632,194 +598,3 @@ def _by_subject(events: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]
     for event in events:
         subjects.setdefault(event["subject"], []).append(event)
     return {s: sorted(e, key=lambda e: e["sequence"]) for s, e in sorted(subjects.items())}
-
-
-def walk(c: Conversation, run: Run) -> None:
-    """The README's walk-through, its approver rules, and the rest of what the
-    stack does (lists, audits, events, safe retries, the page, a deadline)."""
-
-    def id_of(label: str) -> Callable[[Side], int]:
-        return lambda side: int(side.answers[label].json()["id"])
-
-    def at(label: str, suffix: str = "") -> Callable[[Side], str]:
-        return lambda side: f"/runs/{id_of(label)(side)}{suffix}"
-
-    def run_of(workflow: str, title: str, **more: Any) -> Callable[[Side], dict[str, Any]]:
-        return lambda side: {"workflow_id": id_of(workflow)(side), "title": title, **more}
-
-    def after(label: str, path: Path_) -> Callable[[Side], str]:
-        """`path` (a list's), from where the page `label` answered ended."""
-        return lambda s: f"{path(s) if callable(path) else path}&cursor={cursor_of(label)(s)}"
-
-    def get(label: str, path: Path_, who: Optional[str] = None, expect: int = 200) -> None:
-        c.ask(label, "GET", path, who=who, expect=expect)
-
-    def post(label: str, path: Path_, body: Any, who: str, expect: int = 201, **more: Any) -> None:
-        c.ask(label, "POST", path, body, who=who, expect=expect, **more)
-
-    def start(label: str, workflow: str, title: str, who: str, **more: Any) -> None:
-        headers = more.pop("headers", None)
-        post(label, "/runs", run_of(workflow, title, **more), who, headers=headers)
-
-    def decide(label: str, run: str, action: str, who: str, expect: int = 200, **body: Any) -> None:
-        """`who` decides `run` (its start's label), naming themselves as the actor."""
-        post(label, at(run, f"/{action}"), {"actor": who, **body}, who, expect)
-
-    # A deadline first, so that it passes while the rest goes on. Its step awaits
-    # a group no caller here is in: whether make run's sweeper has rejected it
-    # yet must not change an inbox the conversation compares.
-    cab = {"name": "CAB", "approvers": ["group:change-board"], "deadline_seconds": 1}
-    change = {"name": "Change", "steps": [{**cab, "on_deadline": "reject"}]}
-    post("deadline workflow", "/workflows", change, "ada")
-    start("deadline run", "deadline workflow", "CHG-7: database upgrade", "rita")
-
-    # The README's walk-through, each caller with a token of their own.
-    purchase = {"name": "Purchase order", "steps": ["Manager", "Finance"]}
-    post("po workflow", "/workflows", purchase, "ada")
-    post("po step", lambda s: f"/workflows/{id_of('po workflow')(s)}/steps", {"name": "CFO"}, "ada")
-    start("po run", "po workflow", "PO-1042: 12 laptops", "rita")
-    decide("po approve maria", "po run", "approve", "maria", comment="Within budget")
-    decide("po approve finn", "po run", "approve", "finn")
-    decide("po approve cfo", "po run", "approve", "cfo")
-    get("po completed", at("po run"), "rita")
-    decide("po reject late", "po run", "reject", "late", 409)
-
-    # Content and conditions: the schema validator (a native library) loads in
-    # the function, and a step whose condition does not hold is skipped.
-    amount = {"amount": {"type": "number", "minimum": 0}}
-    schema = {"type": "object", "required": ["amount"], "properties": amount}
-    tiers = ["Manager", {"name": "CFO", "when": {">": [{"var": "amount"}, 10000]}}]
-    tiered = {"name": "Tiered purchase", "input_schema": schema, "steps": tiers}
-    post("tiered workflow", "/workflows", tiered, "ada")
-    refused = run_of("tiered workflow", "PO-3001", input={"amount": -1})
-    post("tiered refused", "/runs", refused, "rita", 422)
-    start("tiered run", "tiered workflow", "PO-3002: toner", "rita", input={"amount": 500})
-    decide("tiered approve", "tiered run", "approve", "maria")
-
-    # Delegation and send back: a delegate returns the run for the delegator,
-    # the requester resubmits it, and the delegate approves it in round 2.
-    now = time.time()
-    window = {
-        "starts_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 60)),
-        "ends_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + 86400)),
-    }
-    expenses = {"name": "Expenses", "steps": [{"name": "Manager", "approvers": ["user:maria"]}]}
-    post("away workflow", "/workflows", expenses, "ada")
-    start("away run", "away workflow", "EXP-12: taxi", "rita")
-    leave = {"delegate": "dave", "reason": "On leave", **window}
-    post("delegation", "/delegations", leave, "maria")
-    post("away return", at("away run", "/return"), {"comment": "Attach the receipt"}, "dave", 200)
-    post("away resubmit", at("away run", "/resubmit"), {"comment": "Receipt attached"}, "rita", 200)
-    post("away approve", at("away run", "/approve"), {}, "dave", 200)
-
-    def revoked(side: Side) -> str:
-        return f"/delegations/{id_of('delegation')(side)}"
-
-    c.ask("delegation revoked", "DELETE", revoked, who="maria", expect=200)
-    get("away audit", at("away run", "/audit"), "rita")
-
-    # The approver rules.
-    finance = {"name": "Finance", "approvers": ["group:finance", "user:cfo"]}
-    steps = ["Manager", {**finance, "required_approvals": 2}]
-    big = {"name": "Purchase over 10k", "steps": steps, "reject_requires_comment": True}
-    post("big workflow", "/workflows", big, "ada")
-    start("big run", "big workflow", "PO-2001: servers", "ann", requested_by="ann")
-    decide("big approve mo", "big run", "approve", "mo")
-    decide("big approve ann", "big run", "approve", "ann", 403)
-    decide("big approve gus", "big run", "approve", "gus", 403)
-    get("inbox fay", "/inbox", "fay")
-    decide("big approve fay", "big run", "approve", "fay")
-    decide("big approve fay again", "big run", "approve", "fay", 409)
-    decide("big approve cfo", "big run", "approve", "cfo")
-    start("big2 run", "big workflow", "PO-2002: racks", "rita")
-    decide("big2 reject without reason", "big2 run", "reject", "mo", 422)
-    decide("big2 reject", "big2 run", "reject", "mo", comment="Not this quarter")
-
-    # Safe retries, a minimal answer, a cancel.
-    key = {"Idempotency-Key": "rehearsal-" + secrets.token_hex(8)}
-    start("keyed run", "po workflow", "PO-1043: monitors", "rita", headers=key)
-    start("keyed run replayed", "po workflow", "PO-1043: monitors", "rita", headers=key)
-    screens = run_of("po workflow", "PO-1043: screens")
-    post("keyed run changed", "/runs", screens, "rita", 422, headers=key)
-    # A keyed decision whose transaction DynamoDB fails (injected, on the
-    # stack's side alone: nothing is written) answers 503 and releases its
-    # key, so that its retry with the same key, asked of both sides, decides.
-    retried = {"Prefer": "return=minimal", "Idempotency-Key": "rehearsal-" + secrets.token_hex(8)}
-    run.fail_transactions(1000)
-    approve_keyed = at("keyed run", "/approve")
-    c.ask_deployed("keyed approve failed", "POST", approve_keyed, {}, "maria", retried, 503)
-    run.fail_transactions(0)
-    post("keyed approve minimal", approve_keyed, {}, "maria", 200, headers=retried)
-    start("cancel run", "po workflow", "PO-1044: chairs", "rita")
-    post("cancel by gus", at("cancel run", "/cancel"), {}, "gus", 403)
-    post("cancel", at("cancel run", "/cancel"), {"reason": "Ordered elsewhere"}, "rita", 200)
-
-    # Reading: lists and their pages, an audit, a run's events.
-    get("runs page 1", "/runs?limit=2", "ada")
-    get("runs page 2", after("runs page 1", "/runs?limit=2"), "ada")
-    big_workflow = id_of("big workflow")
-    get("completed runs", lambda s: f"/runs?workflow_id={big_workflow(s)}&status=completed", "ada")
-    get("workflows page 1", "/workflows?limit=1", "ada")
-    get("workflows page 2", after("workflows page 1", "/workflows?limit=2"), "ada")
-    get("audit", at("po run", "/audit"), "rita")
-    get("events page 1", at("po run", "/events?limit=3"), "rita")
-    get("events page 2", after("events page 1", at("po run", "/events?limit=3")), "rita")
-
-    # What is refused before any route runs, or by the gateway.
-    c.ask("no token", "POST", "/runs", {"title": "x"}, expect=401)
-    get("no such run", "/runs/999999", "ada", 404)
-    get("no such route", "/reports", "ada", 404)
-    c.ask("no such method", "DELETE", "/runs", who="ada", expect=405)
-
-    # The contract, the page and its assets, and a browser's preflight from the allowed origin.
-    get("openapi", "/openapi.json")
-    local_page, deployed_page = c.ask("page", "GET", "/", expect=200)
-    from scripts.rehearsal.scenario import assets_of
-
-    local_assets = assets_of(local_page.body.decode())
-    deployed_assets = assets_of(deployed_page.body.decode())
-    if len(local_assets) != len(deployed_assets) or not local_assets:
-        run.outcome.failures.append(f"the page names assets {local_assets} / {deployed_assets}")
-    for index, urls in enumerate(zip(local_assets, deployed_assets, strict=False)):
-        get(f"page asset {index}", _either(*urls))
-    preflight = {
-        "Access-Control-Request-Method": "POST",
-        "Access-Control-Request-Headers": "authorization,content-type,idempotency-key",
-    }
-    c.ask("preflight", "OPTIONS", at("big run", "/approve"), headers=preflight, expect=200)
-
-    # Events: the stream to the relay, the bus to the queue. A relay that cannot
-    # put its events on the bus (PutEvents failing) parks the batch in the dead-
-    # letter queue; the run's next event brings them all to the webhook, in order.
-    run.relay()
-    run.fail_put_events(10**6)
-    start("parked run", "po workflow", "PO-1045: desks", "rita")
-    run.relay(expect_failures=True)
-    run.fail_put_events(0)
-    post("parked approve", at("parked run", "/approve"), {}, "maria", 200)
-    run.relay()
-
-    # The deadline: the schedule's event to the sweeper, once the step is due.
-    due = c.deployed.answers["deadline run"].json()["current_step_due_at"]
-    wait_for(lambda: time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) > due[:19], 5)
-    run.sweep()
-    run.relay()
-    if run.local is not None:
-        local = run.local
-        bearer = {"Authorization": f"Bearer {c.tokens['rita']}"}
-
-        def rejected() -> bool:
-            answer = local.request("GET", at("deadline run")(c.local), bearer, None)
-            return bool(json.loads(answer[2]).get("status") == "rejected")
-
-        wait_for(rejected, LOCAL_SWEEP_SECONDS)
-    get("deadline rejected", at("deadline run"), "rita")
-
-    # The webhook queue to the sender, until nothing is left (one delivery fails once).
-    run.drain()
-    get("every run", "/runs?limit=100", "ada")
-
-
-def _either(local: str, deployed: str) -> Callable[[Side], str]:
-    """One path for `make run`, another for the stack (an asset under the stage)."""
-    return lambda side: local if side.name == "make run" else deployed

@@ -1,16 +1,9 @@
-"""Lambda, played: each function of the template in an execution environment of its own.
-
-A container is a fresh interpreter (bootstrap.py) on the unzipped deployment
-package, with the function's environment as the template resolves it, the
-credentials of the function's role (assumed through STS, as Lambda does),
-and the variables Lambda itself sets. It lives for the whole rehearsal, as
-a warm Lambda container does, and serves one invocation at a time.
-
-What Lambda does with the role besides the function's own calls is done here
-with the same credentials: each invocation's output goes to the function's
-log group (logs:CreateLogStream, logs:PutLogEvents) and, with active
-tracing, its segment to X-Ray (xray:PutTraceSegments,
-xray:PutTelemetryRecords), as the runtime's log shipper and X-Ray daemon do.
+"""Lambda, played (docs/rehearsal.md, step 4): each function of the template in an
+execution environment of its own, a fresh interpreter (bootstrap.py) on the
+unzipped package, with the function's environment, its role's credentials and
+the variables Lambda sets; warm for the whole rehearsal, one invocation at a
+time. What Lambda does with the role besides is done here with the same
+credentials: each invocation's log lines, and with active tracing its segment.
 """
 
 from __future__ import annotations
@@ -28,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from scripts.rehearsal.cloud import REGION, client
+
 BOOTSTRAP = Path(__file__).with_name("bootstrap.py")
 # The interpreter the functions run in: the machine's, without any site-packages.
 PYTHON = getattr(sys, "_base_executable", sys.executable)
@@ -41,13 +36,10 @@ class Credentials:
     secret_key: str
     token: str
 
-    def client(self, service: str, endpoint: str, region: str) -> Any:
-        from scripts.rehearsal.cloud import client
-
+    def client(self, service: str, endpoint: str) -> Any:
         return client(
             endpoint,
             service,
-            region,
             aws_access_key_id=self.access_key,
             aws_secret_access_key=self.secret_key,
             aws_session_token=self.token,
@@ -84,11 +76,9 @@ class Invocation:
 
 
 def patience(load: Optional[float] = None, cores: Optional[int] = None) -> float:
-    """How many times its timeout a function is waited for: 1 on a quiet
-    machine, the load per core on a busy one. Lambda gives a function its own
-    share of a CPU; here every function, moto and make run share this
-    machine's cores with whatever else runs, and a function that takes twice
-    as long on a machine twice as busy has not timed out."""
+    """How many times its timeout a function is waited for: 1 on a quiet machine,
+    the load per core on a busy one, whose cores every function, moto and make run
+    share (docs/rehearsal.md, "The same verdict on a busy machine")."""
     if load is None:
         load = os.getloadavg()[0]
     cores = cores or os.cpu_count() or 1
@@ -104,15 +94,13 @@ class Container:
         task_root: Path,
         runtime_dir: Path,
         credentials: Credentials,
-        endpoint: str,
-        region: str,
         tmp: Path,
         extra_environment: dict[str, str],
     ) -> None:
+        """`extra_environment` names the endpoint of AWS (AWS_ENDPOINT_URL)."""
         self.function = function
         self.credentials = credentials
-        self.endpoint = endpoint
-        self.region = region
+        self.endpoint = extra_environment["AWS_ENDPOINT_URL"]
         day = time.strftime("%Y/%m/%d", time.gmtime())
         self.log_stream = f"{day}/[$LATEST]{secrets.token_hex(16)}"
         self._logs: Any = None
@@ -130,8 +118,8 @@ class Container:
             "LAMBDA_RUNTIME_DIR": str(runtime_dir),
             "_HANDLER": function.handler,
             "AWS_EXECUTION_ENV": f"AWS_Lambda_{function.runtime}",
-            "AWS_REGION": region,
-            "AWS_DEFAULT_REGION": region,
+            "AWS_REGION": REGION,
+            "AWS_DEFAULT_REGION": REGION,
             "AWS_LAMBDA_FUNCTION_NAME": function.name,
             "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
             "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(function.memory),
@@ -147,10 +135,9 @@ class Container:
         }
         read_answers, self._answers_fd = os.pipe()
         self._process = subprocess.Popen(
-            [
-                *(PYTHON, "-I", "-S", str(BOOTSTRAP), str(task_root), str(runtime_dir)),
-                *(function.handler, "--answers", str(self._answers_fd)),
-            ],
+            _bootstrap(
+                task_root, runtime_dir, function.handler, "--answers", str(self._answers_fd)
+            ),
             cwd=task_root,
             env=environment,
             stdin=subprocess.PIPE,
@@ -163,7 +150,6 @@ class Container:
         os.close(self._answers_fd)
         self._answers = os.fdopen(read_answers, encoding="utf-8")
         self._lines: queue.Queue[Optional[str]] = queue.Queue()
-        self.init_lines: list[str] = []
         threading.Thread(target=self._read_output, daemon=True).start()
 
     def _read_output(self) -> None:
@@ -238,7 +224,7 @@ class Container:
     def _ship(self, invocation: Invocation, trace: str) -> None:
         """What Lambda sends with the function's role: its log lines, its segment."""
         if self._logs is None:
-            self._logs = self.credentials.client("logs", self.endpoint, self.region)
+            self._logs = self.credentials.client("logs", self.endpoint)
             self._logs.create_log_stream(
                 logGroupName=self.function.log_group, logStreamName=self.log_stream
             )
@@ -254,7 +240,7 @@ class Container:
         if not self.function.tracing:
             return
         if self._xray is None:
-            self._xray = self.credentials.client("xray", self.endpoint, self.region)
+            self._xray = self.credentials.client("xray", self.endpoint)
             self._xray.put_telemetry_records(
                 TelemetryRecords=[{"Timestamp": time.time(), "SegmentsReceivedCount": 0}]
             )
@@ -281,21 +267,17 @@ class Container:
                 self._process.wait()
 
 
+def _bootstrap(task_root: Path, runtime_dir: Path, handler: str, *flags: str) -> list[str]:
+    """The command of a fresh interpreter on the package (bootstrap.py says how)."""
+    return [PYTHON, "-I", "-S", str(BOOTSTRAP), str(task_root), str(runtime_dir), handler, *flags]
+
+
 def check_imports(task_root: Path, runtime_dir: Path) -> dict[str, Any]:
     """The app's own imports, each resolved in a fresh interpreter on the package."""
     answer = subprocess.run(
-        [
-            PYTHON,
-            "-I",
-            "-S",
-            str(BOOTSTRAP),
-            str(task_root),
-            str(runtime_dir),
-            "app.app",
-            "--check-imports",
-        ],
+        _bootstrap(task_root, runtime_dir, "app.app", "--check-imports"),
         cwd=task_root,
-        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": LANG, "AWS_REGION": "us-east-1"},
+        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": LANG, "AWS_REGION": REGION},
         capture_output=True,
         text=True,
         timeout=120,

@@ -1,11 +1,8 @@
-"""The requests of the rehearsal, sent to `make run` and to the stack, and compared.
-
-Each request goes first to `make run` (over HTTP), then to the stack (as API
-Gateway's proxy event), with the same headers and body; the two answers must
-agree, as docs/rehearsal.md ("How answers are compared") says: `compare`
-holds statuses, the headers a client reads and the page to it, `compare_json`
-the JSON bodies, where only what must differ (times, hashes, cursors, event
-and action ids, the stage) is checked for its shape alone.
+"""The requests of the rehearsal, sent to `make run` (over HTTP) and to the stack
+(as API Gateway's proxy event), with the same headers and body, and compared
+as docs/rehearsal.md ("How answers are compared") says: only what must differ
+(times, hashes, cursors, event and action ids, the stage) is checked for its
+shape alone.
 """
 
 from __future__ import annotations
@@ -17,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import Any, Optional, Union
+from urllib.parse import quote
 
 TIME_KEYS = {
     "created_at",
@@ -147,11 +145,6 @@ def compare_json(
     return []
 
 
-def without_base(html: str, base: str) -> str:
-    """The page with the stage's base path taken out of its attribute values."""
-    return html.replace(f'="{base}', '="') if base else html
-
-
 def compare(
     local: Exchange, deployed: Exchange, local_side: Side, deployed_side: Side
 ) -> list[str]:
@@ -185,8 +178,9 @@ def compare(
             a, b = {**a, "servers": None}, {**b, "servers": None}
         problems += compare_json(a, b, stages=(local_side.stage, deployed_side.stage))
     elif kind.startswith("text/html"):
-        a_text = without_base(local.body.decode(), local_side.base)
-        b_text = without_base(deployed.body.decode(), deployed_side.base)
+        # Without the stage's base path in its attribute values.
+        a_text = local.body.decode().replace(f'="{local_side.base}', '="')
+        b_text = deployed.body.decode().replace(f'="{deployed_side.base}', '="')
         if a_text != b_text:
             problems.append("the page's HTML differs")
     elif local.body != deployed.body:
@@ -216,16 +210,6 @@ def assets_of(html: str) -> list[str]:
     return parser.urls
 
 
-@dataclass
-class Mismatch:
-    label: str
-    request: str
-    problems: list[str]
-
-    def __str__(self) -> str:
-        return f"{self.label} ({self.request}): " + "; ".join(self.problems[:6])
-
-
 class Conversation:
     """Both sides, asked the same things in the same order."""
 
@@ -234,11 +218,31 @@ class Conversation:
         self.deployed = deployed
         self.tokens = tokens
         self.origin = origin
-        self.mismatches: list[Mismatch] = []
+        # One line per request whose answers differ: its label, the request, what differs.
+        self.mismatches: list[str] = []
         self.asked = 0
         self.after_each: Callable[[], None] = lambda: None
         # With REHEARSAL_VERBOSE=1, each exchange in one line (both bodies on a difference).
         self.verbose = False
+
+    def _request(
+        self,
+        side: Side,
+        path: Union[str, Callable[[Side], str]],
+        body: Union[Body, Callable[[Side], Body]],
+        who: Optional[str],
+        headers: Optional[dict[str, str]],
+    ) -> tuple[str, dict[str, str], Optional[bytes]]:
+        """The path, headers and body of a request to `side`."""
+        sent = {"User-Agent": "rehearsal", "Origin": self.origin, **(headers or {})}
+        if who is not None:
+            sent["Authorization"] = f"Bearer {self.tokens[who]}"
+        raw: Optional[bytes] = None
+        value = body(side) if callable(body) else body
+        if value is not None:
+            raw = (value if isinstance(value, str) else json.dumps(value)).encode()
+            sent.setdefault("Content-Type", "application/json")
+        return (path(side) if callable(path) else path), sent, raw
 
     def ask(
         self,
@@ -252,25 +256,16 @@ class Conversation:
     ) -> tuple[Exchange, Exchange]:
         """The same request to both sides; `path` and `body` may depend on each
         side's earlier answers (its ids, its cursors)."""
-        answers = []
-        for side in (self.local, self.deployed):
-            sent = {"User-Agent": "rehearsal", "Origin": self.origin, **(headers or {})}
-            if who is not None:
-                sent["Authorization"] = f"Bearer {self.tokens[who]}"
-            raw: Optional[bytes] = None
-            value = body(side) if callable(body) else body
-            if value is not None:
-                raw = (value if isinstance(value, str) else json.dumps(value)).encode()
-                sent.setdefault("Content-Type", "application/json")
-            where = path(side) if callable(path) else path
-            answers.append(side.ask(label, method, where, sent, raw))
-        local, deployed = answers
+        local, deployed = (
+            side.ask(label, method, *self._request(side, path, body, who, headers))
+            for side in (self.local, self.deployed)
+        )
         self.asked += 1
         problems = compare(local, deployed, self.local, self.deployed)
         if expect is not None and local.status != expect:
             problems.append(f"make run answered {local.status}, the rehearsal expects {expect}")
         if problems:
-            self.mismatches.append(Mismatch(label, f"{method} {local.path}", problems))
+            self.mismatches.append(f"{label} ({method} {local.path}): " + "; ".join(problems[:6]))
         if self.verbose:
             print(
                 f"  {label}: {method} {local.path} -> {local.status} / {deployed.status}",
@@ -296,23 +291,12 @@ class Conversation:
         """A request to the stack alone (one `make run` cannot be made to answer
         alike, as a fault injected into the stack's DynamoDB): its status is
         checked, and nothing the stack stored may differ for it afterwards."""
-        sent = {"User-Agent": "rehearsal", "Origin": self.origin, **(headers or {})}
-        if who is not None:
-            sent["Authorization"] = f"Bearer {self.tokens[who]}"
-        raw = None if body is None else json.dumps(body).encode()
-        if raw is not None:
-            sent.setdefault("Content-Type", "application/json")
-        where = path(self.deployed) if callable(path) else path
+        where, sent, raw = self._request(self.deployed, path, body, who, headers)
         answer = self.deployed.ask(label, method, where, sent, raw)
         self.asked += 1
         if expect is not None and answer.status != expect:
-            self.mismatches.append(
-                Mismatch(
-                    label,
-                    f"{method} {where}",
-                    [f"the stack answered {answer.status}, the rehearsal expects {expect}"],
-                )
-            )
+            problem = f"the stack answered {answer.status}, the rehearsal expects {expect}"
+            self.mismatches.append(f"{label} ({method} {where}): {problem}")
         self.after_each()
         return answer
 
@@ -320,13 +304,7 @@ class Conversation:
 def cursor_of(label: str) -> Callable[[Side], str]:
     """The next page's cursor in each side's own answer to `label`."""
 
-    def cursor(side: Side) -> str:
-        from urllib.parse import quote
-
-        value = side.answers[label].json()["next_cursor"]
-        return quote(str(value), safe="")
-
-    return cursor
+    return lambda side: quote(str(side.answers[label].json()["next_cursor"]), safe="")
 
 
 def wait_while_growing(

@@ -1,20 +1,9 @@
 """The event sources, played from the template's mappings and rule, with the
-function's own role where Lambda uses it.
-
-- The table's stream (AWS::Lambda::EventSourceMapping on a stream ARN): the
-  poller lists, describes and reads the stream with the relay's credentials,
-  as Lambda's poller does with the execution role; records go through the
-  mapping's filter (EventBridge pattern syntax, evaluated by moto's
-  matcher), in batches of its BatchSize, in order. A batch that reports
-  failures is retried from its first failed record; once the retries are
-  spent, the batch's description goes to the OnFailure destination, sent
-  with the relay's role. The template's MaximumRetryAttempts (a day of
-  retries) is cut short to RETRIES: the rehearsal does not wait a day.
-- The webhook queue (a mapping on a queue ARN): GetQueueAttributes when the
-  mapping is made, then ReceiveMessage, the invocation, and DeleteMessageBatch
-  of what did not fail, all with the sender's credentials.
-- The schedule (an AWS::Events::Rule with a ScheduleExpression): the
-  scheduled event EventBridge sends, when the rehearsal asks for a sweep.
+function's own role where Lambda uses it (docs/rehearsal.md, step 5): the
+table's stream to the relay, the webhook queue to the sender, the schedule's
+event to the sweeper. A stream batch is retried RETRIES times, where the
+template's MaximumRetryAttempts allows a day of them: the rehearsal does not
+wait a day.
 """
 
 from __future__ import annotations
@@ -26,8 +15,9 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
+from scripts.rehearsal.cloud import ACCOUNT, REGION
 from scripts.rehearsal.runtime import Invocation
 
 RETRIES = 2
@@ -35,15 +25,11 @@ RETRIES = 2
 Invoke = Callable[[Any], Invocation]
 
 
-def _epoch(value: Any) -> Any:
+def _as_json(value: Any) -> Any:
+    """A stream record's value as Lambda's JSON event holds it: a time in
+    seconds, binary as base64 text (boto3 reads them as datetime and bytes)."""
     if isinstance(value, datetime.datetime):
         return value.timestamp()
-    return _as_json(value)
-
-
-def _as_json(value: Any) -> Any:
-    """An attribute value as Lambda's JSON event holds it: binary as base64
-    text (boto3 reads it as bytes)."""
     if isinstance(value, bytes):
         return base64.b64encode(value).decode("ascii")
     if isinstance(value, dict):
@@ -116,7 +102,7 @@ class StreamSource:
                     break
                 for record in page["Records"]:
                     record = dict(record)
-                    record["dynamodb"] = {k: _epoch(v) for k, v in record["dynamodb"].items()}
+                    record["dynamodb"] = _as_json(record["dynamodb"])
                     record["eventSourceARN"] = self.stream_arn
                     records.append(record)
         return records
@@ -259,12 +245,9 @@ class QueueSource:
 
     def drain(self, report: Report, idle: float, most: float = 600.0) -> bool:
         """Poll until the queue is empty, hidden messages included; False if it
-        held messages and had none to receive for `idle` seconds in a row (a
-        message hidden for longer than any retry the rehearsal makes waits for:
-        stuck), or after `most` seconds in all (a sender that never finishes).
-
-        The time the sender takes is not held against it: on a loaded machine
-        it works slower, and only waiting is a sign that nothing will come."""
+        held messages and had none to receive for `idle` seconds in a row (stuck),
+        or after `most` seconds in all (a sender that never finishes). The time the
+        sender takes is not held against it: a loaded machine slows it down."""
         started = waiting = time.monotonic()
         while time.monotonic() - started < most:
             if self.poll_once(report):
@@ -279,30 +262,16 @@ class QueueSource:
         return False
 
 
-@dataclass
-class Schedule:
-    """An AWS::Events::Rule with a ScheduleExpression, targeting a function."""
-
-    rule_arn: str
-    expression: str
-    invoke: Invoke
-    account: str
-    region: str
-    permitted: bool
-
-    def fire(self) -> Optional[Invocation]:
-        """The event the rule sends when its schedule comes (None: not permitted)."""
-        if not self.permitted:
-            return None
-        event = {
-            "version": "0",
-            "id": str(uuid.uuid4()),
-            "detail-type": "Scheduled Event",
-            "source": "aws.events",
-            "account": self.account,
-            "time": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "region": self.region,
-            "resources": [self.rule_arn],
-            "detail": {},
-        }
-        return self.invoke(event)
+def scheduled_event(rule_arn: str) -> dict[str, Any]:
+    """The event an AWS::Events::Rule with a ScheduleExpression sends its target."""
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": ACCOUNT,
+        "time": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "region": REGION,
+        "resources": [rule_arn],
+        "detail": {},
+    }

@@ -19,13 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from scripts.rehearsal import template as tpl
-from scripts.rehearsal.cloud import Cloud, client
+from scripts.rehearsal.cloud import ACCOUNT, REGION, Cloud
 from scripts.rehearsal.runtime import Credentials, Function
-
-REGION = "us-east-1"
-ACCOUNT = "123456789012"  # moto's
-# Any credentials do while the deploy's requests are the account's own.
-ACCOUNT_KEYS = {"aws_access_key_id": "rehearsal", "aws_secret_access_key": "rehearsal"}
 
 
 class StackError(Exception):
@@ -48,15 +43,8 @@ class Stack:
     physical: dict[str, str] = field(default_factory=dict)
     played: dict[str, dict[str, Any]] = field(default_factory=dict)  # resolved properties
 
-    def client(self, service: str) -> Any:
-        """A client of the account that deploys (admin), for the rehearsal's own reads."""
-        return client(self.cloud.endpoint, service, **self.deployer_keys())
-
-    def deployer_keys(self) -> dict[str, str]:
-        return self.cloud.deployer or ACCOUNT_KEYS
-
     def role_client(self, role: str, service: str) -> Any:
-        return self.credentials[role].client(service, self.cloud.endpoint, REGION)
+        return self.credentials[role].client(service, self.cloud.endpoint)
 
     def deploy(self, code: bytes) -> None:
         with self.cloud.as_account():
@@ -65,7 +53,7 @@ class Stack:
                 f"RehearsalAttribute{i}": needed
                 for i, needed in enumerate(self.template.attributes_needed())
             }
-            cloudformation = self._account("cloudformation")
+            cloudformation = self.cloud.account_client("cloudformation")
             cloudformation.create_stack(
                 StackName=self.name,
                 TemplateBody=json.dumps(self.template.for_moto(outputs)),
@@ -80,8 +68,11 @@ class Stack:
                     f"{self.name}: {stack['StackStatus']} {stack.get('StackStatusReason')}"
                 )
             resources = cloudformation.describe_stack_resources(StackName=self.name)
+            # moto lists a resource its condition left out without ids: skip it.
             self.physical = {
-                r["LogicalResourceId"]: r["PhysicalResourceId"] for r in resources["StackResources"]
+                r["LogicalResourceId"]: r["PhysicalResourceId"]
+                for r in resources["StackResources"]
+                if "LogicalResourceId" in r
             }
             attributes = {
                 outputs[o["OutputKey"]]: o["OutputValue"] for o in stack.get("Outputs", [])
@@ -91,27 +82,15 @@ class Stack:
             self._check()
             self._assume_roles()
 
-    def _account(self, service: str) -> Any:
-        return client(self.cloud.endpoint, service, **ACCOUNT_KEYS)
-
     def _upload(self, code: bytes) -> None:
         """Where `aws cloudformation package` would put the code: the template's S3 location."""
-        s3 = self._account("s3")
-        for function in self.template.functions().values():
+        s3 = self.cloud.account_client("s3")
+        for function in self.template.of_type("AWS::Lambda::Function").values():
             location = function["Properties"]["Code"]
             buckets = {b["Name"] for b in s3.list_buckets().get("Buckets", [])}
             if location["S3Bucket"] not in buckets:
                 s3.create_bucket(Bucket=location["S3Bucket"])
             s3.put_object(Bucket=location["S3Bucket"], Key=location["S3Key"], Body=code)
-
-    def code(self, function: str) -> bytes:
-        """The function's code as deployed: the object its Code names."""
-        location = self.template.resources[function]["Properties"]["Code"]
-        with self.cloud.as_account():
-            answer = self._account("s3").get_object(
-                Bucket=location["S3Bucket"], Key=location["S3Key"]
-            )
-            return bytes(answer["Body"].read())
 
     def _play(self, attributes: Mapping[tuple[str, str], str]) -> None:
         """Names for the resources the rehearsal plays, then every value resolved."""
@@ -183,15 +162,23 @@ class Stack:
 
     def _apply(self) -> None:
         """The resources moto's CloudFormation cannot create, from their properties."""
-        sqs = self._account("sqs")
-        for name in self.template.applied:
+        sqs = self.cloud.account_client("sqs")
+        for name in self.template.applied & set(self.played):
             properties = self.played[name]
-            if self.template.resources[name]["Type"] == "AWS::SQS::QueuePolicy":
+            kind = self.template.resources[name]["Type"]
+            if kind == "AWS::SQS::QueuePolicy":
                 for url in properties["Queues"]:
                     sqs.set_queue_attributes(
                         QueueUrl=url,
                         Attributes={"Policy": json.dumps(properties["PolicyDocument"])},
                     )
+            elif kind == "AWS::CloudWatch::Alarm":
+                # CloudFormation's properties are PutMetricAlarm's; the
+                # threshold, a parameter, resolves to text.
+                threshold = float(properties["Threshold"])
+                self.cloud.account_client("cloudwatch").put_metric_alarm(
+                    AlarmName=f"{self.name}-{name}", **{**properties, "Threshold": threshold}
+                )
 
     def _check(self) -> None:
         problems: list[str] = []
@@ -211,26 +198,22 @@ class Stack:
             raise StackError("moto's stack differs from the template:\n  " + "\n  ".join(problems))
 
     def _check_table(self, name: str, properties: dict[str, Any]) -> list[str]:
-        dynamodb = self._account("dynamodb")
+        dynamodb = self.cloud.account_client("dynamodb")
         table = dynamodb.describe_table(TableName=self.physical[name])["Table"]
         problems = []
         if table["KeySchema"] != properties["KeySchema"]:
             problems.append(f"keys {table['KeySchema']}")
-        attribute = {
-            (a["AttributeName"], a["AttributeType"]) for a in table["AttributeDefinitions"]
-        }
-        if attribute != {
-            (a["AttributeName"], a["AttributeType"]) for a in properties["AttributeDefinitions"]
-        }:
+
+        def attributes(spec: Mapping[str, Any]) -> set[tuple[str, str]]:
+            return {(a["AttributeName"], a["AttributeType"]) for a in spec["AttributeDefinitions"]}
+
+        def indexes(spec: Mapping[str, Any]) -> dict[str, Any]:
+            found = spec.get("GlobalSecondaryIndexes", [])
+            return {i["IndexName"]: (i["KeySchema"], i["Projection"]) for i in found}
+
+        if attributes(table) != attributes(properties):
             problems.append("attribute definitions")
-        made = {
-            i["IndexName"]: (i["KeySchema"], i["Projection"])
-            for i in table.get("GlobalSecondaryIndexes", [])
-        }
-        wanted = {
-            i["IndexName"]: (i["KeySchema"], i["Projection"])
-            for i in properties.get("GlobalSecondaryIndexes", [])
-        }
+        made, wanted = indexes(table), indexes(properties)
         if made != wanted:
             problems.append(f"indexes {sorted(made)} instead of {sorted(wanted)}")
         stream = table.get("StreamSpecification", {})
@@ -247,7 +230,7 @@ class Stack:
         return problems
 
     def _check_queue(self, name: str, properties: dict[str, Any]) -> list[str]:
-        attributes = self._account("sqs").get_queue_attributes(
+        attributes = self.cloud.account_client("sqs").get_queue_attributes(
             QueueUrl=self.physical[name], AttributeNames=["All"]
         )["Attributes"]
         problems = []
@@ -265,7 +248,7 @@ class Stack:
         return problems
 
     def _check_rule(self, name: str, properties: dict[str, Any]) -> list[str]:
-        events = self._account("events")
+        events = self.cloud.account_client("events")
         bus = properties.get("EventBusName", "default")
         rule = events.describe_rule(Name=self.physical[name], EventBusName=bus)
         problems = []
@@ -278,7 +261,7 @@ class Stack:
 
     def _check_role(self, name: str, properties: dict[str, Any]) -> list[str]:
         """The role has exactly the template's policies on it, nothing else."""
-        iam = self._account("iam")
+        iam = self.cloud.account_client("iam")
         role = self.physical[name]
         made = {
             policy: _document(
@@ -297,7 +280,7 @@ class Stack:
 
     def _assume_roles(self) -> None:
         """As Lambda does for each function (its trust policy names Lambda's service)."""
-        sts = self._account("sts")
+        sts = self.cloud.account_client("sts")
         for function in self.functions.values():
             if function.role in self.credentials:
                 continue
@@ -309,10 +292,14 @@ class Stack:
             )
 
     def unzip(self, function: str, into: Path) -> Path:
-        """The function's deployment package, unzipped as Lambda's /var/task."""
-        into.mkdir(parents=True, exist_ok=True)
-        with zipfile.ZipFile(io.BytesIO(self.code(function))) as package:
-            package.extractall(into)
+        """The function's code as deployed (the object its Code names), unzipped
+        as Lambda's /var/task."""
+        location = self.template.resources[function]["Properties"]["Code"]
+        with self.cloud.as_account():
+            s3 = self.cloud.account_client("s3")
+            code = s3.get_object(Bucket=location["S3Bucket"], Key=location["S3Key"])["Body"]
+            with zipfile.ZipFile(io.BytesIO(code.read())) as package:
+                package.extractall(into)
         return into
 
     def of_type(self, kind: str) -> dict[str, dict[str, Any]]:

@@ -1,31 +1,23 @@
-"""The expanded template (what CloudFormation deploys), split between moto and the rehearsal.
-
-moto's CloudFormation creates every resource whose type it supports, except
-Lambda's and API Gateway's (and what refers to them): moto runs functions in
-Docker, and imports no API from its definition, so the rehearsal plays those
-two services itself, from the same template. The few types moto's
-CloudFormation lacks outside them are applied through their service's API
-from the template's own properties (REHEARSAL_APPLIES); any other type stops
-the rehearsal, so a template change is never skipped silently.
-
-Values in the played resources (a role's ARN, the table's stream, a queue's
-URL, a parameter) are resolved as CloudFormation would: Ref and Fn::GetAtt of
-the resources moto created come from the stack itself (its resources, and
-outputs the rehearsal adds for every attribute a played resource names).
+"""The expanded template (what CloudFormation deploys), split between moto and the
+rehearsal (docs/rehearsal.md, step 3): moto's CloudFormation creates what it
+supports, the rehearsal plays Lambda and API Gateway and what refers to them
+(moto runs functions in Docker, and serves no API), applies REHEARSAL_APPLIES
+from their properties, and stops at any other type, so that a template change
+is never skipped silently. Values in the played resources are resolved as
+CloudFormation would, from the stack moto created and outputs added for them.
 """
 
 from __future__ import annotations
 
 import copy
 import functools
-import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 PLAYED_PREFIXES = ("AWS::Lambda::", "AWS::ApiGateway::", "AWS::ApiGatewayV2::")
-REHEARSAL_APPLIES = ("AWS::SQS::QueuePolicy",)
+REHEARSAL_APPLIES = ("AWS::SQS::QueuePolicy", "AWS::CloudWatch::Alarm")
 NO_VALUE = "AWS::NoValue"
 _SUB = re.compile(r"\$\{([^}!][^}]*)\}")
 
@@ -131,9 +123,6 @@ class Template:
         }
         return body
 
-    def functions(self) -> dict[str, dict[str, Any]]:
-        return self.of_type("AWS::Lambda::Function")
-
     def role_of(self, function: str) -> str:
         role = self.resources[function]["Properties"]["Role"]
         ((name, attribute),) = referenced(role)
@@ -225,20 +214,29 @@ def _present(value: Any) -> Any:
     return value
 
 
+def _policies(
+    template: Template, resolve: Resolver, roles: list[str]
+) -> Iterator[tuple[str, str, dict[str, Any], tuple[str, ...]]]:
+    """Every policy of the template on `roles` in this stack: its id for a
+    mutation ("<role>.<name>" for an inline one), its name, its document (not
+    resolved) and the roles of `roles` it is on."""
+    for role in roles:
+        for policy in template.resources[role]["Properties"].get("Policies", []):
+            name = policy["PolicyName"]
+            yield f"{role}.{name}", name, policy["PolicyDocument"], (role,)
+    for name, resource in sorted(template.of_type("AWS::IAM::Policy").items()):
+        on = tuple(r for r in roles if {"Ref": r} in resource["Properties"].get("Roles", []))
+        if on and resolve.present(name):
+            properties = resource["Properties"]
+            yield name, properties["PolicyName"], properties["PolicyDocument"], on
+
+
 def role_policies(template: Template, resolve: Resolver, role: str) -> dict[str, dict[str, Any]]:
     """Policy name -> document, every policy of the template on `role` in this stack."""
-    policies = {
-        policy["PolicyName"]: resolve(policy["PolicyDocument"])
-        for policy in template.resources[role]["Properties"].get("Policies", [])
+    return {
+        resolve(name): resolve(document)
+        for _, name, document, _ in _policies(template, resolve, [role])
     }
-    for name, resource in template.of_type("AWS::IAM::Policy").items():
-        if not resolve.present(name):
-            continue
-        if {"Ref": role} in resource["Properties"].get("Roles", []):
-            policies[resolve(resource["Properties"]["PolicyName"])] = resolve(
-                resource["Properties"]["PolicyDocument"]
-            )
-    return policies
 
 
 def as_list(value: Any) -> list[Any]:
@@ -265,8 +263,14 @@ class Mutation:
         """A copy of the expanded template without the action (a statement left
         without actions goes, and so does a policy left without any)."""
         changed = copy.deepcopy(body)
-        document = _document(changed, self.policy)
-        entries = document["Statement"]
+        resources = changed["Resources"]
+        role, _, name = self.policy.partition(".")
+        if self.policy in resources:
+            holder, policies = resources[self.policy]["Properties"], None
+        else:
+            policies = resources[role]["Properties"]["Policies"]
+            (holder,) = (p for p in policies if p["PolicyName"] == name)
+        entries = holder["PolicyDocument"]["Statement"]
         entry = entries[self.statement]
         statement = entry["Fn::If"][1] if "Fn::If" in entry else entry
         actions = [a for a in as_list(statement["Action"]) if a != self.action]
@@ -274,51 +278,23 @@ class Mutation:
             statement["Action"] = actions
         else:
             del entries[self.statement]
-        if self.last:
-            _remove_policy(changed, self.policy)
+        if self.last and policies is not None:
+            policies.remove(holder)
+        elif self.last:
+            del resources[self.policy]
+            for resource in resources.values():
+                if "DependsOn" in resource:
+                    resource["DependsOn"] = [
+                        d for d in as_list(resource["DependsOn"]) if d != self.policy
+                    ]
         return changed
-
-
-def _remove_policy(body: dict[str, Any], policy: str) -> None:
-    resources = body["Resources"]
-    if policy in resources:
-        del resources[policy]
-        for resource in resources.values():
-            if "DependsOn" in resource:
-                resource["DependsOn"] = [d for d in as_list(resource["DependsOn"]) if d != policy]
-        return
-    role, _, name = policy.partition(".")
-    properties = resources[role]["Properties"]
-    properties["Policies"] = [p for p in properties["Policies"] if p["PolicyName"] != name]
-
-
-def _document(body: dict[str, Any], policy: str) -> dict[str, Any]:
-    resources = body["Resources"]
-    if policy in resources:
-        document: dict[str, Any] = resources[policy]["Properties"]["PolicyDocument"]
-        return document
-    role, _, name = policy.partition(".")
-    (inline,) = (p for p in resources[role]["Properties"]["Policies"] if p["PolicyName"] == name)
-    document = inline["PolicyDocument"]
-    return document
 
 
 def mutations(template: Template, resolve: Resolver, roles: list[str]) -> list[Mutation]:
     """Every action granted to the functions' roles in this stack, one at a time."""
     found: list[Mutation] = []
-    for role in roles:
-        for policy in template.resources[role]["Properties"].get("Policies", []):
-            found += _statement_mutations(
-                f"{role}.{policy['PolicyName']}", policy["PolicyDocument"], (role,), resolve
-            )
-    for name, resource in sorted(template.of_type("AWS::IAM::Policy").items()):
-        if not resolve.present(name):
-            continue
-        on = tuple(r for r in roles if {"Ref": r} in resource["Properties"].get("Roles", []))
-        if on:
-            found += _statement_mutations(
-                name, resource["Properties"]["PolicyDocument"], on, resolve
-            )
+    for policy, _, document, on in _policies(template, resolve, roles):
+        found += _statement_mutations(policy, document, on, resolve)
     return found
 
 
@@ -337,7 +313,3 @@ def _statement_mutations(
     if len(found) == 1:
         found = [Mutation(policy, found[0].statement, found[0].action, roles, last=True)]
     return found
-
-
-def dumps(body: Mapping[str, Any]) -> str:
-    return json.dumps(body, indent=1, sort_keys=True)

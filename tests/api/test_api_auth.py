@@ -201,6 +201,33 @@ def test_a_forged_token_is_refused_by_the_key_set(
     assert_401(response, reason, token_given=True)
 
 
+def no_kid(payload: dict[str, Any], key: Any) -> str:
+    """An RS256 token whose header names no key, as some providers sign ID tokens."""
+    import jwt
+
+    return jwt.encode(payload, key, algorithm="RS256")
+
+
+def test_a_token_naming_no_key_is_taken_when_the_key_set_holds_just_one(
+    api: Api, key_set: KeySet
+) -> None:
+    token = no_kid(claims("ada", aud=AUDIENCE), key_set.keys["key-1"])
+    forged = no_kid(claims("ada", aud=AUDIENCE), key_set.keys["unpublished"])
+
+    assert as_(api, token, "GET", "/runs").status_code == 200
+    assert_401(as_(api, forged, "GET", "/runs"), "signature", token_given=True)
+
+
+def test_a_token_naming_no_key_is_refused_when_the_key_set_holds_more(
+    api: Api, key_set: KeySet
+) -> None:
+    key_set.published.append("key-2")
+
+    response = as_(api, no_kid(claims("ada", aud=AUDIENCE), key_set.keys["key-1"]), "GET", "/runs")
+
+    assert_401(response, "names no key", token_given=True)
+
+
 def test_a_rotated_key_is_fetched_once_for_an_unknown_kid(
     api: Api, key_set: KeySet, monkeypatch: pytest.MonkeyPatch
 ) -> None:

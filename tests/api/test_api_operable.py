@@ -43,7 +43,10 @@ def test_each_request_writes_one_json_log_line_without_bodies(
     )
     out = capsys.readouterr().out
     lines = access_lines(out)
-    assert len(lines) == 1 and out.count("\n") == 1
+    # Beside it, the decision's metric line (docs/stats.md), and nothing else.
+    metric_lines = [text for text in out.splitlines() if text.startswith('{"_aws"')]
+    assert len(lines) == 1 and len(metric_lines) == 1 and out.count("\n") == 2
+    assert "secret-comment" not in out and "alice" not in out
     line: dict[str, Any] = lines[0]
     assert line["request_id"] == response.headers["X-Request-Id"]
     assert (line["method"], line["route"], line["status"]) == (

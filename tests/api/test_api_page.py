@@ -170,6 +170,19 @@ def test_in_jwt_mode_anyone_gets_the_page_which_then_asks_for_a_token(bare_api: 
     assert meta(document, "actor-claim") == "sub"
     assert meta(document, "groups-claim") == "groups"
     assert meta(document, "admin-group") == "workflow-admins"
+    assert meta(document, "sign-in") == ""  # no provider: the page asks for a token
+
+
+@pytest.mark.usefixtures("secret_mode")
+def test_with_a_sign_in_provider_the_page_offers_sign_in(
+    bare_api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WORKFLOW_OIDC_ISSUER", "https://login.example.com")
+    monkeypatch.setenv("WORKFLOW_OIDC_CLIENT_ID", "approvals")
+    assert meta(bare_api.get("/").body.decode(), "sign-in") == "oidc"
+    monkeypatch.delenv("WORKFLOW_OIDC_CLIENT_ID")  # misconfigured: a token, and sign-in's 503
+    assert meta(bare_api.get("/").body.decode(), "sign-in") == ""
+    assert bare_api.request("GET", "/auth/signin", headers={}).status_code == 503
 
 
 @pytest.mark.usefixtures("secret_mode")

@@ -86,6 +86,11 @@ def test_every_documented_operation_is_a_route_of_the_app() -> None:
 
 # The approvers' page: text for a browser, not JSON (chalicelib/api/page.py).
 PAGE = {"/": ["text/html"], "/ui/{name}": ["text/javascript", "text/css"]}
+# HTML pages for a browser, every answer of theirs that the service writes
+# (docs/notifications.md): the one-time action links.
+HTML_PAGES = ("/act/{token}",)
+# Slack's requests, signed by Slack (docs/notifications.md).
+SLACK_INTERACTIONS = "/integrations/slack/interactions"
 
 
 def test_every_response_is_json_with_a_request_id() -> None:
@@ -94,6 +99,8 @@ def test_every_response_is_json_with_a_request_id() -> None:
             if path in PAGE and status == "200":
                 continue  # test_the_pages_files_are_documented_as_text
             response, _ = openapi_contract.response(path, method, status)
+            if path in HTML_PAGES and "text/html" in response.get("content", {}):
+                continue  # test_the_link_pages_are_html_with_the_pages_headers
             ids = {
                 name: header["$ref"].rpartition("/")[2]
                 for name, header in response["headers"].items()
@@ -104,6 +111,10 @@ def test_every_response_is_json_with_a_request_id() -> None:
                 ids.get("X-Request-Id") in ("XRequestId", "XRequestIdIfServed")
                 or ids.get("x-amzn-RequestId") == "GatewayRequestId"
             ), (method, path, status)
+            if status.startswith("3"):
+                # Sign-in's redirects, for a browser: no body, a Location.
+                assert "content" not in response and "Location" in ids, (method, path, status)
+                continue
             assert list(response["content"]) == ["application/json"], (method, path, status)
 
 
@@ -123,6 +134,17 @@ def test_the_pages_files_are_documented_as_text_with_their_headers() -> None:
         assert DOCUMENT["paths"][path]["get"]["security"] == []
 
 
+def test_the_link_pages_are_html_with_the_pages_headers() -> None:
+    for method, path, operation in operations():
+        if path not in HTML_PAGES:
+            continue
+        assert operation["security"] == []
+        for status in operation["responses"]:
+            response, _ = openapi_contract.response(path, method, status)
+            if "text/html" in response["content"]:
+                assert {"Content-Security-Policy", "Referrer-Policy"} <= set(response["headers"])
+
+
 def test_every_201_names_its_location() -> None:
     created = [path for _, path, operation in operations() if "201" in operation["responses"]]
     assert len(created) == 5
@@ -133,8 +155,10 @@ def test_every_201_names_its_location() -> None:
 def test_every_post_takes_an_idempotency_key_and_documents_its_answers() -> None:
     key = {"$ref": "#/components/parameters/IdempotencyKey"}
     for method, path, operation in operations():
-        if method != "POST":
-            continue
+        if method != "POST" or path.startswith("/auth/"):
+            continue  # sign-in's POSTs change only the browser's cookie: retried as they are
+        if path in (*HTML_PAGES, SLACK_INTERACTIONS):
+            continue  # a link decides once by its token; Slack's requests carry no key
         assert key in operation["parameters"], path
         assert {"400", "409", "415", "422", "503"} <= set(operation["responses"]), path
         success = next(status for status in operation["responses"] if status < "300")
@@ -328,6 +352,7 @@ def test_each_rule_no_schema_states_is_a_documented_422_and_cursors_a_400() -> N
     cursor = {"$ref": "#/components/parameters/Cursor"}
     taking = [path for method, path, op in operations() if cursor in op.get("parameters", [])]
     assert sorted(taking) == [
+        "/contacts",
         "/delegations",
         "/inbox",
         "/runs",

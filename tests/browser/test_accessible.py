@@ -65,6 +65,9 @@ def test_every_view_is_accessible_and_fits_the_width(tab: PageUnderTest, api: Ap
     tab.page.get_by_role("button", name="Add another step").click()
     check_view(tab, "Workflows")
 
+    tab.visit(f"#/workflows/{workflow['id']}")
+    check_view(tab, f"How long {workflow['name']} takes")
+
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_delegations_a_run_sent_back_and_its_second_round_are_accessible_and_fit(

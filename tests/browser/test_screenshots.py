@@ -1,5 +1,5 @@
-"""`make screenshots` writes the README's pictures: the inbox, a run page and the
-delegations, at 360 and 1280 px wide."""
+"""`make screenshots` writes the README's pictures: the inbox, a run page, the
+delegations and a workflow's figures, at 360 and 1280 px wide."""
 
 from __future__ import annotations
 
@@ -39,4 +39,8 @@ def test_the_screenshots_script_writes_both_views_at_both_widths(tmp_path: Path)
         "delegations-1280.png": 1280,
         "versions-360.png": 360,
         "versions-1280.png": 1280,
+        "signin-1280.png": 1280,
+        "signed-in-1280.png": 1280,
+        "stats-360.png": 360,
+        "stats-1280.png": 1280,
     }

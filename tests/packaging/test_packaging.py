@@ -38,6 +38,7 @@ FUNCTION = "APIHandler"
 RELAY = "OnDynamodbRecord"
 SENDER = "DeliverWebhooks"
 SWEEPER = "SweepDeadlines"
+NOTIFIER = "NotifyPeople"
 REST_API = "RestAPI"
 HTTP_API = "HttpAPI"
 FUNCTION_LOG_GROUP = "FunctionLogGroup"
@@ -74,6 +75,12 @@ GRANTS: dict[str, tuple[set[str], list[Any]]] = {
     "kms": ({"kms:Decrypt"}, [{"Ref": "CursorSecretKmsKeyArn"}]),
     "xray": ({"xray:PutTraceSegments", "xray:PutTelemetryRecords"}, ["*"]),
 }
+# Sign-in's client secret, where the stack names one (OidcClientSecretParameter).
+OIDC_SECRET_ARN = {
+    "Fn::Sub": "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}"
+    ":parameter${OidcClientSecretParameter}"
+}
+ALSO_GRANTED = {"ssm": [({"ssm:GetParameter"}, [OIDC_SECRET_ARN])]}
 # Properties only the deployed table has; the rest must equal CreateTable's.
 DEPLOY_ONLY = {"PointInTimeRecoverySpecification", "DeletionProtectionEnabled"}
 
@@ -297,8 +304,8 @@ def test_function_is_told_to_use_the_packaged_table(template: dict[str, Any]) ->
         for name, resource in template["Resources"].items()
         if resource["Type"] == "AWS::Serverless::Function"
     ]
-    assert sorted(functions) == sorted([FUNCTION, RELAY, SENDER, SWEEPER])
-    for function in (FUNCTION, SENDER):
+    assert sorted(functions) == sorted([FUNCTION, RELAY, SENDER, SWEEPER, NOTIFIER])
+    for function in (FUNCTION, SENDER, NOTIFIER):
         variables = template["Resources"][function]["Properties"]["Environment"]["Variables"]
         assert variables["WORKFLOW_STORAGE"] == "dynamodb"
         assert variables["WORKFLOW_TABLE"] == {"Ref": TABLE}
@@ -584,7 +591,7 @@ def test_role_may_do_only_what_the_function_does(each: dict[str, Any]) -> None:
             assert actions <= ADAPTER_ACTIONS
             assert all(resource in (TABLE_ARN, INDEX_ARNS) for resource in resources)
         else:
-            assert (actions, resources) == GRANTS[service], statement
+            assert (actions, resources) in [GRANTS[service], *ALSO_GRANTED.get(service, [])]
         granted |= actions
     assert granted == ADAPTER_ACTIONS.union(*(actions for actions, _ in GRANTS.values()))
 
@@ -664,6 +671,30 @@ def test_the_prod_function_verifies_callers_against_the_issuers_keys(
     assert "WORKFLOW_JWT_SECRET" not in variables
     assert "Default" not in parameters["JwtIssuer"] and "Default" not in parameters["JwksUrl"]
     assert parameters["JwksUrl"]["AllowedPattern"].startswith("^https://")
+
+
+def test_the_prod_function_signs_in_through_the_stacks_provider_if_named(
+    template: dict[str, Any],
+) -> None:
+    variables = template["Resources"][FUNCTION]["Properties"]["Environment"]["Variables"]
+    parameters = template["Parameters"]
+    access = template["Resources"]["OidcClientSecretAccess"]
+
+    assert variables["WORKFLOW_OIDC_ISSUER"] == {"Ref": "OidcIssuer"}
+    assert variables["WORKFLOW_OIDC_CLIENT_ID"] == {"Ref": "OidcClientId"}
+    assert variables["WORKFLOW_OIDC_CLIENT_SECRET_PARAMETER"] == {
+        "Ref": "OidcClientSecretParameter"
+    }
+    assert "WORKFLOW_OIDC_CLIENT_SECRET" not in variables  # by reference only
+    assert parameters["OidcIssuer"]["Default"] == ""  # no sign-in unless named
+    assert re.fullmatch(parameters["OidcIssuer"]["AllowedPattern"], "https://login.example.com")
+    assert not re.fullmatch(parameters["OidcIssuer"]["AllowedPattern"], "http://login.example")
+    assert access["Condition"] == "OidcClientSecretGiven"
+    assert template["Conditions"]["OidcClientSecretGiven"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "OidcClientSecretParameter"}, ""]}]
+    }
+    (statement,) = access["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Resource"] == [OIDC_SECRET_ARN]
 
 
 def test_the_prod_cors_origin_is_a_parameter_that_cannot_be_a_wildcard(
@@ -816,6 +847,24 @@ def test_each_event_function_may_do_only_what_it_does(template: dict[str, Any]) 
         for action in sender
         if action.startswith("sqs:")
     )
+    # The notifier: its queue, the reads of a notification, its markers and
+    # links, and mail as the one configured SES identity; nothing else.
+    notifier = grants(template, NOTIFIER)
+    assert set(notifier) == logs | xray | {
+        "sqs:ReceiveMessage",
+        "sqs:DeleteMessage",
+        "sqs:GetQueueAttributes",
+        "dynamodb:Query",
+        "dynamodb:BatchGetItem",
+        "dynamodb:PutItem",
+        "ses:SendEmail",
+    }
+    assert notifier["dynamodb:PutItem"] == notifier["dynamodb:BatchGetItem"] == [TABLE_ARN]
+    identity = "arn:${AWS::Partition}:ses:${AWS::Region}:${AWS::AccountId}:identity/"
+    assert notifier["ses:SendEmail"] == [{"Fn::Sub": identity + "${MailIdentity}"}]
+    variables = template["Resources"][NOTIFIER]["Properties"]["Environment"]["Variables"]
+    assert variables["WORKFLOW_MAIL"] == "ses"
+    assert variables["WORKFLOW_LINKS"] == {"Ref": "ActionLinks"}
     # Neither may write the table's records, nor the API function touch the bus.
     assert "dynamodb:PutItem" not in relay.keys() | sender.keys()
     assert not any(action.startswith(("events:", "sqs:")) for action in grants(template, FUNCTION))
@@ -857,6 +906,9 @@ def test_every_function_s_concurrency_is_bounded_by_a_parameter(expanded: dict[s
     assert mappings[SENDER]["ScalingConfig"] == {
         "MaximumConcurrency": {"Ref": "WebhookMaximumConcurrency"}
     }
+    assert mappings[NOTIFIER]["ScalingConfig"] == {
+        "MaximumConcurrency": {"Ref": "NotifierMaximumConcurrency"}
+    }
     bounds = {
         name: (p["Type"], p["Default"], p["MinValue"], p.get("MaxValue"))
         for name, p in expanded["Parameters"].items()
@@ -887,11 +939,15 @@ def test_checkov_is_told_of_exactly_the_findings_that_do_not_apply(each: dict[st
     assert skipped == {
         RELAY: ["CKV_AWS_115"],
         SENDER: ["CKV_AWS_115"],
+        NOTIFIER: ["CKV_AWS_115"],
         "WebhookQueue": ["CKV_AWS_27"],
         "WebhookDeadLetterQueue": ["CKV_AWS_27"],
         "RelayDeadLetterQueue": ["CKV_AWS_27"],
+        "NotificationQueue": ["CKV_AWS_27"],
+        "NotificationDeadLetterQueue": ["CKV_AWS_27"],
     }
-    for name in ("WebhookQueue", "WebhookDeadLetterQueue", "RelayDeadLetterQueue"):
+    queues = ("WebhookQueue", "WebhookDeadLetterQueue", "RelayDeadLetterQueue")
+    for name in (*queues, "NotificationQueue", "NotificationDeadLetterQueue"):
         assert each["Resources"][name]["Properties"]["SqsManagedSseEnabled"] is True
 
 
@@ -900,7 +956,7 @@ def test_every_event_function_names_only_real_iam_actions(template: dict[str, An
     from cfnlint.helpers import load_resource
 
     known = load_resource(AdditionalSpecs, "Policies.json")
-    for function in (RELAY, SENDER, SWEEPER):
+    for function in (RELAY, SENDER, SWEEPER, NOTIFIER):
         for action in grants(template, function):
             service, name = action.lower().split(":", 1)
             assert name in known[service]["Actions"], action

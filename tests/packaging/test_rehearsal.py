@@ -27,7 +27,13 @@ from scripts.rehearsal.runtime import check_imports
 pytestmark = pytest.mark.xdist_group("rehearsal")
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
-FUNCTIONS = ("APIHandler", "OnDynamodbRecord", "DeliverWebhooks", "SweepDeadlines")
+FUNCTIONS = (
+    "APIHandler",
+    "OnDynamodbRecord",
+    "DeliverWebhooks",
+    "SweepDeadlines",
+    "NotifyPeople",
+)
 
 
 def clean_env() -> dict[str, str]:

@@ -64,6 +64,8 @@ class PageUnderTest:
         self.console_errors.append(message.text)
 
     def _on_request(self, request: Request) -> None:
+        if not request.url.startswith(self.base_url + "/"):
+            return  # another origin's (a sign-in provider's form)
         path = request.url.removeprefix(self.base_url)
         if request.method == "GET" and "/permissions" in path:
             self.permissions_asked.append(path)

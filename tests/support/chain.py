@@ -55,6 +55,8 @@ def link(prev: str, action: dict[str, Any], seq: int) -> str:
         entry["round"] = action["round"]
     if action.get("input_digest") is not None:
         entry["input_digest"] = action["input_digest"]
+    if action.get("channel", "api") != "api":
+        entry["channel"] = action["channel"]
     return sha256(prev + "\n" + canonical(entry))
 
 

@@ -136,7 +136,9 @@ def assert_conforms(
         if value is None:
             assert not header.get("required"), f"{where}: header {name} is missing"
         else:
-            _header_validator(json.dumps(header["schema"], sort_keys=True)).validate(value)
+            # A header sent more than once (Set-Cookie) arrives as a list: each must conform.
+            for each in value if isinstance(value, list) else [value]:
+                _header_validator(json.dumps(header["schema"], sort_keys=True)).validate(each)
     if "content" in documented:
         media_type = _media_type(headers)
         assert media_type in documented["content"], f"{where}: Content-Type {media_type}"

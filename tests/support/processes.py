@@ -17,8 +17,6 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Optional
 
-from scripts.rehearsal.local import ctrl_c_stops
-
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
 
@@ -26,6 +24,14 @@ HOST = "127.0.0.1"
 # configuration, the service's settings, and the make that runs `make test`.
 _LEAKY_PREFIXES = ("AWS_", "WORKFLOW_", "BOTO_")
 _LEAKY = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "PORT", "HOST", "MOTO_PORT")
+
+
+def ctrl_c_stops() -> None:
+    """In a command's process, before it starts (Popen's preexec_fn): SIGINT
+    stops it as Ctrl-C does in a terminal, even where whoever starts it runs
+    with SIGINT ignored (a job started with `&` or nohup inherits that, and the
+    command would too)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def command_env(tmp_path: Path, **variables: str) -> dict[str, str]:

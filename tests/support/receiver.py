@@ -5,17 +5,30 @@ request, checks its Standard Webhooks signature, and answers what the test says
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import http.server
 import json
 import threading
+from collections.abc import Mapping
 from typing import Any, NamedTuple
-
-# The Standard Webhooks check, written from the specification, not from the service's code.
-from scripts.rehearsal.local import verify
 
 MOVED = "/moved"
 
 SECRET = "whsec_" + base64.b64encode(b"a test key of thirty-two bytes!!").decode()
+
+
+def verify(secret: str, headers: Mapping[str, str], body: bytes) -> bool:
+    """The Standard Webhooks check, written from the specification, not from the
+    service's code (the rehearsal's receivers check with it too)."""
+    key = base64.b64decode(secret.removeprefix("whsec_"))
+    signed = f"{headers['webhook-id']}.{headers['webhook-timestamp']}.".encode() + body
+    expected = base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
+    return any(
+        hmac.compare_digest(part.partition(",")[2], expected)
+        for part in headers.get("webhook-signature", "").split()
+        if part.startswith("v1,")
+    )
 
 
 class Received(NamedTuple):
@@ -47,9 +60,7 @@ class Receiver:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 headers = {name.lower(): value for name, value in self.headers.items()}
                 with receiver.lock:
-                    status = 500 if receiver.failing else receiver.answer or 204
-                    if self.path == MOVED:
-                        status = 204
+                    status = receiver.status(headers, body, self.path)
                     got = Received(headers, body, status, self.command, self.path)
                     receiver.received.append(got)
                 self.send_response(status)
@@ -75,6 +86,12 @@ class Receiver:
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+    def status(self, headers: dict[str, str], body: bytes, path: str) -> int:
+        """What a request is answered (under the lock)."""
+        if path == MOVED:
+            return 204
+        return 500 if self.failing else self.answer or 204
 
     def deduped(self) -> list[dict[str, Any]]:
         """The events received, each id once (the first time), in arrival order;

@@ -46,6 +46,7 @@ ACTION_FIELDS = {
     "on_behalf_of",
     "round",
     "input_digest",
+    "channel",
     "approvers",
     "workflow_version",
 }

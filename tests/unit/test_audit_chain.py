@@ -349,7 +349,9 @@ def delegated_returned_resubmitted() -> Run:
         lambda r: transitions.decide(r, ActionKind.APPROVE, "dave", "", steps[1:], LATER, "bob"),
         lambda r: transitions.decide(r, ActionKind.RETURN, "mo", "Fix it", (), LATER),
         lambda r: transitions.resubmit(r, workflow, "ada", "", {"amount": 7}, LATER),
-        lambda r: transitions.decide(r, ActionKind.APPROVE, "cy", "", steps[1:], LATER),
+        lambda r: transitions.decide(
+            r, ActionKind.APPROVE, "cy", "", steps[1:], LATER, channel="email-link"
+        ),
     ):
         run = change(run).after
     return run
@@ -364,6 +366,7 @@ def test_both_verifiers_check_every_optional_field_and_the_input_they_bind(
     assert entries[0]["on_behalf_of"] == "bob" and "round" not in entries[0]
     assert entries[2]["action"] == "resubmit" and entries[2]["round"] == 2
     assert entries[2]["input_digest"] == chain.sha256(chain.canonical({"amount": 7}))
+    assert entries[3]["channel"] == "email-link" and "channel" not in entries[0]
     assert document["valid"] and document["genesis"]["input_digest"]
     assert chain.first_broken(document) is None
 
@@ -378,3 +381,6 @@ def test_both_verifiers_check_every_optional_field_and_the_input_they_bind(
     dropped = json.loads(json.dumps(document))
     del dropped["entries"][2]["round"]
     assert verdicts(dropped) == {False}
+    rechanneled = json.loads(json.dumps(document))
+    rechanneled["entries"][3]["channel"] = "slack"
+    assert verdicts(rechanneled) == {False}

@@ -52,6 +52,10 @@ USE_CASES = (
     "chalicelib.delegations",
     "chalicelib.versions",
     "chalicelib.cursors",
+    "chalicelib.contacts",
+    "chalicelib.action_links",
+    "chalicelib.slack_clicks",
+    "chalicelib.stats",
 )
 FORBIDDEN = {
     "chalicelib.domain": (*EDGE, STORAGE, DELIVERY, "chalicelib.engine", "boto3", "botocore"),

@@ -89,7 +89,8 @@ def test_every_module_is_reached_from_the_entry_module() -> None:
 
 @pytest.mark.parametrize("name", FILES)
 def test_nothing_comes_from_another_origin(name: str) -> None:
-    text = (UI / name).read_text(encoding="utf-8")
+    # SVG's namespace is a name that createElementNS takes, never fetched.
+    text = (UI / name).read_text(encoding="utf-8").replace('"http://www.w3.org/2000/svg"', "")
     assert not re.search(r"(https?:)?//[a-z0-9.-]+\.[a-z]{2,}", text, re.IGNORECASE)
     assert "@import" not in text
 

@@ -69,3 +69,23 @@ def test_the_relay_is_fed_the_events_the_actions_and_the_inbox_entries_left(
         },
         {"dynamodb": {"NewImage": {items.INBOX_LEFT: {"S": [{"exists": True}]}}}},
     ]
+
+
+def test_the_overdue_alarm_reads_the_metric_the_sweeper_writes_and_is_a_parameter(
+    stack: dict[str, Any],
+) -> None:
+    from chalicelib.domain import metrics
+
+    alarm = stack["Resources"]["OverdueStepsAlarm"]
+    assert alarm["Condition"] == "OverdueAlarmOn"
+    assert stack["Conditions"]["OverdueAlarmOn"] == {
+        "Fn::Equals": [{"Ref": "OverdueAlarmEnabled"}, "true"]
+    }
+    (query,) = alarm["Properties"]["Metrics"]
+    dimensions = ", ".join(sorted(metrics.DIMENSIONS))
+    assert query["Expression"] == (
+        f"SELECT SUM(Overdue) FROM SCHEMA({metrics.DEFAULT_NAMESPACE}, {dimensions})"
+    )
+    assert "Overdue" in metrics.UNITS
+    assert alarm["Properties"]["Threshold"] == {"Ref": "OverdueAlarmThreshold"}
+    assert stack["Parameters"]["OverdueAlarmEnabled"]["Default"] == "true"

@@ -41,6 +41,7 @@ from chalicelib.storage.dynamodb.idempotency import IdempotencyKeys
 from chalicelib.storage.dynamodb.ids import ID_BLOCK, Counters
 from chalicelib.storage.dynamodb.keys import Item
 from chalicelib.storage.dynamodb.lists import Lists
+from chalicelib.storage.dynamodb.notices import Notices
 from chalicelib.storage.dynamodb.outbox import (
     STREAM_DELIVERY,
     TABLE_DELIVERY,
@@ -48,6 +49,7 @@ from chalicelib.storage.dynamodb.outbox import (
     configured_delivery,
 )
 from chalicelib.storage.dynamodb.schema import DUE_AT
+from chalicelib.storage.dynamodb.started import StartedRuns
 from chalicelib.storage.dynamodb.workflows import STEP_COUNT_COPIES, WorkflowItems, step_count_key
 from chalicelib.storage.failures import unavailable
 
@@ -60,11 +62,13 @@ if TYPE_CHECKING:
     )
 
 
-class DynamoDBStorage(WorkflowItems, Lists, IdempotencyKeys, OutboxState, Delegations):
+class DynamoDBStorage(
+    WorkflowItems, Lists, StartedRuns, IdempotencyKeys, OutboxState, Delegations, Notices
+):
     """Storage in one DynamoDB table: the service's runs (here), its workflows
-    (workflows.py), its lists and
-    inboxes (lists.py), its Idempotency-Keys (idempotency.py) and its events'
-    delivery (outbox.py)."""
+    (workflows.py), its lists and inboxes (lists.py), its Idempotency-Keys
+    (idempotency.py), its events' delivery (outbox.py), its contacts, notices
+    and action links (notices.py) and the runs a window started (started.py)."""
 
     def __init__(
         self,

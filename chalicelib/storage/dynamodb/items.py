@@ -164,14 +164,24 @@ def workflow_of(item: Item, retired: Optional[bool] = None) -> Workflow:
         json_of(item, "input_schema"),
         max_returns_of(item),
         version_of(item),
-        item["retired"]["BOOL"] if retired is None else retired,
-        item["version_created_at"]["S"],
+        retired_of(item) if retired is None else retired,
+        item["version_created_at"]["S"]
+        if "version_created_at" in item
+        else item["created_at"]["S"],
     )
 
 
+# A workflow item written before versions (docs/storage.md) has no `version`,
+# `retired` or `version_created_at`, a run item no `workflow_version`: read as
+# its first version, not retired, published when the workflow was defined.
 def version_of(item: Item) -> int:
     """The workflow version a workflow, version or run item is of."""
-    return int(item["version"]["N"])
+    return int(item["version"]["N"]) if "version" in item else 1
+
+
+def retired_of(item: Item) -> bool:
+    """Whether a workflow item says its workflow is retired."""
+    return bool(item["retired"]["BOOL"]) if "retired" in item else False
 
 
 def max_returns_of(item: Item) -> int:
@@ -323,7 +333,7 @@ def run_of(item: Item, actions: tuple[Action, ...]) -> Run:
         texts(item, "on_behalf_of"),
         item["genesis_input_digest"]["S"] if "genesis_input_digest" in item else None,
         max_returns_of(item),
-        int(item["workflow_version"]["N"]),
+        int(item["workflow_version"]["N"]) if "workflow_version" in item else 1,
         int(item["genesis_version"]["N"]) if "genesis_version" in item else None,
     )
 
@@ -348,6 +358,8 @@ def action_item(action: Action, seq: int) -> Item:
         item["round"] = n(action.round)
     if action.input_digest is not None:
         item["input_digest"] = s(action.input_digest)
+    if action.channel != "api":
+        item["channel"] = s(action.channel)
     if action.approvers is not None:
         item["approvers"] = strings(action.approvers)
     if action.workflow_version is not None:
@@ -369,6 +381,7 @@ def action_of(item: Item, run_id: int) -> Action:
         item["on_behalf_of"]["S"] if "on_behalf_of" in item else None,
         int(item["round"]["N"]) if "round" in item else 1,
         item["input_digest"]["S"] if "input_digest" in item else None,
+        item["channel"]["S"] if "channel" in item else "api",
         texts(item, "approvers") if "approvers" in item else None,
         int(item["workflow_version"]["N"]) if "workflow_version" in item else None,
     )

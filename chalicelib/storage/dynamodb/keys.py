@@ -38,6 +38,12 @@ Items (PK, SK are strings):
                                                                       event_seq
     lent to      DELEGATE#<principal key>    <ends_at>#<id, 16 d.>    a copy of the delegation,
                                                                       while it is not revoked
+    contact      CONTACTS                    <principal key>          email, slack (notices.py)
+    notice sent  NOTICE#<once-key>           #NOTICE                  the claim of its sender
+    action link  LINK#<token's SHA-256>      #LINK                    run, round, step, person,
+                                                                      action, expiry
+    link used    LINKUSE#<run>#<round>#<step>#<person key>  #USE      the digest used, when
+    slack post   SLACK#<run>#<round>#<step>  <channel>#<ts>           a message posted about it
 
 Indexes (schema.py), partition key -> sort key, all sorted by `id` but `due`:
 
@@ -50,6 +56,8 @@ Indexes (schema.py), partition key -> sort key, all sorted by `id` but `due`:
     due                      due_pk = DEADLINE#<shard> (runs whose   keys only, sorted by due_at
                              deadline is still to apply) or DELIVERY
                              (events to send, `make run-dynamodb`)
+    runs_by_workflow_started workflow_runs_pk = WF#<wid>#<shard>     runs, keys only, sorted by
+                                                                     created_at
 
 A run's shard is `id % WORKFLOW_LIST_SHARDS` (16 by default), four times as
 many for its deadline; a user's inbox is one partition, paced by what one
@@ -107,8 +115,19 @@ Access patterns: what each request reads and writes.
     or inbox                  each group (Query each)
     the sweeper               `due`: one Query per deadline shard, run (as a decision); a
                               then each run due (Query)           reminder or escalation
+    GET /workflows/{id}/stats workflow item (Query); one Query per    -
+                              shard of runs_by_workflow_started;
+                              BatchGetItems of its runs, then of
+                              their actions (by their keys)
     Idempotency-Key           -                                   one conditional put of the key;
                                                                   its response (and parts) after
+    PUT /contacts/{p}         -                                   the contact
+    GET /contacts             CONTACTS (one Query)                -
+    a notification            CONTACTS (BatchGetItem)             one conditional put of its
+                                                                  marker, its links
+    GET /act/{token}          LINK#, LINKUSE# (Query each)        -
+    POST /act/{token}         as GET, then as a decision          one conditional put of the
+                                                                  use, then the decision
 
 No boto3 here, and no rule: these functions say where an item lives.
 """
@@ -131,6 +150,10 @@ Item = dict[str, dict[str, Any]]
 
 WORKFLOW_SK = "#WORKFLOW"
 DELEGATIONS_PK = "DELEGATIONS"
+CONTACTS_PK = "CONTACTS"
+NOTICE_SK = "#NOTICE"
+LINK_SK = "#LINK"
+LINK_USE_SK = "#USE"
 NAME_SK = "#WFNAME"
 RUN_SK = "#RUN"
 STEP_PREFIX = "STEP#"
@@ -344,6 +367,11 @@ def partitions(
     return index, [f"{prefix}#{shard}" for shard in range(shards)]
 
 
+def workflow_run_pks(workflow_id: int, shards: int) -> list[str]:
+    """Every partition of a workflow's runs (runs_by_workflow, runs_by_workflow_started)."""
+    return partitions(workflow_id, None, shards)[1]
+
+
 def delegation_sk(delegation_id: int) -> str:
     return f"DELEG#{delegation_id:016d}"
 
@@ -354,3 +382,19 @@ def delegate_pk(principal_key: str) -> str:
 
 def delegate_sk(ends_at: str, delegation_id: int) -> str:
     return f"{ends_at}#{delegation_id:016d}"
+
+
+def notice_pk(once_key: str) -> str:
+    return f"NOTICE#{once_key}"
+
+
+def link_pk(digest: str) -> str:
+    return f"LINK#{digest}"
+
+
+def slack_posts_pk(run_id: int, round_: int, step_id: int) -> str:
+    return f"SLACK#{run_id}#{round_}#{step_id}"
+
+
+def link_use_pk(use_key: str) -> str:
+    return f"LINKUSE#{use_key}"

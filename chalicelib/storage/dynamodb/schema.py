@@ -45,12 +45,21 @@ DUE_AT = "due_at"
 DELIVERY_DUE = "DELIVERY"
 DEADLINE_DUE = "DEADLINE"
 
+# A workflow's runs by when they started (GET /workflows/{id}/stats): the
+# partitions of runs_by_workflow (WF#<wid>#<shard>, so that a busy workflow's
+# starts spread over its shards) sorted by created_at. Keys only, and neither
+# key ever changes: a run's start writes its entry, and nothing else does.
+RUNS_STARTED_INDEX = "runs_by_workflow_started"
+CREATED_AT = "created_at"
+
 # Every index: name -> (partition key, sort key) attributes.
 INDEXES: dict[str, tuple[str, str]] = {
     **{index: (key, "id") for index, key in INDEX_KEYS.items()},
     DUE_INDEX: (DUE_KEY, DUE_AT),
+    RUNS_STARTED_INDEX: (INDEX_KEYS[RUNS_BY_WORKFLOW_INDEX], CREATED_AT),
 }
 PROJECTIONS[DUE_INDEX] = {"ProjectionType": "KEYS_ONLY"}
+PROJECTIONS[RUNS_STARTED_INDEX] = {"ProjectionType": "KEYS_ONLY"}
 
 
 def index_definition(index: str) -> dict[str, Any]:

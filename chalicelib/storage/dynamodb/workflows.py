@@ -221,20 +221,23 @@ class WorkflowItems:
         self, workflow_id: int, moved: Item, guard: str, read: Item
     ) -> dict[str, Any]:
         """The update of the workflow item to `moved`, only while its `guard`
-        attribute and its stream (event_seq) are as `read`."""
+        attribute and its stream (event_seq) are as `read` (the guard absent, as
+        on an item written before versions, where `read` has none)."""
         names = {f"#{name}": name for name in {*moved, guard, "event_seq"}}
+        values = {f":{name}": value for name, value in moved.items()}
+        if guard in read:
+            values[":read_guard"] = read[guard]
+            guarded = f"#{guard} = :read_guard"
+        else:
+            guarded = f"attribute_not_exists(#{guard})"
         return {
             "Update": {
                 "TableName": self.requests.table,
                 "Key": items.key(keys.workflow_pk(workflow_id), keys.WORKFLOW_SK),
                 "UpdateExpression": "SET " + ", ".join(f"#{name} = :{name}" for name in moved),
-                "ConditionExpression": f"#{guard} = :read_guard AND #event_seq = :read_seq",
+                "ConditionExpression": f"{guarded} AND #event_seq = :read_seq",
                 "ExpressionAttributeNames": names,
-                "ExpressionAttributeValues": {
-                    **{f":{name}": value for name, value in moved.items()},
-                    ":read_guard": read[guard],
-                    ":read_seq": read["event_seq"],
-                },
+                "ExpressionAttributeValues": {**values, ":read_seq": read["event_seq"]},
             }
         }
 
@@ -243,7 +246,7 @@ class WorkflowItems:
         read = self.requests.read_item(s(keys.workflow_pk(workflow_id)), s(keys.WORKFLOW_SK))
         if read is None:
             raise errors.workflow_not_found(workflow_id)
-        if read["retired"]["BOOL"] != retirement.before.retired:
+        if items.retired_of(read) != retirement.before.retired:
             raise errors.LostWrite()
         event_seq, told = items.event_seq(read), retirement.events
         moved: Item = {
@@ -265,7 +268,7 @@ class WorkflowItems:
             raise errors.workflow_not_found(workflow_id)
         if item is None:
             raise errors.NotFound(f"Workflow {workflow_id} has no version {version}")
-        return self._remember(items.workflow_of(item, head["retired"]["BOOL"]))
+        return self._remember(items.workflow_of(item, items.retired_of(head)))
 
     def get_version(self, workflow_id: int, version: int) -> Workflow:
         item = self.requests.read_item(
@@ -287,7 +290,7 @@ class WorkflowItems:
         found, more = self.requests.query_between(
             keys.workflow_pk(workflow_id), keys.version_sk(first), keys.version_sk(last), limit
         )
-        retired = head["retired"]["BOOL"]
+        retired = items.retired_of(head)
         return Slice(tuple(items.workflow_of(item, retired) for item in found), more)
 
     def _applied(

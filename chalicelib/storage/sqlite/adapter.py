@@ -24,8 +24,9 @@ from chalicelib.domain.models import (
     Run,
     Slice,
 )
-from chalicelib.storage.sqlite import rows
+from chalicelib.storage.sqlite import rows, started
 from chalicelib.storage.sqlite.connections import next_id
+from chalicelib.storage.sqlite.notices import NoticeRows
 from chalicelib.storage.sqlite.workflows import WorkflowTables
 
 if TYPE_CHECKING:
@@ -42,10 +43,11 @@ if TYPE_CHECKING:
 EXPIRED_KEYS_PER_CLAIM = 10
 
 
-class SQLiteStorage(WorkflowTables):
-    """Storage in one SQLite file (connections.py): the service's workflows and
-    runs, its events and their delivery (the Outbox), its Idempotency-Keys (the
-    KeyStore) and the delegations; the rows each writes are rows.py's."""
+class SQLiteStorage(WorkflowTables, NoticeRows):
+    """Storage in one SQLite file (connections.py): the service's workflows
+    (workflows.py) and runs, its events and their delivery (the Outbox), its Idempotency-Keys (the
+    KeyStore) and the delegations; the rows each writes are rows.py's; the
+    contacts, notices and action links (notices.py)."""
 
     # -- runs ------------------------------------------------------------
 
@@ -171,6 +173,12 @@ class SQLiteStorage(WorkflowTables):
             .fetchall()
         )
         return Slice(tuple(rows.listed_run(row) for row in found[:limit]), len(found) > limit)
+
+    def runs_started_between(
+        self, workflow_id: int, start: str, end: str, max_runs: int, max_actions: int
+    ) -> Slice[Run]:
+        conn = self._connection()
+        return started.runs_started_between(conn, workflow_id, start, end, max_runs, max_actions)
 
     def _runs(self, where: str, values: tuple[object, ...], limit: int) -> Slice[Run]:
         """At most `limit` runs, without actions, that `where` (and its ORDER BY) picks."""

@@ -54,11 +54,7 @@ SCHEMA = (
     reject_requires_comment INTEGER NOT NULL DEFAULT 0,
     -- The JSON Schema its runs' input must meet (null: any object).
     input_schema TEXT,
-    max_returns INTEGER NOT NULL DEFAULT 3,
-    -- Its newest version (whose definition the columns above hold), and
-    -- whether it is retired (no new runs).
-    version INTEGER NOT NULL DEFAULT 1,
-    retired INTEGER NOT NULL DEFAULT 0
+    max_returns INTEGER NOT NULL DEFAULT 3
 )""",
     """CREATE TABLE workflow_steps (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -70,9 +66,7 @@ SCHEMA = (
     deadline_seconds INTEGER, on_deadline TEXT, escalate_to TEXT,
     -- When the step applies (JSON, null: always).
     when_condition TEXT,
-    -- The version of its workflow it is a step of.
-    version INTEGER NOT NULL DEFAULT 1,
-    UNIQUE(workflow_id, version, step_order)
+    UNIQUE(workflow_id, step_order)
 )""",
     f"""CREATE TABLE workflow_runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -94,14 +88,7 @@ SCHEMA = (
     round INTEGER NOT NULL DEFAULT 1,
     -- For each of approved_by, whom it was for through a delegation ("": themselves).
     on_behalf_of TEXT NOT NULL DEFAULT '[]',
-    genesis_input_digest TEXT,
-    -- The version of its workflow it runs on, and the one it started on where
-    -- a move changed it since.
-    workflow_version INTEGER NOT NULL DEFAULT 1,
-    genesis_version INTEGER,
-    -- Who its current step awaits since a reassign (JSON array; null: the
-    -- step's own approvers).
-    step_approvers TEXT
+    genesis_input_digest TEXT
 )""",
     f"""CREATE TABLE workflow_actions (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -113,13 +100,10 @@ SCHEMA = (
     hash TEXT,
     on_behalf_of TEXT,
     round INTEGER NOT NULL DEFAULT 1,
-    input_digest TEXT,
-    -- A reassign's new approvers (JSON array), a move's version.
-    approvers TEXT,
-    workflow_version INTEGER
+    input_digest TEXT
 )""",
     # The history join reads a run's actions; foreign keys are looked up by the
-    # cascade. UNIQUE(workflow_id, version, step_order) already indexes the step queries.
+    # cascade. UNIQUE(workflow_id, step_order) already indexes the step queries.
     "CREATE INDEX workflow_actions_run ON workflow_actions(run_id, id)",
     # The run lists, one index per filter: SQLite ends every index with the rowid
     # (the id), so each walks its filter's runs in id order, from the cursor on.
@@ -166,32 +150,103 @@ SCHEMA = (
     "created_at TEXT NOT NULL, created_by TEXT NOT NULL, revoked_at TEXT, revoked_by TEXT)",
     "CREATE INDEX delegations_to ON delegations(delegate_key, ends_at)",
     "CREATE INDEX delegations_of ON delegations(delegator_key, id)",
-    # Every version of a workflow, the newest too: what its runs decide under
-    # (their steps are the rows of workflow_steps of that version).
-    """CREATE TABLE workflow_versions (
-    workflow_id INTEGER NOT NULL REFERENCES workflows(id) ON DELETE CASCADE,
-    version INTEGER NOT NULL,
-    description TEXT NOT NULL DEFAULT '',
-    created_at TEXT NOT NULL,
-    allow_self_approval INTEGER NOT NULL DEFAULT 0,
-    distinct_approvers INTEGER NOT NULL DEFAULT 0,
-    reject_requires_comment INTEGER NOT NULL DEFAULT 0,
-    input_schema TEXT,
-    max_returns INTEGER NOT NULL DEFAULT 3,
-    PRIMARY KEY (workflow_id, version)
-) WITHOUT ROWID""",
 )
 
 # A change to the schema: a statement, or a function of the connection when
 # SQL alone cannot make it.
 Migration = Union[str, Callable[["sqlite3.Connection"], None]]
 
+# Each version of a workflow (the newest too) with its policy, its steps the
+# rows of workflow_steps of that version; a workflow's row holds its newest,
+# and whether it is retired; a run the version it runs on, the one it started
+# on where a move changed it, whom its step awaits after a reassign; an action
+# a reassign's approvers (JSON array) or a move's version.
+WORKFLOW_VERSIONS = (
+    "ALTER TABLE workflows ADD COLUMN version INTEGER NOT NULL DEFAULT 1",
+    "ALTER TABLE workflows ADD COLUMN retired INTEGER NOT NULL DEFAULT 0",
+    "CREATE TABLE workflow_versions (workflow_id INTEGER NOT NULL "
+    "REFERENCES workflows(id) ON DELETE CASCADE, version INTEGER NOT NULL, "
+    "description TEXT NOT NULL DEFAULT '', created_at TEXT NOT NULL, "
+    "allow_self_approval INTEGER NOT NULL DEFAULT 0, distinct_approvers INTEGER NOT NULL "
+    "DEFAULT 0, reject_requires_comment INTEGER NOT NULL DEFAULT 0, input_schema TEXT, "
+    "max_returns INTEGER NOT NULL DEFAULT 3, PRIMARY KEY (workflow_id, version)) WITHOUT ROWID",
+    "INSERT INTO workflow_versions (workflow_id, version, description, created_at, "
+    "allow_self_approval, distinct_approvers, reject_requires_comment, input_schema, "
+    "max_returns) SELECT id, 1, description, created_at, allow_self_approval, "
+    "distinct_approvers, reject_requires_comment, input_schema, max_returns FROM workflows",
+    # A step's order is unique within its version: SQLite changes no UNIQUE in
+    # place, so the table is made anew. legacy_alter_table (and upgrade's foreign
+    # keys off) keep the runs' and actions' REFERENCES workflow_steps naming the
+    # new table, not the old one's new name.
+    "PRAGMA legacy_alter_table = ON",
+    "ALTER TABLE workflow_steps RENAME TO workflow_steps_unversioned",
+    """CREATE TABLE workflow_steps (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    workflow_id INTEGER NOT NULL REFERENCES workflows(id) ON DELETE CASCADE,
+    name TEXT NOT NULL, step_order INTEGER NOT NULL,
+    approvers TEXT NOT NULL DEFAULT '[]',
+    required_approvals INTEGER NOT NULL DEFAULT 1,
+    deadline_seconds INTEGER, on_deadline TEXT, escalate_to TEXT,
+    when_condition TEXT,
+    version INTEGER NOT NULL DEFAULT 1,
+    UNIQUE(workflow_id, version, step_order)
+)""",
+    "INSERT INTO workflow_steps (id, workflow_id, name, step_order, approvers, "
+    "required_approvals, deadline_seconds, on_deadline, escalate_to, when_condition) "
+    "SELECT id, workflow_id, name, step_order, approvers, required_approvals, "
+    "deadline_seconds, on_deadline, escalate_to, when_condition FROM workflow_steps_unversioned",
+    "DROP TABLE workflow_steps_unversioned",
+    "PRAGMA legacy_alter_table = OFF",
+    "ALTER TABLE workflow_runs ADD COLUMN workflow_version INTEGER NOT NULL DEFAULT 1",
+    "ALTER TABLE workflow_runs ADD COLUMN genesis_version INTEGER",
+    "ALTER TABLE workflow_runs ADD COLUMN step_approvers TEXT",
+    "ALTER TABLE workflow_actions ADD COLUMN approvers TEXT",
+    "ALTER TABLE workflow_actions ADD COLUMN workflow_version INTEGER",
+)
+
+
+def add_workflow_versions(conn: sqlite3.Connection) -> None:
+    """WORKFLOW_VERSIONS, in the upgrade's transaction."""
+    for statement in WORKFLOW_VERSIONS:
+        conn.execute(statement)
+
+
 # The changes made to SCHEMA since the first release, in order: the one at
 # index i takes a file from version BASELINE_VERSION + i to the next. A file
 # written before a change reads its new columns as NULL unless the change
 # fills them.
 MIGRATIONS: tuple[Migration, ...] = (
-    # BASELINE_VERSION + 1: the next change goes here.
+    # BASELINE_VERSION + 1: contacts, by their principal's canonical key
+    # (chalicelib/domain/contacts.py); found by Slack id for Slack's clicks.
+    "CREATE TABLE contacts (principal_key TEXT PRIMARY KEY, principal TEXT NOT NULL, "
+    "email TEXT, slack TEXT, updated_at TEXT NOT NULL, updated_by TEXT)",
+    # + 2: a marker per notification sent, by its once-key
+    # (chalicelib/domain/notifications.py): the conditional put that makes a
+    # notification go at most once.
+    "CREATE TABLE notices_sent (once_key TEXT PRIMARY KEY, claim TEXT NOT NULL) WITHOUT ROWID",
+    # + 3, + 4: one-time action links, by their token's SHA-256 only
+    # (chalicelib/domain/links.py), and the use of one person's links for a step.
+    "CREATE TABLE action_links (digest TEXT PRIMARY KEY, run_id INTEGER NOT NULL, "
+    "round INTEGER NOT NULL, step_id INTEGER NOT NULL, person TEXT NOT NULL, "
+    "action TEXT NOT NULL, created_at TEXT NOT NULL, expires_at TEXT NOT NULL, "
+    "on_behalf_of TEXT, use_key TEXT NOT NULL)",
+    "CREATE TABLE action_link_uses (use_key TEXT PRIMARY KEY, digest TEXT NOT NULL, "
+    "used_at TEXT NOT NULL) WITHOUT ROWID",
+    # + 5: the channel each action came through (Action.channel); every action
+    # before it came through the API.
+    "ALTER TABLE workflow_actions ADD COLUMN channel TEXT NOT NULL DEFAULT 'api'",
+    # + 6, + 7: the contacts found by their Slack id (a click's user), and the
+    # Slack messages posted about a step, to update once it is decided.
+    "CREATE INDEX contacts_slack ON contacts(slack) WHERE slack IS NOT NULL",
+    "CREATE TABLE slack_posts (run_id INTEGER NOT NULL, round INTEGER NOT NULL, "
+    "step_id INTEGER NOT NULL, channel TEXT NOT NULL, ts TEXT NOT NULL, principal TEXT NOT NULL, "
+    "PRIMARY KEY (run_id, round, step_id, channel, ts)) WITHOUT ROWID",
+    # + 8: the runs of a workflow by when they started, for
+    # its figures (GET /workflows/{id}/stats: storage/sqlite/started.py).
+    "CREATE INDEX workflow_runs_started ON workflow_runs(workflow_id, created_at)",
+    # + 9: a workflow's versions (docs/versions.md): every workflow so far is at
+    # its first, which its runs run on.
+    add_workflow_versions,
 )
 
 
@@ -204,7 +259,20 @@ def upgrade(conn: sqlite3.Connection) -> None:
     """Bring the file to the latest schema in one write transaction: SCHEMA
     for a new file, then each change it has not had. A file this service
     cannot bring there (one from before the first release, or from a later
-    one) is refused, and left as it was."""
+    one) is refused, and left as it was.
+
+    The foreign keys are off meanwhile (a change may make a table anew, as
+    SQLite changes a constraint, which they must not see half done, nor
+    follow to the old table's new name) and checked before the commit."""
+    (enforced,) = conn.execute("PRAGMA foreign_keys").fetchone()
+    conn.execute("PRAGMA foreign_keys = OFF")  # a no-op inside a transaction: before it
+    try:
+        _upgrade(conn, check_keys=bool(enforced))
+    finally:
+        conn.execute(f"PRAGMA foreign_keys = {'ON' if enforced else 'OFF'}")
+
+
+def _upgrade(conn: sqlite3.Connection, check_keys: bool) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
         (found,) = conn.execute("PRAGMA user_version").fetchone()
@@ -226,6 +294,8 @@ def upgrade(conn: sqlite3.Connection) -> None:
                 conn.execute(migration)
             else:
                 migration(conn)
+        if check_keys and conn.execute("PRAGMA foreign_key_check").fetchone() is not None:
+            raise unavailable("A schema change left rows whose foreign keys name no row")
         conn.execute(f"PRAGMA user_version = {version()}")
     except BaseException:
         conn.execute("ROLLBACK")

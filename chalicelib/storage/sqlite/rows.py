@@ -61,7 +61,8 @@ RUN_COLUMNS = (
 # An action's columns, in Action's order (its step's name from the step's row).
 ACTION_COLUMNS = (
     "wa.id, wa.run_id, wa.step_id, ws.name, wa.action, wa.actor, wa.comment, wa.created_at, "
-    "wa.hash, wa.on_behalf_of, wa.round, wa.input_digest, wa.approvers, wa.workflow_version"
+    "wa.hash, wa.on_behalf_of, wa.round, wa.input_digest, wa.channel, wa.approvers, "
+    "wa.workflow_version"
 )
 # The version a run runs on (w: its policy and max_returns).
 RUN_VERSION = (
@@ -111,7 +112,7 @@ def listed_run(row: tuple[Any, ...], actions: tuple[Action, ...] = (), unread: i
 
 def action(row: Sequence[Any]) -> Action:
     """An action from a row of ACTION_COLUMNS."""
-    listed = row[12]
+    listed = row[13]
     return Action(
         row[0],
         row[1],
@@ -125,8 +126,9 @@ def action(row: Sequence[Any]) -> Action:
         row[9],
         row[10],
         row[11],
+        row[12],
         None if listed is None else strings(listed),
-        row[13],
+        row[14],
     )
 
 
@@ -283,8 +285,8 @@ def insert_actions(conn: sqlite3.Connection, actions: Sequence[Action]) -> list[
         last_id(
             conn.execute(
                 "INSERT INTO workflow_actions (run_id, step_id, action, actor, comment, "
-                "created_at, hash, on_behalf_of, round, input_digest, approvers, "
-                "workflow_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "created_at, hash, on_behalf_of, round, input_digest, channel, approvers, "
+                "workflow_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     action.run_id,
                     action.step_id,
@@ -296,6 +298,7 @@ def insert_actions(conn: sqlite3.Connection, actions: Sequence[Action]) -> list[
                     action.on_behalf_of,
                     action.round,
                     action.input_digest,
+                    action.channel,
                     None if action.approvers is None else as_json(action.approvers),
                     action.workflow_version,
                 ),
