@@ -140,7 +140,9 @@ def workflow_stats(workflow_id: str) -> WorkflowStats:
     wid = paths.path_id(workflow_id, "Workflow")
     query = queries.stats_query(api.query())
     reader = identity.reader_of(api.caller())
-    return stats.workflow_stats(get_storage(), wid, query.start, query.end, *reader)
+    return stats.workflow_stats(
+        get_storage(), wid, query.start, query.end, *reader, version=query.version
+    )
 
 
 # -- a workflow's versions and retirement (chalicelib/versions.py) -----------------

@@ -139,6 +139,24 @@ def delegation_query(query: Mapping[str, Any]) -> DelegationQuery:
     )
 
 
+class StatsQuery(Record):
+    # Service timestamps (UTC, milliseconds); None: the default window.
+    start: Optional[str]
+    end: Optional[str]
+    # Only the runs started on this version of the workflow (None: every version's).
+    version: Optional[int] = None
+
+
+def stats_query(query: Mapping[str, Any]) -> StatsQuery:
+    """GET /workflows/{id}/stats: from, to (RFC 3339 date-times with offsets),
+    version (a positive integer)."""
+    from chalicelib.domain.delegations import normalised
+
+    params = _query(query, ("from", "to", "version"))
+    given = {name: normalised(params[name], name) for name in ("from", "to") if name in params}
+    return StatsQuery(given.get("from"), given.get("to"), _positive(params, "version"))
+
+
 def _named(params: Mapping[str, str], name: str) -> Optional[str]:
     """A user's name a query names, where it names one."""
     return principal_name(params, name) if params.get(name) is not None else None
