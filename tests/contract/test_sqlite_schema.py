@@ -158,8 +158,9 @@ def test_a_file_from_before_versions_keeps_its_workflows_and_runs_at_version_one
     )
     conn.execute(
         "INSERT INTO workflow_steps (id, workflow_id, name, step_order, approvers) "
-        "VALUES (1, 1, 'A', 1, '[\"user:ann\"]'), (2, 1, 'B', 2, '[]')"
+        "VALUES (1, 1, 'A', 1, '[\"user:ann\"]'), (2, 1, 'B', 2, '[]'), (7, 1, 'Gone', 3, '[]')"
     )
+    conn.execute("DELETE FROM workflow_steps WHERE id = 7")
     conn.execute(
         "INSERT INTO workflow_runs (id, workflow_id, title, status, current_step_id, "
         "created_at, updated_at, current_step_since) VALUES (1, 1, 'R', 'in_progress', 1, ?, ?, ?)",
@@ -180,6 +181,7 @@ def test_a_file_from_before_versions_keeps_its_workflows_and_runs_at_version_one
         storage, 1, versions.Definition("", (StepRule("C"),)), clock=lambda: NOW
     )
     assert (published.version, [step.name for step in published.steps]) == (2, ["C"])
+    assert published.steps[0].id == 8  # after the ids the old table gave, 7 its last
     storage.close()
 
     assert pragma(path, "user_version") == sqlite_migrations.version()

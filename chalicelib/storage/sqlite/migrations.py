@@ -191,6 +191,9 @@ WORKFLOW_VERSIONS = (
     version INTEGER NOT NULL DEFAULT 1,
     UNIQUE(workflow_id, version, step_order)
 )""",
+    # Its ids go on from where the old table's did.
+    "INSERT INTO sqlite_sequence (name, seq) SELECT 'workflow_steps', seq FROM sqlite_sequence "
+    "WHERE name = 'workflow_steps_unversioned'",
     "INSERT INTO workflow_steps (id, workflow_id, name, step_order, approvers, "
     "required_approvals, deadline_seconds, on_deadline, escalate_to, when_condition) "
     "SELECT id, workflow_id, name, step_order, approvers, required_approvals, "
