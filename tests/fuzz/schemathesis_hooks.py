@@ -33,6 +33,7 @@ LISTS = {
     "/runs/{run_id}/events": "events",
     "/delegations": "delegations",
     "/workflows/{workflow_id}/versions": "versions",
+    "/contacts": "contacts",
 }
 
 
@@ -80,6 +81,9 @@ def _issued_cursor(case: Any) -> None:
                 "delegate": asked.delegate,
                 "active_at": asked.active_at,
             }
+        elif list_name == "contacts":
+            queries.workflow_query(query)
+            filters = {}
         elif list_name == "versions":
             queries.workflow_query(query)
             workflow_id = str((case.path_parameters or {}).get("workflow_id"))
@@ -91,7 +95,10 @@ def _issued_cursor(case: Any) -> None:
             filters = {} if retired is None else {"retired": retired}
     except errors.InvalidInput:
         return  # refused for another reason anyway
-    position: Any = ["2030-01-01T00:00:00.000Z", 1] if list_name == "inbox" else 1
+    # The inbox's position is (since, id), the contacts' (key, 1); the rest's an id.
+    position: Any = {"inbox": ["2030-01-01T00:00:00.000Z", 1], "contacts": ["user:a", 1]}.get(
+        list_name, 1
+    )
     case.query["cursor"] = cursors.issue(list_name, filters, position)
 
 
