@@ -96,10 +96,11 @@ def create_workflow() -> Workflow:
 @app.route("/workflows", methods=["GET"])
 @api.answers(200)
 def list_workflows() -> Page[Workflow]:
+    from chalicelib import versions
     from chalicelib.api import queries
 
-    query = queries.workflow_query(api.query())
-    return engine.list_workflows(get_storage(), query.limit, query.cursor)
+    query = queries.workflow_list_query(api.query())
+    return versions.list_workflows(get_storage(), query.limit, query.cursor, query.retired)
 
 
 @app.route("/workflows/{workflow_id}", methods=["GET"])
@@ -128,7 +129,67 @@ def workflow_stats(workflow_id: str) -> WorkflowStats:
     wid = paths.path_id(workflow_id, "Workflow")
     query = queries.stats_query(api.query())
     reader = identity.reader_of(api.caller())
-    return stats.workflow_stats(get_storage(), wid, query.start, query.end, *reader)
+    return stats.workflow_stats(
+        get_storage(), wid, query.start, query.end, *reader, version=query.version
+    )
+
+
+# -- a workflow's versions and retirement (chalicelib/versions.py) -----------------
+
+
+@app.route("/workflows/{workflow_id}/versions", methods=["POST"])
+@api.answers(201, location=lambda workflow: f"/workflows/{workflow.id}/versions/{workflow.version}")
+def publish_version(workflow_id: str) -> Workflow:
+    from chalicelib import versions
+    from chalicelib.api import validation
+
+    identity.require_admin(api.caller())
+    new, expected_version = validation.new_version(api.body())
+    definition = versions.Definition(
+        new.description, new.steps, new.policy, new.input_schema, new.max_returns
+    )
+    wid = paths.path_id(workflow_id, "Workflow")
+    return versions.publish_version(get_storage(), wid, definition, expected_version)
+
+
+@app.route("/workflows/{workflow_id}/versions", methods=["GET"])
+@api.answers(200)
+def list_versions(workflow_id: str) -> Page[Workflow]:
+    from chalicelib import versions
+    from chalicelib.api import queries
+
+    query = queries.workflow_query(api.query())
+    wid = paths.path_id(workflow_id, "Workflow")
+    return versions.list_versions(get_storage(), wid, query.limit, query.cursor)
+
+
+@app.route("/workflows/{workflow_id}/versions/{version}", methods=["GET"])
+@api.answers(200)
+def get_workflow_version(workflow_id: str, version: str) -> Workflow:
+    from chalicelib import versions
+
+    wid = paths.path_id(workflow_id, "Workflow")
+    return versions.get_workflow_version(get_storage(), wid, paths.path_id(version, "Version"))
+
+
+@app.route("/workflows/{workflow_id}/retire", methods=["POST"])
+@api.answers(200)
+def retire_workflow(workflow_id: str) -> Workflow:
+    return _set_retired(workflow_id, True)
+
+
+@app.route("/workflows/{workflow_id}/reinstate", methods=["POST"])
+@api.answers(200)
+def reinstate_workflow(workflow_id: str) -> Workflow:
+    return _set_retired(workflow_id, False)
+
+
+def _set_retired(workflow_id: str, retired: bool) -> Workflow:
+    from chalicelib import versions
+
+    identity.require_admin(api.caller())
+    wid = paths.path_id(workflow_id, "Workflow")
+    return versions.set_retired(get_storage(), wid, retired)
 
 
 @app.route("/runs", methods=["POST"])
@@ -175,7 +236,13 @@ def run_permissions(run_id: str) -> Permissions:
     actor = identity.actor_of(caller, query.actor)
     groups = caller.groups if caller is not None else query.groups
     return engine.permissions(
-        get_storage(), rid, actor, groups, identity.is_admin(caller), query.on_behalf_of
+        get_storage(),
+        rid,
+        actor,
+        groups,
+        identity.is_admin(caller),
+        query.on_behalf_of,
+        administers=identity.may_administer(caller),
     )
 
 
@@ -245,6 +312,48 @@ def resubmit(run_id: str) -> Run:
         again.comment,
         again.input,
         admin=identity.is_admin(caller),
+        history=not api.prefers_minimal(),
+    )
+
+
+@app.route("/runs/{run_id}/reassign", methods=["POST"])
+@api.answers(200, minimal=representations.listed_text)
+def reassign(run_id: str) -> Run:
+    from chalicelib import versions
+    from chalicelib.api import administration
+
+    rid = paths.path_id(run_id, "Run")
+    caller = api.caller()
+    given = administration.reassignment(api.body(), actor_required=caller is None)
+    return versions.reassign(
+        get_storage(),
+        rid,
+        identity.actor_of(caller, given.actor),
+        given.approvers,
+        given.comment,
+        admin=identity.may_administer(caller),
+        history=not api.prefers_minimal(),
+    )
+
+
+@app.route("/runs/{run_id}/move", methods=["POST"])
+@api.answers(200, minimal=representations.listed_text)
+def move(run_id: str) -> Run:
+    from chalicelib import versions
+    from chalicelib.api import administration
+
+    rid = paths.path_id(run_id, "Run")
+    caller = api.caller()
+    given = administration.move(api.body(), actor_required=caller is None)
+    actor = identity.actor_of(caller, given.actor)
+    return versions.move(
+        get_storage(),
+        rid,
+        actor,
+        given.to_version,
+        given.step,
+        given.comment,
+        admin=identity.may_administer(caller),
         history=not api.prefers_minimal(),
     )
 

@@ -499,6 +499,7 @@ class Histories:
     def __init__(self, storage: Any, admin: Any, table: str) -> None:
         from chalicelib.domain.models import Step, Workflow
         from chalicelib.storage.dynamodb import adapter as dynamodb
+        from chalicelib.storage.dynamodb.workflows import STEP_COUNT_COPIES, step_count_key
 
         self.storage, self.admin, self.table = storage, admin, table
         self.dynamodb = dynamodb
@@ -510,11 +511,11 @@ class Histories:
             for order in range(1, steps + 1)
         )
         workflow = Workflow(workflow_id, "long history", "", "2026-01-01T00:00:00.000Z", self.steps)
-        items = [dynamodb_items.workflow_item(workflow)]
-        items += [dynamodb_items.step_item(step) for step in self.steps]
+        items = [dynamodb_items.workflow_item(workflow), dynamodb_items.version_item(workflow)]
+        items += [dynamodb_items.step_item(step, 1) for step in self.steps]
         items += [
-            {**dynamodb._step_count_key(workflow_id, copy), "step_count": dynamodb_client.n(steps)}
-            for copy in range(dynamodb.STEP_COUNT_COPIES)
+            {**step_count_key(workflow_id, copy, 1), "step_count": dynamodb_client.n(steps)}
+            for copy in range(STEP_COUNT_COPIES)
         ]
         self._put(items)
         self.workflow = storage.get_workflow(workflow_id)  # as a run's start reads it

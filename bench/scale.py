@@ -54,6 +54,9 @@ def build(path: str, runs: int) -> dict[str, Any]:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("BEGIN")
     conn.execute("INSERT INTO workflows (id, name, created_at) VALUES (1, 'po', ?)", (NOW,))
+    conn.execute(
+        "INSERT INTO workflow_versions (workflow_id, version, created_at) VALUES (1, 1, ?)", (NOW,)
+    )
     conn.executemany(
         "INSERT INTO workflow_steps (id, workflow_id, name, step_order) VALUES (?, 1, ?, ?)",
         [(i, f"step {i}", i) for i in (1, 2, 3)],
@@ -70,6 +73,9 @@ def build(path: str, runs: int) -> dict[str, Any]:
     # A workflow long enough for a 1,000-action history, and its two runs.
     steps = HISTORY_BIG + 1
     conn.execute("INSERT INTO workflows (id, name, created_at) VALUES (2, 'long', ?)", (NOW,))
+    conn.execute(
+        "INSERT INTO workflow_versions (workflow_id, version, created_at) VALUES (2, 1, ?)", (NOW,)
+    )
     conn.executemany(
         "INSERT INTO workflow_steps (id, workflow_id, name, step_order) VALUES (?, 2, ?, ?)",
         [(100 + i, f"step {i}", i) for i in range(1, steps + 1)],

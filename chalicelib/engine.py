@@ -159,8 +159,11 @@ def audit_run(storage: Storage, run_id: int) -> RunAudit:
     from chalicelib.domain import audit, replay
 
     run = storage.get_run(run_id)
-    steps = storage.get_workflow(run.workflow_id).steps
-    return audit.audit_of(run, replay.state_mismatches(run, steps))
+    steps = storage.get_version(run.workflow_id, run.genesis_version or run.workflow_version).steps
+    # A moved run's history goes on under each version it was moved to.
+    targets = sorted({a.workflow_version for a in run.actions if a.workflow_version})
+    moved_to = {version: storage.get_version(run.workflow_id, version) for version in targets}
+    return audit.audit_of(run, replay.state_mismatches(run, steps, moved_to))
 
 
 class Seen(Record):
@@ -256,9 +259,9 @@ def resubmit(
 
     for _ in range(DECISION_ATTEMPTS):
         stored = storage.get_run(run_id, history)
-        run = _as_proven(storage, stored)
+        run = as_proven(storage, stored)
         decision.check_requesters_action(run, ActionKind.RESUBMIT, actor, admin)
-        workflow = storage.get_workflow(run.workflow_id)
+        workflow = storage.get_version(run.workflow_id, run.workflow_version)
         change = transitions.resubmit(run, workflow, actor, comment, data, clock())
         try:
             return storage.record_change(decision.against(change, stored))
@@ -325,7 +328,7 @@ def _decide(
     cancel = action == ActionKind.CANCEL
     for _ in range(DECISION_ATTEMPTS):
         stored = storage.get_run(run_id, history)
-        run = _as_proven(storage, stored)
+        run = as_proven(storage, stored)
         on_behalf_of, current = None, run.current_step
         own: Optional[Capacity] = None
         lent: tuple[Delegation, ...] = ()
@@ -333,7 +336,7 @@ def _decide(
             current = decision.step_to_decide(run, seen.step_id, seen.round)
             own, lent = _own_or_lent(storage, run, action, actor, groups, seen.on_behalf_of)
         following = (
-            storage.steps_after(run.workflow_id, current.step_order)
+            storage.steps_after(run.workflow_id, current.step_order, run.workflow_version)
             if current is not None and decision.needs_next_step(run, action)
             else ()
         )
@@ -364,28 +367,27 @@ def permissions(
     admin: bool = False,
     on_behalf_of: Optional[str] = None,
     clock: Clock = utc_now,
+    administers: bool = False,
 ) -> Permissions:
     """What `actor` (a member of `groups`, an administrator or not, holding
     their delegations) may do with the run now, for whom, and why not where
     they may not: the rule the decision routes and the inbox apply
     (decision.capacity); for `on_behalf_of` only, where given."""
     from chalicelib.domain import decision
-    from chalicelib.domain.lifecycle import CALLER_ACTIONS
+    from chalicelib.domain.lifecycle import ADMINISTERED, CALLER_ACTIONS
 
-    run = _as_proven(storage, storage.get_run(run_id, history=False))
+    run = as_proven(storage, storage.get_run(run_id, history=False))
     now = clock()
     lent = delegations_to(storage, actor, groups)
+    # Reassign and move are for who may define workflows (`administers`).
+    rights = {kind: administers if kind in ADMINISTERED else admin for kind in CALLER_ACTIONS}
     held = tuple(
-        decision.capacity(run, action, actor, groups, admin, lent, on_behalf_of, now)
+        decision.capacity(run, action, actor, groups, rights[action], lent, on_behalf_of, now)
         for action in CALLER_ACTIONS
     )
-    return Permissions(
-        run.id,
-        run.workflow_id,
-        actor,
-        tuple(capacity.refused for capacity in held),
-        tuple(capacity.on_behalf_of for capacity in held),
-    )
+    refused = tuple(capacity.refused for capacity in held)
+    lenders = tuple(capacity.on_behalf_of for capacity in held)
+    return Permissions(run.id, run.workflow_id, actor, refused, lenders)
 
 
 def delegations_to(storage: Storage, actor: str, groups: frozenset[str]) -> tuple[Delegation, ...]:
@@ -416,7 +418,7 @@ def _own_or_lent(
     return None, delegations_to(storage, actor, groups)
 
 
-def _as_proven(storage: Storage, run: Run) -> Run:
+def as_proven(storage: Storage, run: Run) -> Run:
     """`run` with its current step's approvals and its round as its chained
     history holds them (decision.proven): from the history where it was read,
     else from the last actions a quorum needs, read only then."""

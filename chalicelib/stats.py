@@ -21,19 +21,26 @@ def workflow_stats(
     groups: frozenset[str] = frozenset(),
     admin: bool = False,
     clock: engine.Clock = engine.utc_now,
+    version: Optional[int] = None,
 ) -> stats.WorkflowStats:
     """The workflow's figures over the runs started from `start` (inclusive)
     to `end` (exclusive), service timestamps (None: the last DEFAULT_DAYS to
-    now). A verified `reader` (None where callers are not verified) must be an
-    administrator or one of the workflow's approvers."""
+    now): those started on `version` with its steps (NotFound where it has no
+    such version), or (None) every version's with the newest's steps. A
+    verified `reader` (None where callers are not verified) must be an
+    administrator or one of that version's approvers."""
     from chalicelib.domain import decision
 
     now = clock()
     span = stats.window(start, end, now)
-    workflow = storage.get_workflow(workflow_id)
+    if version is None:
+        workflow = storage.get_workflow(workflow_id)
+    else:
+        workflow = storage.get_workflow_version(workflow_id, version)
     if reader is not None:
         stats.may_read(workflow, decision.inbox_keys(reader, groups), admin)
     found = storage.runs_started_between(
         workflow_id, span.start, span.end, stats.MAX_RUNS, stats.MAX_ACTIONS
     )
-    return stats.workflow_stats(workflow, found.items, span, found.more, now)
+    runs = stats.started_on(found.items, version)
+    return stats.workflow_stats(workflow, runs, span, found.more, now)

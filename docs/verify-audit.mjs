@@ -2,10 +2,10 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 
-const GENESIS = ["run_id", "workflow_id", "title", "requested_by", "created_at", "input_digest"];
+const GENESIS = ["run_id", "workflow_id", "title", "requested_by", "created_at", "input_digest", "workflow_version"];
 const ENTRY = [
   ...["run_id", "seq", "step_id", "step_name", "action", "actor", "comment", "created_at"],
-  ...["on_behalf_of", "round", "input_digest", "channel"], // only where present
+  ...["on_behalf_of", "round", "input_digest", "channel", "approvers", "workflow_version"], // only where present
 ];
 // RFC 8785: keys sorted by UTF-16 code units (JavaScript's own string order),
 // strings and numbers as JSON.stringify writes them.

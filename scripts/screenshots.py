@@ -1,6 +1,6 @@
 """Screenshots of the approvers' page for the README and docs/approvers-page.md: the
-inbox, a run page, the delegations and a workflow's figures, 360 px (a phone) and
-1280 px wide.
+inbox, a run page, the delegations, a workflow's next version and its figures,
+360 px (a phone) and 1280 px wide.
 
     python scripts/screenshots.py docs/screenshots
 
@@ -82,22 +82,12 @@ def sample_data(base_url: str) -> dict[str, Any]:
             "input_schema": schema,
         },
     )
-    contract = call(
-        base_url,
-        "POST",
-        "/workflows",
-        {
-            "name": "Supplier contract",
-            "steps": [step("Legal", []), step("Finance", ["group:finance"])],
-        },
-    )
+    steps = [step("Legal", []), step("Finance", ["group:finance"])]
+    contract = call(base_url, "POST", "/workflows", {"name": "Supplier contract", "steps": steps})
 
-    def start(
-        workflow: dict[str, Any], title: str, requester: str, data: dict[str, Any]
-    ) -> dict[str, Any]:
+    def start(workflow: Any, title: str, requester: str, data: Any) -> Any:
         run = {"workflow_id": workflow["id"], "title": title, "requested_by": requester}
-        started: dict[str, Any] = call(base_url, "POST", "/runs", {**run, "input": data})
-        return started
+        return call(base_url, "POST", "/runs", {**run, "input": data})
 
     def approve(run: dict[str, Any], actor: str, comment: str, groups: list[str]) -> None:
         decision = {"actor": actor, "comment": comment, "groups": groups}
@@ -146,15 +136,9 @@ def sample_history(storage: SQLiteStorage, workflow_id: int) -> None:
     waits += [(110, 3, (8, 26), 30), (150, 26, (12, 20), 4), (200, 1.5, (4, 6), 8)]
     waits += [(260, 4, (70, 96), 12), (300, 2, (6, 7), None), (380, 8, (10, 40), 2)]
     for number, (begin, manager, (first, second), cfo) in enumerate(waits):
-        amount = 14000 if cfo is not None else 4000
-        run = engine.start_run(
-            storage,
-            workflow_id,
-            f"PO-{900 + number}",
-            "sam",
-            clock=at(begin),
-            data={"amount": amount, "supplier": "Ergo Office"},
-        )
+        data = {"amount": 14000 if cfo is not None else 4000, "supplier": "Ergo Office"}
+        title, clock = f"PO-{900 + number}", at(begin)
+        run = engine.start_run(storage, workflow_id, title, "sam", clock=clock, data=data)
         engine.approve(storage, run.id, "maria", clock=at(begin + manager), groups=managers)
         at_finance = begin + manager
         engine.approve(storage, run.id, "fiona", clock=at(at_finance + first), groups=finance)
@@ -224,6 +208,18 @@ def sample_delegations(base_url: str) -> None:
     lend("cfo", VIEWER[0], 0, 3, "At the board meeting in Porto")
 
 
+def edit_as_a_new_version(page: Any) -> None:
+    """A workflow's next version edited, its changes shown (docs/versions.md)."""
+    page.get_by_text("Edit as a new version, or retire").first.click()
+    field = page.locator("textarea[name=definition]").first
+    definition = json.loads(field.input_value())
+    definition["steps"][0]["name"] = "Team lead"
+    definition["steps"].append({"name": "Legal", "approvers": ["group:legal"]})
+    field.fill(json.dumps(definition, indent=2))
+    page.get_by_role("button", name="Show the changes").first.click()
+    page.locator("ul.changes > li").first.wait_for()
+
+
 def sign_in_views(chromium: Any, base_url: str, out: Path) -> None:
     """The page with sign-in on (WORKFLOW_OIDC_ISSUER): before, and signed in as the viewer."""
     from playwright.sync_api import expect
@@ -272,6 +268,7 @@ def main(argv: list[str]) -> int:
                 ("run", f"#/runs/{run['id']}", run["title"]),
                 ("delegations", "#/delegations", "Delegations"),
                 ("stats", f"#/workflows/{run['workflow_id']}", "How long Purchase order takes"),
+                ("versions", "#/workflows", "Workflows"),
             ]
             with sync_playwright() as playwright:
                 chromium = browser.launch(playwright)
@@ -296,6 +293,8 @@ def main(argv: list[str]) -> int:
                             expect(title).to_have_text(heading)
                         else:
                             expect(page.locator("ul.cards > li").first).to_be_visible()
+                        if name == "versions":
+                            edit_as_a_new_version(page)
                         path = out / f"{name}-{width}.png"
                         page.screenshot(path=str(path), full_page=True)
                         print(f"wrote {path}")

@@ -358,6 +358,12 @@ def is_admin(caller: Optional[Caller]) -> bool:
     return caller is not None and caller.admin
 
 
+def may_administer(caller: Optional[Caller]) -> bool:
+    """Whether the caller may define workflows, publish, retire, reassign and
+    move runs: in `none` mode anyone, else the admin group's members."""
+    return caller is None or caller.admin
+
+
 def require_admin(caller: Optional[Caller]) -> None:
     """Forbidden unless the verified caller is in the admin group (`none` mode: anyone)."""
     if caller is not None and not caller.admin:

@@ -50,6 +50,8 @@ class DelegationQuery(Record):
 class WorkflowQuery(Record):
     limit: int
     cursor: Optional[str]
+    # GET /workflows: retired ones only (True), or not retired (False); None: all.
+    retired: Optional[bool] = None
 
 
 class RunQuery(Record):
@@ -63,6 +65,16 @@ def workflow_query(query: Mapping[str, Any]) -> WorkflowQuery:
     """GET /workflows: limit, cursor."""
     params = _query(query, ("limit", "cursor"))
     return WorkflowQuery(_limit(params), params.get("cursor"))
+
+
+def workflow_list_query(query: Mapping[str, Any]) -> WorkflowQuery:
+    """GET /workflows: limit, cursor, retired ("true" or "false")."""
+    params = _query(query, ("limit", "cursor", "retired"))
+    retired = params.get("retired")
+    if retired not in (None, "true", "false"):
+        raise errors.InvalidInput("'retired' must be true or false")
+    flag = None if retired is None else retired == "true"
+    return WorkflowQuery(_limit(params), params.get("cursor"), flag)
 
 
 def run_query(query: Mapping[str, Any]) -> RunQuery:
@@ -131,15 +143,18 @@ class StatsQuery(Record):
     # Service timestamps (UTC, milliseconds); None: the default window.
     start: Optional[str]
     end: Optional[str]
+    # Only the runs started on this version of the workflow (None: every version's).
+    version: Optional[int] = None
 
 
 def stats_query(query: Mapping[str, Any]) -> StatsQuery:
-    """GET /workflows/{id}/stats: from, to (RFC 3339 date-times with offsets)."""
+    """GET /workflows/{id}/stats: from, to (RFC 3339 date-times with offsets),
+    version (a positive integer)."""
     from chalicelib.domain.delegations import normalised
 
-    params = _query(query, ("from", "to"))
+    params = _query(query, ("from", "to", "version"))
     given = {name: normalised(params[name], name) for name in ("from", "to") if name in params}
-    return StatsQuery(given.get("from"), given.get("to"))
+    return StatsQuery(given.get("from"), given.get("to"), _positive(params, "version"))
 
 
 def _named(params: Mapping[str, str], name: str) -> Optional[str]:

@@ -71,8 +71,14 @@ def action_text(action: Action) -> str:
         f'"created_at":{_string(action.created_at)},"hash":{_optional(action.hash)},'
         f'"on_behalf_of":{_optional(action.on_behalf_of)},"round":{action.round},'
         f'"input_digest":{_optional(action.input_digest)},'
-        f'"channel":{_string(action.channel)}}}'
+        f'"channel":{_string(action.channel)},'
+        f'"approvers":{"null" if action.approvers is None else _strings(action.approvers)},'
+        f'"workflow_version":{_number(action.workflow_version)}}}'
     )
+
+
+def _number(value: Optional[int]) -> str:
+    return "null" if value is None else str(value)
 
 
 def listed_text(run: Run) -> str:
@@ -81,7 +87,8 @@ def listed_text(run: Run) -> str:
     action_text is, for the same reason."""
     current = run.current_step
     return (
-        f'{{"id":{run.id},"workflow_id":{run.workflow_id},"title":{_string(run.title)},'
+        f'{{"id":{run.id},"workflow_id":{run.workflow_id},'
+        f'"workflow_version":{run.workflow_version},"title":{_string(run.title)},'
         f'"input":{"{}" if not run.input else _encode(run.input)},"round":{run.round},'
         f'"requested_by":{_optional(run.requested_by)},"status":{_string(run.status)},'
         f'"current_step_id":{"null" if current is None else current.id},'

@@ -148,13 +148,22 @@ def new_workflow(body: Any) -> NewWorkflow:
     """POST /workflows: {"name", "description"?, "steps"?: [step, ...], the
     policy flags?, "input_schema"?}, where a step is its name or {"name",
     "approvers"?, "required_approvals"?, the deadline's fields?, "when"?}."""
-    flags = Policy._fields
-    fields = _fields(
-        body,
-        required=("name",),
-        optional=("description", "steps", *flags, "input_schema", "max_returns"),
-    )
-    name = _text(fields, "name", MAX_NAME)
+    fields = _fields(body, required=("name",), optional=DEFINITION_FIELDS)
+    return _definition(fields, _text(fields, "name", MAX_NAME))
+
+
+def new_version(body: Any) -> tuple[NewWorkflow, Optional[int]]:
+    """POST /workflows/{id}/versions: what POST /workflows takes but its name
+    (the definition, whole), and "expected_version"? (the version edited)."""
+    fields = _fields(body, required=(), optional=(*DEFINITION_FIELDS, "expected_version"))
+    return _definition(fields, ""), _optional_id(fields, "expected_version")
+
+
+DEFINITION_FIELDS = ("description", "steps", *Policy._fields, "input_schema", "max_returns")
+
+
+def _definition(fields: Mapping[str, Any], name: str) -> NewWorkflow:
+    """A workflow's definition named `name`: its steps, policy, schema, returns."""
     description = _text(fields, "description", MAX_TEXT, required=False)
     steps = fields.get("steps")
     if steps is None:
@@ -171,7 +180,7 @@ def new_workflow(body: Any) -> NewWorkflow:
         else StepRule(_text({"steps[]": step}, "steps[]", MAX_NAME))
         for step in steps
     ]
-    policy = Policy(*(_flag(fields, flag) for flag in flags))
+    policy = Policy(*(_flag(fields, flag) for flag in Policy._fields))
     return NewWorkflow(
         name, description, rules, policy, _input_schema(fields), _max_returns(fields)
     )

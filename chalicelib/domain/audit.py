@@ -2,7 +2,8 @@
 
     canonical(x) = the RFC 8785 (JSON Canonicalization Scheme) text of x
     genesis      = sha256(canonical({run_id, workflow_id, title, requested_by, created_at}
-                                    + {input_digest} where the run's input is not empty))
+                                    + {input_digest} where the run's input is not empty
+                                    + {workflow_version} where it started on one after 1))
     input_digest = sha256(canonical(input))
     hash(seq)    = sha256(hash(seq - 1) + "\\n" + canonical({run_id, seq, step_id, step_name,
                                                           action, actor, comment, created_at}))
@@ -37,6 +38,8 @@ from chalicelib.domain.models import Action, Decision, Run, RunAudit
 GENESIS_FIELDS = ("run_id", "workflow_id", "title", "requested_by", "created_at")
 # In the genesis of a run whose input is not empty: what binds the chain to it.
 INPUT_DIGEST = "input_digest"
+# In the genesis of a run started on a version of its workflow after the first.
+GENESIS_VERSION = "workflow_version"
 ENTRY_FIELDS = (
     "run_id",
     "seq",
@@ -49,8 +52,16 @@ ENTRY_FIELDS = (
 )
 # In the entry of an action that has them only: whom a delegate decided for, a
 # round after the first, a resubmit's new input's digest. Older entries, and
-# those of actions without them, are hashed as before.
-OPTIONAL_ENTRY_FIELDS = ("on_behalf_of", "round", "input_digest", "channel")
+# those of actions without them, are hashed as before. And the channel when
+# not the API's, a reassign's new approvers, a move's version.
+OPTIONAL_ENTRY_FIELDS = (
+    "on_behalf_of",
+    "round",
+    "input_digest",
+    "channel",
+    "approvers",
+    "workflow_version",
+)
 # The channel an entry of no `channel` came through: every action before
 # channels were recorded, and every API call since.
 DEFAULT_CHANNEL = "api"
@@ -73,8 +84,10 @@ def sha256_hex(text: str) -> str:
 
 def genesis_hash(genesis: Mapping[str, Any]) -> str:
     """The hash the chain starts from: of the run's GENESIS_FIELDS (and its
-    input_digest, for a run whose input is not empty), nothing else."""
-    fields = (*GENESIS_FIELDS, INPUT_DIGEST) if INPUT_DIGEST in genesis else GENESIS_FIELDS
+    input_digest, for a run whose input is not empty, and its workflow_version,
+    for one started on a version after the first), nothing else."""
+    optional = (name for name in (INPUT_DIGEST, GENESIS_VERSION) if name in genesis)
+    fields = (*GENESIS_FIELDS, *optional)
     return sha256_hex(canonical({name: genesis[name] for name in fields}))
 
 
@@ -102,6 +115,9 @@ def genesis_of(run: Run) -> dict[str, Any]:
         digest = input_digest(run.input)
     if digest:
         genesis["input_digest"] = digest
+    version = run.genesis_version or run.workflow_version
+    if version != 1:
+        genesis[GENESIS_VERSION] = version
     return genesis
 
 
@@ -129,6 +145,10 @@ def entry_of(action: Action, seq: int) -> dict[str, Any]:
         entry["input_digest"] = action.input_digest
     if action.channel != DEFAULT_CHANNEL:
         entry["channel"] = action.channel
+    if action.approvers is not None:
+        entry["approvers"] = list(action.approvers)
+    if action.workflow_version is not None:
+        entry["workflow_version"] = action.workflow_version
     return entry
 
 

@@ -101,6 +101,31 @@ class StepAppend(Record):
     workflow_id: int
     after_order: int
     made: Callable[[int, int], Appended]
+    # The workflow's newest version as read, the one it extends: the storage
+    # appends it only while that version is still the newest (else LostWrite).
+    version: int = 1
+
+
+class VersionPublish(Record):
+    """The next version of a workflow read at version `read_version`, with
+    `steps` steps: the storage writes it only while the workflow is still at
+    `read_version` (else LostWrite: another publish came first), and `made`
+    gives it (the workflow as it shows it, at the new version) once the
+    storage has given its steps their ids."""
+
+    workflow_id: int
+    read_version: int
+    steps: int
+    made: Callable[[tuple[int, ...]], Defined]
+
+
+class Retirement(Record):
+    """A workflow retired or reinstated: the storage writes `after` only if
+    the workflow's flag is still as `before` was read (else LostWrite)."""
+
+    before: Workflow
+    after: Workflow
+    events: tuple[EventDraft, ...]
 
 
 class Granted(Record):

@@ -121,6 +121,7 @@ RUN_RETURNED = "run_returned"
 RUN_NOT_RETURNED = "run_not_returned"
 RETURNS_EXHAUSTED = "returns_exhausted"
 DELEGATION_NOT_ACTIVE = "delegation_not_active"
+NOT_AN_ADMINISTRATOR = "not_an_administrator"
 REASONS = (
     RUN_NOT_IN_PROGRESS,
     NOT_AN_APPROVER,
@@ -132,6 +133,7 @@ REASONS = (
     RUN_NOT_RETURNED,
     RETURNS_EXHAUSTED,
     DELEGATION_NOT_ACTIVE,
+    NOT_AN_ADMINISTRATOR,
 )
 
 
@@ -183,6 +185,8 @@ def capacity(
             return Capacity(_cancel_refusal(run, actor, admin))
         case ActionKind.APPROVE | ActionKind.REJECT | ActionKind.RETURN:
             return _deciders_capacity(run, action, actor, groups, delegations, on_behalf_of, at)
+        case ActionKind.REASSIGN | ActionKind.MOVE:
+            return Capacity(_waiting_refusal(run) or _administrators_refusal(admin))
         case ActionKind.SKIP:
             raise ValueError("a skip is the service's, no caller's")
         case _:
@@ -266,6 +270,23 @@ def returns_made(run: Run) -> int:
     """How many times the run was sent back: one per round after the first,
     and the one it is returned for now."""
     return run.round - 1 + (run.status == RunStatus.RETURNED)
+
+
+def still_eligible(approvers: Sequence[str], person: str) -> bool:
+    """Whether an approval by (or for) `person` stays counted once its step
+    awaits `approvers`: a list that names nobody (anyone may decide), or names
+    the person as a user (the groups they had when they approved are not kept)."""
+    return not approvers or any(
+        approver.startswith(USER_PREFIX) and same(approver[len(USER_PREFIX) :], person)
+        for approver in approvers
+    )
+
+
+def _administrators_refusal(admin: bool) -> Optional[Refusal]:
+    """Reassign, move: an administrator's (in jwt mode, WORKFLOW_ADMIN_GROUP's)."""
+    if admin:
+        return None
+    return Refusal(NOT_AN_ADMINISTRATOR, "Only an administrator may reassign or move a run")
 
 
 def _cancel_refusal(run: Run, actor: str, admin: bool) -> Optional[Refusal]:
@@ -407,6 +428,9 @@ def inbox_keys(
 # The last actions a decision reads where it reads the whole history: the
 # last one's values are proven by its hash, which the one before gives.
 PROVING_TAIL = 2
+# Reassigns of a step read with the approvals they keep (a step reassigned more
+# often between its approvals keeps fewer of those before: never more).
+PROVING_REASSIGNS = 2
 
 
 def proving_actions(run: Run) -> int:
@@ -414,7 +438,9 @@ def proving_actions(run: Run) -> int:
     holds (`proven`), where the history is not read whole: one more than the
     most that can precede its quorum."""
     step = run.current_step
-    return step.required_approvals if step is not None and step.required_approvals > 1 else 0
+    if step is None or step.required_approvals == 1:
+        return 0
+    return step.required_approvals + PROVING_REASSIGNS
 
 
 def proven(run: Run, last: Sequence[Action]) -> Run:
@@ -437,14 +463,20 @@ def proven(run: Run, last: Sequence[Action]) -> Run:
         countable = last if len(last) == run.history_length else last[1:]
     round_ = countable[-1].round if countable else run.round
     approved: list[Action] = []
+    # The lists of the reassigns after the approvals walked: an approval counts
+    # only where each of them still names whom it was given by, or for.
+    since: list[tuple[str, ...]] = []
     for action in reversed(countable):
-        if (
-            action.action != ActionKind.APPROVE
-            or action.step_id != step.id
-            or action.round != round_
-        ):
+        if action.step_id != step.id or action.round != round_:
             break
-        approved.append(action)
+        if action.action == ActionKind.REASSIGN:
+            since.append(action.approvers or ())
+            continue
+        if action.action != ActionKind.APPROVE:
+            break
+        person = action.on_behalf_of or action.actor
+        if all(still_eligible(listed, person) for listed in since):
+            approved.append(action)
     approved.reverse()
     approved_by = tuple(action.actor for action in approved)
     approved_for = tuple(action.on_behalf_of or "" for action in approved)
@@ -520,7 +552,7 @@ def decide(
             )
         case ActionKind.APPROVE:
             return _approval(run, actor, comment, next_step, at, on_behalf_of)
-        case ActionKind.SKIP | ActionKind.RESUBMIT:
+        case ActionKind.SKIP | ActionKind.RESUBMIT | ActionKind.REASSIGN | ActionKind.MOVE:
             raise ValueError(f"{action!r} decides no step: transitions record it")
         case _:
             assert_never(action)

@@ -16,6 +16,10 @@ text, the number zero-padded to 20 digits (models.sequence_text).
     transition                      events, in order
     POST /workflows                 workflow.created
     POST /workflows/{id}/steps      workflow.step_added
+    POST /workflows/{id}/versions   workflow.version_published
+    POST /workflows/{id}/retire     workflow.retired (reinstate: workflow.reinstated)
+    reassign                        run.reassigned
+    move                            run.moved, step.activated (the step it continues at)
     POST /runs                      run.started, step.activated (the first step)
     approve (more steps)            step.approved, step.activated (the next step)
     approve (the last step)         step.approved, run.completed
@@ -60,6 +64,9 @@ from chalicelib.domain.shapes import (
 PREFIX = "approval."
 WORKFLOW_CREATED = "approval.workflow.created"
 STEP_ADDED = "approval.workflow.step_added"
+VERSION_PUBLISHED = "approval.workflow.version_published"
+WORKFLOW_RETIRED = "approval.workflow.retired"
+WORKFLOW_REINSTATED = "approval.workflow.reinstated"
 RUN_STARTED = "approval.run.started"
 STEP_ACTIVATED = "approval.step.activated"
 STEP_APPROVED = "approval.step.approved"
@@ -73,11 +80,16 @@ STEP_EXPIRED = "approval.step.expired"
 STEP_SKIPPED = "approval.step.skipped"
 RUN_RETURNED = "approval.run.returned"
 RUN_RESUBMITTED = "approval.run.resubmitted"
+RUN_REASSIGNED = "approval.run.reassigned"
+RUN_MOVED = "approval.run.moved"
 DELEGATION_CREATED = "approval.delegation.created"
 DELEGATION_REVOKED = "approval.delegation.revoked"
 TYPES = (
     WORKFLOW_CREATED,
     STEP_ADDED,
+    VERSION_PUBLISHED,
+    WORKFLOW_RETIRED,
+    WORKFLOW_REINSTATED,
     RUN_STARTED,
     STEP_ACTIVATED,
     STEP_APPROVED,
@@ -91,6 +103,8 @@ TYPES = (
     STEP_SKIPPED,
     RUN_RETURNED,
     RUN_RESUBMITTED,
+    RUN_REASSIGNED,
+    RUN_MOVED,
     DELEGATION_CREATED,
     DELEGATION_REVOKED,
 )
@@ -228,6 +242,21 @@ def step_added(step: Step, at: str) -> list[Draft]:
     return [Draft(STEP_ADDED, workflow_subject(step.workflow_id), at, data)]
 
 
+def version_published(workflow: Workflow, at: str) -> list[Draft]:
+    """A new version of a workflow was published: the workflow at it, whole."""
+    data = _workflow_data(workflow.id, None)
+    data["workflow"] = workflow_shape(workflow)
+    return [Draft(VERSION_PUBLISHED, workflow_subject(workflow.id), at, data)]
+
+
+def retirement(workflow: Workflow, at: str) -> list[Draft]:
+    """A workflow was retired (no new runs) or reinstated, as `workflow` now is."""
+    kind = WORKFLOW_RETIRED if workflow.retired else WORKFLOW_REINSTATED
+    data = _workflow_data(workflow.id, None)
+    data["version"] = workflow.version
+    return [Draft(kind, workflow_subject(workflow.id), at, data)]
+
+
 def _workflow_data(workflow_id: int, step: Optional[Step]) -> dict[str, Any]:
     return {
         "workflow_id": workflow_id,
@@ -276,7 +305,7 @@ def decided(
             step_type = STEP_APPROVED
         case ActionKind.REJECT:
             step_type = STEP_EXPIRED if actor == DEADLINE_ACTOR else STEP_REJECTED
-        case ActionKind.SKIP | ActionKind.RESUBMIT:
+        case ActionKind.SKIP | ActionKind.RESUBMIT | ActionKind.REASSIGN | ActionKind.MOVE:
             raise ValueError(f"{decision.action!r} is no decision")
         case _:
             assert_never(decision.action)
@@ -298,6 +327,27 @@ def resubmitted(
         if after.status == RunStatus.IN_PROGRESS
         else Draft(RUN_COMPLETED, subject, at, _run_data(after, None, actor, comment)),
     ]
+
+
+def reassigned(before: Run, after: Run, actor: str, comment: str, at: str) -> list[Draft]:
+    """An administrator reassigned the run's current step: run.reassigned, the
+    step as it is now (whom it awaits) and whom it awaited before."""
+    assert before.current_step is not None and after.current_step is not None
+    data = _run_data(
+        after,
+        after.current_step,
+        actor,
+        comment,
+        previous_approvers=list(before.current_step.approvers),
+    )
+    return [Draft(RUN_REASSIGNED, run_subject(after.id), at, data)]
+
+
+def moved(before: Run, after: Run, actor: str, comment: str, at: str) -> list[Draft]:
+    """An administrator moved the run to a newer version of its workflow:
+    run.moved, about the step it left, then the step it continues at activated."""
+    versions = {"from_version": before.workflow_version, "to_version": after.workflow_version}
+    return transition(before, after, RUN_MOVED, actor, comment, at, (), **versions)
 
 
 def delegation_changed(delegation: Delegation, revoked: bool) -> list[Draft]:

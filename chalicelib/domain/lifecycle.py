@@ -33,6 +33,10 @@ class ActionKind(StrEnum):
     # Send the run back for changes; and resubmit it: a new round from the first step.
     RETURN = "return"
     RESUBMIT = "resubmit"
+    # The current step awaits other approvers from now on (an administrator's).
+    REASSIGN = "reassign"
+    # The run continues at a step of a newer version of its workflow (an administrator's).
+    MOVE = "move"
 
 
 class RunStatus(StrEnum):
@@ -64,4 +68,8 @@ CALLER_ACTIONS = (
     ActionKind.CANCEL,
     ActionKind.RETURN,
     ActionKind.RESUBMIT,
+    ActionKind.REASSIGN,
+    ActionKind.MOVE,
 )
+# The caller actions that are an administrator's: changes of a run, not decisions.
+ADMINISTERED = (ActionKind.REASSIGN, ActionKind.MOVE)

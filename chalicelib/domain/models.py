@@ -110,6 +110,13 @@ class Workflow(Record):
     input_schema: Optional[dict[str, Any]] = None
     # How many times a run may be sent back for changes (0: never).
     max_returns: int = DEFAULT_MAX_RETURNS
+    # Which of its versions this is (1, 2, ...): as a workflow is shown, its
+    # newest; every version keeps its own steps, policy and schema.
+    version: int = 1
+    # Retired: no new run may start (its runs in progress go on).
+    retired: bool = False
+    # When this version was published (its first: when the workflow was defined).
+    version_created_at: Optional[str] = None
 
 
 class Action(Record):
@@ -133,6 +140,10 @@ class Action(Record):
     # How the decision came: "api" (every API call, the page's included),
     # "email-link" or "slack" (lifecycle.CHANNELS).
     channel: str = "api"
+    # A reassign: whom the step awaits from it on (None for every other action).
+    approvers: Optional[tuple[str, ...]] = None
+    # A move: the version of the workflow the run continues on (None otherwise).
+    workflow_version: Optional[int] = None
 
 
 class Run(Record):
@@ -184,6 +195,13 @@ class Run(Record):
     genesis_input_digest: Optional[str] = None
     # How many times it may be sent back for changes, by its workflow.
     max_returns: int = DEFAULT_MAX_RETURNS
+    # The version of its workflow it runs on, for its whole life (its steps,
+    # their rules and its policy are that version's): set at its start, changed
+    # only by a move to a newer version.
+    workflow_version: int = 1
+    # The version it started on, where a move changed it since (None: it runs
+    # on the version it started on); its genesis names it.
+    genesis_version: Optional[int] = None
 
     @property
     def current_step_id(self) -> Optional[int]:

@@ -32,10 +32,11 @@ ARRIVED, REMINDED, ESCALATED = "arrived", "reminded", "escalated"
 ASKING = (ARRIVED, REMINDED, ESCALATED)
 # What an asked user may do from a message: its links and buttons.
 DECISIONS = (ActionKind.APPROVE.value, ActionKind.REJECT.value)
-# The events by which a run arrives at a step: a start, an advance and a
-# resubmit each record step.activated. A change that moves a run to a step
-# some other way (a reassign, a move) adds its event type here.
-ARRIVALS = frozenset({events.STEP_ACTIVATED})
+# The events by which a run arrives at a step: a start, an advance, a
+# resubmit and a move each record step.activated; a reassign records
+# run.reassigned, its step awaiting the new approvers (those it awaited
+# already were told of this step, and its once-key keeps them from a second).
+ARRIVALS = frozenset({events.STEP_ACTIVATED, events.RUN_REASSIGNED})
 # The run's outcomes its requester is told of, by event type.
 OUTCOMES = {
     events.RUN_COMPLETED: RunStatus.COMPLETED.value,

@@ -27,10 +27,10 @@ step that follows it now (a step appended after the run completed).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Optional, assert_never
 
-from chalicelib.domain import audit, deadlines, decision, transitions
+from chalicelib.domain import audit, deadlines, decision, errors, transitions, versioning
 from chalicelib.domain.changes import RunChange
 from chalicelib.domain.events import DEADLINE_ACTOR
 from chalicelib.domain.lifecycle import ActionKind, OnDeadline, RunStatus
@@ -49,10 +49,13 @@ STATE_FIELDS = (
 )
 
 
-def state_mismatches(run: Run, steps: Sequence[Step]) -> tuple[str, ...]:
+def state_mismatches(
+    run: Run, steps: Sequence[Step], moved_to: Mapping[int, Workflow] = {}
+) -> tuple[str, ...]:
     """The fields of STATE_FIELDS whose stored value is not the one the run's
-    history, replayed under its workflow's `steps`, leads to."""
-    reached = _reached(run, tuple(sorted(steps, key=lambda step: step.step_order)))
+    history, replayed under the `steps` of the version it started on (and
+    after each move, the version it names of `moved_to`), leads to."""
+    reached = _reached(run, tuple(sorted(steps, key=lambda step: step.step_order)), moved_to)
     ought = _state(reached, audit.recomputed(run)[-1])
     held = _state(run, run.head_hash)
     return tuple(
@@ -86,12 +89,20 @@ def _attributed(on_behalf_of: Sequence[str]) -> tuple[str, ...]:
     return kept
 
 
-def _reached(run: Run, steps: tuple[Step, ...]) -> Optional[Run]:
+def _reached(run: Run, steps: tuple[Step, ...], moved_to: Mapping[int, Workflow]) -> Optional[Run]:
     """The run as its history leads it from its start; None where an entry is
     not what the transitions would have recorded there."""
     history = run.actions
     workflow = Workflow(
-        run.workflow_id, "", "", run.created_at, steps, run.policy, None, run.max_returns
+        run.workflow_id,
+        "",
+        "",
+        run.created_at,
+        steps,
+        run.policy,
+        None,
+        run.max_returns,
+        run.genesis_version or run.workflow_version,
     )
     landing, skipped = _arrival(run, 0, steps, 1, after_a_step=False)
     state = transitions.started(
@@ -99,20 +110,39 @@ def _reached(run: Run, steps: tuple[Step, ...]) -> Optional[Run]:
     ).run
     at = len(skipped)
     while at < len(history):
-        change = _change(state, run, at, workflow)
+        change = _change(state, run, at, workflow, moved_to)
         if change is None or not _as_recorded(change.actions, history[at:]):
             return None
+        if change.after.workflow_version != workflow.version:  # moved: its steps from now on
+            workflow = moved_to[change.after.workflow_version]
         at += len(change.actions)
         # What was replayed is not read again: a long history replays in linear time.
         state = change.after._replace(actions=(), unread_actions=at)
     return state
 
 
-def _change(state: Run, run: Run, at: int, workflow: Workflow) -> Optional[RunChange]:
+def _change(
+    state: Run, run: Run, at: int, workflow: Workflow, moved_to: Mapping[int, Workflow]
+) -> Optional[RunChange]:
     """The change the transitions make of the history's entry at `at` (from 0)
     on `state`; None where the state machine could not have recorded it."""
     entry = run.actions[at]
     match entry.action:
+        case ActionKind.REASSIGN:
+            if not decision.decidable(state):
+                return None
+            listed = entry.approvers or ()
+            return versioning.reassign(state, listed, entry.actor, entry.comment, entry.created_at)
+        case ActionKind.MOVE:
+            target = moved_to.get(entry.workflow_version or 0)
+            if not decision.decidable(state) or target is None:
+                return None
+            try:
+                return versioning.move(
+                    state, target, entry.step_name, entry.actor, entry.comment, entry.created_at
+                )
+            except errors.Conflict:
+                return None
         case ActionKind.APPROVE | ActionKind.REJECT | ActionKind.RETURN:
             return _decision(state, run, at, workflow.steps)
         case ActionKind.CANCEL:

@@ -83,6 +83,9 @@ def workflow_shape(workflow: Workflow) -> dict[str, Any]:
         "max_returns": workflow.max_returns,
         "input_schema": workflow.input_schema,
         "steps": [step_shape(step) for step in workflow.steps],
+        "version": workflow.version,
+        "version_created_at": workflow.version_created_at or workflow.created_at,
+        "retired": workflow.retired,
     }
 
 

@@ -4,7 +4,8 @@ window, computed from those runs and their histories (GET /workflows/{id}/stats)
 Pure: the storage reads the runs (at most MAX_RUNS with at most MAX_ACTIONS
 actions in all, the earliest started first) and this module counts.
 
-- A run counts when it started in the window: `from` <= created_at < `to`.
+- A run counts when it started in the window: `from` <= created_at < `to`
+  (and, where a version is asked for, on that version: `started_on`).
 - Its status is counted as it is now; `overdue`: in progress, and its current
   step's deadline has passed by `now` (whether or not the sweeper applied it).
 - The wait at a step runs from the run's arrival there (its start, the
@@ -203,6 +204,15 @@ def is_overdue(run: Run, now: str) -> bool:
     """In progress, and its current step's deadline has passed by `now`."""
     due = run.current_step_due_at
     return run.status == RunStatus.IN_PROGRESS and due is not None and due <= now
+
+
+def started_on(runs: Sequence[Run], version: Optional[int]) -> Sequence[Run]:
+    """The runs started on `version` of their workflow (None: all of them). A
+    run moved to a newer version since counts for the one it started on, as
+    its genesis names it."""
+    if version is None:
+        return runs
+    return [run for run in runs if (run.genesis_version or run.workflow_version) == version]
 
 
 def workflow_stats(

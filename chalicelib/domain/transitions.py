@@ -1,7 +1,8 @@
 """Every change of state, computed once, from the state read: pure.
 
     define a workflow     the workflow and its first steps; workflow.created
-    append a step         the step; workflow.step_added
+    append a step         the step (to the newest version); workflow.step_added
+    (a version, retiring, reassigning and moving a run: versioning.py)
     start a run           the run at its first step, chained from its genesis;
                           run.started, step.activated; its first step's inbox
     decide                approve (below the quorum, to the next step, the last
@@ -69,12 +70,7 @@ def define_workflow(
     """A workflow named `name`, its first steps in the order given, its runs'
     input held to `input_schema` (which its steps' conditions read), each run
     sent back for changes at most `max_returns` times."""
-    if len(rules) > limits.MAX_INITIAL_STEPS:
-        raise errors.InvalidInput(
-            f"'steps' may hold at most {limits.MAX_INITIAL_STEPS} steps; append more one by one"
-        )
-    for rule in rules:
-        _check_condition(rule, input_schema)
+    check_steps(rules, input_schema)
     planned = Workflow(
         MAX_ID,
         name,
@@ -85,7 +81,7 @@ def define_workflow(
         input_schema,
         max_returns,
     )
-    _check_limits(planned)
+    check_limits(planned)
 
     def made(workflow_id: int, step_ids: tuple[int, ...]) -> Defined:
         steps = tuple(
@@ -93,7 +89,17 @@ def define_workflow(
             for order, (step_id, rule) in enumerate(zip(step_ids, rules, strict=True), start=1)
         )
         workflow = Workflow(
-            workflow_id, name, description, at, steps, policy, input_schema, max_returns
+            workflow_id,
+            name,
+            description,
+            at,
+            steps,
+            policy,
+            input_schema,
+            max_returns,
+            1,
+            False,
+            at,
         )
         return Defined(workflow, events.prepared_all(events.workflow_created(workflow)))
 
@@ -104,9 +110,9 @@ def append_step(workflow: Workflow, rule: StepRule, at: str) -> StepAppend:
     """A step after the last one of `workflow` as read (its condition reads
     the input its schema describes): the storage appends it only there, so
     that the workflow it makes is the one checked against its limits."""
-    _check_condition(rule, workflow.input_schema)
+    check_condition(rule, workflow.input_schema)
     after = workflow.steps[-1].step_order if workflow.steps else 0
-    _check_limits(
+    check_limits(
         workflow._replace(steps=(*workflow.steps, rule.stored(MAX_ID, workflow.id, after + 1)))
     )
 
@@ -114,7 +120,7 @@ def append_step(workflow: Workflow, rule: StepRule, at: str) -> StepAppend:
         step = rule.stored(step_id, workflow.id, order)
         return Appended(step, events.prepared_all(events.step_added(step, at)))
 
-    return StepAppend(workflow.id, after, made)
+    return StepAppend(workflow.id, after, made, workflow.version)
 
 
 def start_run(
@@ -127,6 +133,10 @@ def start_run(
     """A run of `workflow` with its input `data`, under its workflow's policy, at
     its first step whose condition holds since `at` (the steps before it
     skipped), or completed if none does."""
+    if workflow.retired:
+        raise errors.Conflict(
+            f"Workflow {workflow.id} is retired: it starts no new runs (reinstate it first)"
+        )
     given = data or {}
     violated = content.violation(workflow.input_schema, given)
     if violated:
@@ -167,6 +177,7 @@ def started(
         current_step_due_at=deadlines.step_due_at(landing, at),
         input=given,
         max_returns=workflow.max_returns,
+        workflow_version=workflow.version,
     )
     genesis = audit.genesis_hash(audit.genesis_of(run))
     skips = _skips(run_id, 0, genesis, skipped, at)
@@ -309,7 +320,18 @@ def deadline_passed(run: Run, at: str) -> Optional[RunChange]:
             assert_never(due)
 
 
-def _check_condition(rule: StepRule, input_schema: Optional[dict[str, Any]]) -> None:
+def check_steps(rules: Sequence[StepRule], input_schema: Optional[dict[str, Any]]) -> None:
+    """A definition's first steps: at most MAX_INITIAL_STEPS at once, each
+    condition judged against the schema (check_condition)."""
+    if len(rules) > limits.MAX_INITIAL_STEPS:
+        raise errors.InvalidInput(
+            f"'steps' may hold at most {limits.MAX_INITIAL_STEPS} steps; append more one by one"
+        )
+    for rule in rules:
+        check_condition(rule, input_schema)
+
+
+def check_condition(rule: StepRule, input_schema: Optional[dict[str, Any]]) -> None:
     """Unprocessable if the step's condition reads an input path that the
     workflow's schema, where it has one, does not define, or can never hold
     for the types of the values it compares (rules no schema of the document
@@ -322,7 +344,7 @@ def _check_condition(rule: StepRule, input_schema: Optional[dict[str, Any]]) -> 
         raise errors.Unprocessable(f"Step {rule.name!r}: 'when' {found}")
 
 
-def _check_limits(workflow: Workflow) -> None:
+def check_limits(workflow: Workflow) -> None:
     """Unprocessable if no store could keep every run of `workflow` (limits.py)."""
     found = limits.definition_problem(workflow)
     if found:

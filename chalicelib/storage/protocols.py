@@ -48,8 +48,38 @@ class Storage(Protocol):
         NotFound if its workflow is absent."""
         ...
 
-    def steps_after(self, workflow_id: int, after_order: int) -> tuple[Step, ...]:
-        """The steps that follow step_order `after_order`, in order (none after the last)."""
+    def steps_after(self, workflow_id: int, after_order: int, version: int = 1) -> tuple[Step, ...]:
+        """The steps of the workflow's `version` that follow step_order
+        `after_order`, in order (none after the last)."""
+        ...
+
+    def publish_version(self, publish: VersionPublish) -> Workflow:
+        """Store the version `publish` makes, with its steps' ids, as its
+        workflow's newest, only if the workflow is still at
+        publish.read_version (else LostWrite); NotFound if it is absent."""
+        ...
+
+    def get_workflow_version(self, workflow_id: int, version: int) -> Workflow:
+        """The workflow as it stands at `version` (its steps, policy, schema);
+        NotFound if either is absent."""
+        ...
+
+    def get_version(self, workflow_id: int, version: int) -> Workflow:
+        """The definition `version` of the workflow holds, what its runs decide
+        under: as get_workflow_version, but for the workflow's flag, not read
+        (`retired` False); NotFound if absent."""
+        ...
+
+    def list_versions(
+        self, workflow_id: int, after_version: Optional[int], limit: int
+    ) -> Slice[Workflow]:
+        """At most `limit` versions of the workflow after `after_version`
+        (None: the first), oldest first; NotFound if the workflow is absent."""
+        ...
+
+    def set_retired(self, retirement: Retirement) -> Workflow:
+        """Store retirement.after's flag and its event, only if the workflow's
+        flag is still as retirement.before was read (else LostWrite)."""
         ...
 
     def create_run(self, start: RunStart) -> Run:
@@ -247,9 +277,11 @@ if TYPE_CHECKING:
     from chalicelib.domain.changes import (
         DelegationGrant,
         DelegationRevocation,
+        Retirement,
         RunChange,
         RunStart,
         StepAppend,
+        VersionPublish,
         WorkflowDefinition,
     )
     from chalicelib.domain.idempotency import KeyStore

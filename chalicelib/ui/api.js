@@ -131,6 +131,17 @@ export async function workflowById(id, fresh = false) {
 }
 
 /**
+ * Version `version` of workflow `id`: what a run on it follows (its steps),
+ * read once (a version's steps only grow by the newest's appends).
+ * @param {number} id
+ * @param {number} version
+ * @returns {Promise<Workflow>}
+ */
+export async function workflowVersion(id, version) {
+  return /** @type {Workflow} */ (await request("GET", `/workflows/${id}/versions/${version}`));
+}
+
+/**
  * A workflow read in a list: kept, so that a view that names it asks no more.
  * @param {Workflow} workflow
  */

@@ -14,7 +14,7 @@ import { go } from "./router.js";
 import { approvalsSoFar, skippedText, statusText, stepPosition } from "./steps.js";
 
 /** @typedef {import("./contract.js").Contract} Contract */
-/** @typedef {import("./types.js").ActionName} ActionName */
+/** @typedef {import("./types.js").DecisionName} ActionName */
 /** @typedef {import("./types.js").PermissionsAnswer} PermissionsAnswer */
 /** @typedef {import("./types.js").Run} Run */
 /** @typedef {import("./types.js").Step} Step */

@@ -2,7 +2,8 @@
 // the caller may take now (and only those, as GET /runs/{id}/permissions says,
 // with why the others are not offered, in words), its steps and its history.
 // #/runs/42?for=bob opens it to be decided on bob's behalf.
-import { newKey, query, request, statusOf, workflowById } from "./api.js";
+import { administerSection } from "./administer.js";
+import { newKey, query, request, statusOf, workflowById, workflowVersion } from "./api.js";
 import { ADMIN_GROUP, MODE, callerQuery } from "./caller.js";
 import { readContract } from "./contract.js";
 import { cancelForm, decisionForm, resubmitForm, returnForm } from "./decide.js";
@@ -14,7 +15,7 @@ import { approvalsSoFar, deadline, statusText, stepPosition } from "./steps.js";
 import { historySection, timeline } from "./timeline.js";
 
 /** @typedef {import("./contract.js").Contract} Contract */
-/** @typedef {import("./types.js").ActionName} ActionName */
+/** @typedef {import("./types.js").DecisionName} ActionName */
 /** @typedef {import("./types.js").Permission} Permission */
 /** @typedef {import("./types.js").PermissionsAnswer} PermissionsAnswer */
 /** @typedef {import("./types.js").Run} Run */
@@ -46,8 +47,23 @@ export async function showRun(current, target) {
   const contract = await readContract();
   behalfOf = target.behalf;
   const run = /** @type {Run} */ (await request("GET", `/runs/${target.id}`));
-  const [workflow, permissions] = await Promise.all([workflowById(run.workflow_id, true), permissionsOf(run.id)]);
+  const [workflow, permissions] = await Promise.all([ownVersion(run), permissionsOf(run.id)]);
   return drawRun(current, run, workflow, contract, permissions, "");
+}
+
+// The newest version of the shown run's workflow: the run keeps its own.
+let newestVersion = 0;
+
+/**
+ * The version of its workflow the run follows (its steps, in order), read
+ * with the newest, whose number the page names where it is newer.
+ * @param {Run} run
+ * @returns {Promise<Workflow>}
+ */
+async function ownVersion(run) {
+  const newest = await workflowById(run.workflow_id, true);
+  newestVersion = newest.version;
+  return newest.version === run.workflow_version ? newest : workflowVersion(run.workflow_id, run.workflow_version);
 }
 
 /**
@@ -95,6 +111,7 @@ function drawRun(current, run, workflow, contract, permissions, draft) {
   const rounds = typeof run.round === "number" && (run.round > 1 || returned);
   const summary = facts([
     ["Workflow", workflow.name],
+    ["Version", versionText(run)],
     ["Requested by", run.requested_by || "nobody named"],
     ["Started", time(run.created_at)],
     ["Round", rounds ? String(run.round) : null],
@@ -118,6 +135,7 @@ function drawRun(current, run, workflow, contract, permissions, draft) {
     if (offer.return) sections.push(returnForm(run, workflow, contract, permissions, act));
     if (offer.cancel) sections.push(cancelForm(run, contract, act));
     sections.push(notOffered(run, permissions));
+    sections.push(administerSection(run, newestVersion, contract, permissions, () => route()));
   } else if (returned) {
     if (offer.resubmit) sections.push(resubmitForm(run, workflow, contract));
     if (offer.cancel) sections.push(cancelForm(run, contract, act));
@@ -126,6 +144,16 @@ function drawRun(current, run, workflow, contract, permissions, draft) {
   sections.push(timeline(run, workflow), historySection(run));
   sections.push(el("p", { class: "actions" }, el("a", { href: "#/inbox" }, "Back to the inbox"), el("button", { type: "button", onclick: () => route() }, "Reload")));
   return draw(current, run.title, ...sections);
+}
+
+/**
+ * "2", or "2 (version 3 is newer; this run keeps its own)".
+ * @param {Run} run
+ * @returns {string}
+ */
+function versionText(run) {
+  const own = run.workflow_version;
+  return newestVersion > own ? `${own} (version ${newestVersion} is newer; this run keeps its own)` : String(own);
 }
 
 /**
@@ -232,7 +260,7 @@ async function act(form, run, contract, action, body, draft, describe) {
   clearMessages();
   try {
     const updated = /** @type {Run} */ (await request("POST", `/runs/${run.id}/${action}`, body, newKey()));
-    const [fresh, permissions] = await Promise.all([workflowById(updated.workflow_id, true), permissionsOf(updated.id)]);
+    const [fresh, permissions] = await Promise.all([ownVersion(updated), permissionsOf(updated.id)]);
     if (current !== currentGeneration()) return;
     drawRun(current, updated, fresh, contract, permissions, "");
     say(describe(updated, fresh));
@@ -242,7 +270,7 @@ async function act(form, run, contract, action, body, draft, describe) {
     warn(messageOf(error));
     try {
       const reloaded = /** @type {Run} */ (await request("GET", `/runs/${run.id}`));
-      const [fresh, permissions] = await Promise.all([workflowById(reloaded.workflow_id, true), permissionsOf(reloaded.id)]);
+      const [fresh, permissions] = await Promise.all([ownVersion(reloaded), permissionsOf(reloaded.id)]);
       if (current !== currentGeneration()) return;
       drawRun(current, reloaded, fresh, contract, permissions, draft);
       const status = statusOf(error);

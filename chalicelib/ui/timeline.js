@@ -13,10 +13,10 @@ import { STATUS_TEXT, approvalsSoFar, stepRules } from "./steps.js";
 
 // Every action a caller takes (types.js's ActionName), in words.
 /** @type {{ [action: string]: string }} */
-const DECIDED = /** @satisfies {{ [action in ActionName]: string }} */ ({ approve: "approved", reject: "rejected", cancel: "cancelled the run", return: "sent it back for changes", resubmit: "resubmitted the run" });
+const DECIDED = /** @satisfies {{ [action in ActionName]: string }} */ ({ approve: "approved", reject: "rejected", cancel: "cancelled the run", return: "sent it back for changes", resubmit: "resubmitted the run", reassign: "reassigned the step", move: "moved the run to a newer version" });
 // How a step's own list of decisions says each ("Approved by ann").
 /** @type {{ [action: string]: string }} */
-const STEP_DECIDED = /** @satisfies {{ [action in ActionName]: string }} */ ({ approve: "Approved", reject: "Rejected", cancel: "Cancelled the run", return: "Sent back for changes", resubmit: "Resubmitted" });
+const STEP_DECIDED = /** @satisfies {{ [action in ActionName]: string }} */ ({ approve: "Approved", reject: "Rejected", cancel: "Cancelled the run", return: "Sent back for changes", resubmit: "Resubmitted", reassign: "Reassigned", move: "Moved here" });
 // Who acts for the service itself: a step skipped by its condition.
 const SERVICE_ACTORS = new Map([["system:conditions", "The service"]]);
 

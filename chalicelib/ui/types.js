@@ -6,7 +6,8 @@
 
 /** @typedef {"in_progress" | "returned" | "completed" | "rejected" | "cancelled"} RunStatus */
 
-/** @typedef {"approve" | "reject" | "return" | "resubmit" | "cancel"} ActionName What a caller may do with a run. */
+/** @typedef {"approve" | "reject" | "return" | "resubmit" | "cancel" | "reassign" | "move"} ActionName What a caller may do with a run. */
+/** @typedef {Exclude<ActionName, "reassign" | "move">} DecisionName What the decision form offers: every action but an administrator's reassign and move. */
 
 /** @typedef {ActionName | "skip"} RecordedAction What a run's history records: the callers' actions and the service's skips. */
 
@@ -61,6 +62,9 @@
  * @property {number} max_returns
  * @property {JsonSchema | null} input_schema
  * @property {Step[]} steps
+ * @property {number} version Which version this is (a workflow shows its newest).
+ * @property {Timestamp} version_created_at
+ * @property {boolean} retired No new run starts (runs in progress go on).
  */
 
 /**
@@ -76,6 +80,8 @@
  * @property {string | null} on_behalf_of
  * @property {number} round
  * @property {string | null} input_digest
+ * @property {string[] | null} approvers A reassign: whom the step awaits from then on.
+ * @property {number | null} workflow_version A move: the version the run continues on.
  */
 
 /**
@@ -83,6 +89,7 @@
  * @typedef {object} RunSummary
  * @property {number} id
  * @property {number} workflow_id
+ * @property {number} workflow_version The version of its workflow it runs on, for its whole life.
  * @property {string} title
  * @property {{ [field: string]: unknown }} input
  * @property {number} round

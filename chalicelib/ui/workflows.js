@@ -6,6 +6,7 @@ import { newKey, query, rememberWorkflow, request, statusOf, submit } from "./ap
 import { ADMIN_GROUP, MODE, isAdmin, me, signedIn } from "./caller.js";
 import { stepWhen } from "./conditions.js";
 import { readContract } from "./contract.js";
+import { versionEditor } from "./editor.js";
 import { el, explainer, focus, refuse, uid, warn } from "./dom.js";
 import { asSentence, capitalised, plural, splitList } from "./format.js";
 import { fieldOfError, runInputFields } from "./inputform.js";
@@ -110,11 +111,12 @@ function flagText(flag, value) {
 function workflowCard(workflow, contract, admin) {
   /** @type {Array<[string, boolean]>} */
   const flags = [];
-  for (const [name, value] of Object.entries(workflow)) if (typeof value === "boolean") flags.push([name, value]);
+  for (const [name, value] of Object.entries(workflow)) if (typeof value === "boolean" && name !== "retired") flags.push([name, value]);
   return el(
     "li",
     { class: "card" },
-    el("h3", { class: "card-title" }, workflow.name),
+    el("h3", { class: "card-title" }, workflow.name, workflow.retired ? el("span", { class: "badge" }, " retired") : null),
+    el("p", { class: "version" }, `Version ${workflow.version}`),
     workflow.description ? el("p", {}, workflow.description) : null,
     el("p", {}, el("a", { href: `#/workflows/${workflow.id}` }, `How long ${workflow.name} takes`)),
     flags.length ? [el("h4", {}, "Rules"), el("ul", { class: "flags" }, flags.map(([name, value]) => el("li", {}, flagText(name, value))))] : null,
@@ -122,9 +124,10 @@ function workflowCard(workflow, contract, admin) {
     workflow.steps.length
       ? el("ol", { class: "steps" }, workflow.steps.map((step) => el("li", {}, el("span", { class: "step-name" }, step.name), stepWhen(step, null), stepRules(step))))
       : el("p", { class: "empty" }, admin ? "No step yet: append one before starting runs." : "No step yet: runs can start once an administrator appends one."),
-    // A workflow without steps cannot start a run (the API answers 409): not offered.
-    workflow.steps.length ? el("details", {}, el("summary", {}, "Start a run"), startRunForm(workflow, contract)) : null,
+    // A workflow without steps, or retired, cannot start a run (the API answers 409): not offered.
+    workflow.steps.length && !workflow.retired ? el("details", {}, el("summary", {}, "Start a run"), startRunForm(workflow, contract)) : null,
     admin ? el("details", {}, el("summary", {}, "Append a step"), appendStepForm(workflow, contract)) : null,
+    admin ? el("details", {}, el("summary", {}, "Edit as a new version, or retire"), versionEditor(workflow)) : null,
   );
 }
 

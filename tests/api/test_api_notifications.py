@@ -132,6 +132,20 @@ def test_the_requester_is_told_of_the_outcome_and_the_next_step_is_told(
     assert "rejected by cy" in text(rita) and "Comment: No" in text(rita)
 
 
+def test_a_reassign_tells_the_new_approvers_and_not_again_those_already_told(
+    api: Api, storage: Backend, smtp: SmtpServer
+) -> None:
+    run_id = setup_run(api)
+    telling = Telling(storage)
+    telling.pump()
+    smtp.received.clear()
+    body = {"actor": "ada", "approvers": ["user:cy", "user:maria"], "comment": "Finance is away"}
+    assert api.post(f"/runs/{run_id}/reassign", body).status_code == 200
+    telling.pump()
+    assert to(smtp.received) == ["cy@example.com"]
+    assert smtp.received[0]["Subject"] == "[Purchase order] PO-1042 waits for you at Manager"
+
+
 def test_no_decision_waits_on_a_mail_server_and_mail_is_retried_later(
     api: Api, storage: Backend, smtp: SmtpServer
 ) -> None:

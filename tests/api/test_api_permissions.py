@@ -23,6 +23,7 @@ REASONS = (
     "run_not_returned",
     "returns_exhausted",
     "delegation_not_active",
+    "not_an_administrator",
 )
 # The reasons about the run's state, not the caller: 409, the others 403.
 CONFLICTS = (
@@ -264,3 +265,21 @@ def test_a_token_says_who_asks_and_an_administrator_may_cancel_any_run(
     assert (ada["approve"]["reason"], ada["cancel"]["allowed"]) == ("not_an_approver", True)
     assert_error(as_(api, rita, "GET", f"{path}?actor=rita"), 400)
     assert_error(api.get(path), 401)
+
+
+def test_only_an_administrator_may_reassign_or_move_a_run(api: Api, secret_mode: None) -> None:
+    admin = admin_token()
+    flow = as_(api, admin, "POST", "/workflows", {"name": "Moves", "steps": ["Manager"]}).json_body
+    maria = hs256(claims("maria"))
+    run = as_(api, maria, "POST", "/runs", {"workflow_id": flow["id"], "title": "Desk"}).json_body
+    path = f"/runs/{run['id']}"
+
+    mine = as_(api, maria, "GET", f"{path}/permissions").json_body
+    reassign = as_(api, maria, "POST", f"{path}/reassign", {"approvers": [], "comment": "x"})
+    move = as_(api, maria, "POST", f"{path}/move", {"to_version": 2, "step": "Manager"})
+
+    assert mine["reassign"]["reason"] == mine["move"]["reason"] == "not_an_administrator"
+    for refused, verb in ((reassign, "reassign"), (move, "move")):
+        assert_error(refused, 403)
+        assert refused.json_body["error"] == mine[verb]["message"]
+    assert as_(api, admin, "GET", f"{path}/permissions").json_body["reassign"]["allowed"]

@@ -247,6 +247,31 @@ def test_a_year_no_instant_holds_answers_422(api: Api) -> None:
     assert_error(api.get(f"/workflows/{wid}/stats?from={early}"), 422)
 
 
+def test_a_version_counts_only_the_runs_started_on_it_with_its_steps(
+    api: Api, storage: Backend
+) -> None:
+    """A run moved to version 2 still counts for version 1, where it started."""
+    wid = api.create_workflow(steps=["Manager"])["id"]
+    first, moved = start(storage, wid, 0, 10), start(storage, wid, 60, 10)
+    api.post(f"/workflows/{wid}/versions", {"steps": ["Lead", "CFO"]})
+    approve(storage, first, "maria", 600)
+    moving = {"actor": "ada", "to_version": 2, "step": "Lead"}
+    assert api.post(f"/runs/{moved}/move", moving).status_code == 200
+    newer = start(storage, wid, 120, 10)
+    approve(storage, newer, "lee", 1020)
+
+    def counted(answer: dict[str, Any]) -> tuple[Any, ...]:
+        steps = [(s["name"], s["decisions"]) for s in answer["steps"]]
+        return answer["runs"]["started"], answer["runs"]["completed"], steps
+
+    assert counted(stats(api, wid, f"{WINDOW}&version=1")) == (2, 1, [("Manager", 1)])
+    assert counted(stats(api, wid, f"{WINDOW}&version=2")) == (1, 0, [("Lead", 1), ("CFO", 0)])
+    assert counted(stats(api, wid)) == (3, 1, [("Lead", 1), ("CFO", 0)])
+    assert_error(api.get(f"/workflows/{wid}/stats?version=3"), 404)
+    assert_error(api.get(f"/workflows/{wid}/stats?version=0"), 400)
+    assert_error(api.get(f"/workflows/{wid}/stats?version=two"), 400)
+
+
 def test_an_unknown_workflow_answers_404(api: Api) -> None:
     assert_error(api.get("/workflows/999/stats"), 404)
     assert_error(api.get("/workflows/0/stats"), 404)

@@ -38,6 +38,8 @@ def test_the_screenshots_script_writes_both_views_at_both_widths(tmp_path: Path)
         "run-1280.png": 1280,
         "delegations-360.png": 360,
         "delegations-1280.png": 1280,
+        "versions-360.png": 360,
+        "versions-1280.png": 1280,
         "signin-1280.png": 1280,
         "signed-in-1280.png": 1280,
         "stats-360.png": 360,

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from chalicelib import engine
+from chalicelib import engine, versions
 from chalicelib.domain import errors
+from chalicelib.domain.models import StepRule
 from chalicelib.storage.sqlite import connections as sqlite_connections
 from chalicelib.storage.sqlite import migrations as sqlite_migrations
 from chalicelib.storage.sqlite.adapter import SQLiteStorage
@@ -136,3 +137,59 @@ def test_the_version_a_file_is_checked_against_is_the_latest_schema_s() -> None:
     assert sqlite_migrations.version() == sqlite_migrations.BASELINE_VERSION + len(
         sqlite_migrations.MIGRATIONS
     )
+
+
+def test_a_file_from_before_versions_keeps_its_workflows_and_runs_at_version_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The versions' change (docs/versions.md) on a file written before it: its
+    workflow and the run on it read as version 1, the run decides on, and the
+    workflow publishes a version 2 of its own step orders (a UNIQUE made anew)."""
+    path = tmp_path / "before-versions.sqlite3"
+    before = sqlite_migrations.MIGRATIONS.index(sqlite_migrations.add_workflow_versions)
+    monkeypatch.setattr(sqlite_migrations, "MIGRATIONS", sqlite_migrations.MIGRATIONS[:before])
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA foreign_keys = ON")
+    sqlite_migrations.upgrade(conn)
+    conn.execute(
+        "INSERT INTO workflows (id, name, description, created_at, max_returns) "
+        "VALUES (1, 'Old', 'Kept', ?, 2)",
+        (NOW,),
+    )
+    conn.execute(
+        "INSERT INTO workflow_steps (id, workflow_id, name, step_order, approvers) "
+        "VALUES (1, 1, 'A', 1, '[\"user:ann\"]'), (2, 1, 'B', 2, '[]'), (7, 1, 'Gone', 3, '[]')"
+    )
+    conn.execute("DELETE FROM workflow_steps WHERE id = 7")
+    conn.execute(
+        "INSERT INTO workflow_runs (id, workflow_id, title, status, current_step_id, "
+        "created_at, updated_at, current_step_since) VALUES (1, 1, 'R', 'in_progress', 1, ?, ?, ?)",
+        (NOW, NOW, NOW),
+    )
+    conn.close()
+    monkeypatch.undo()
+
+    storage = SQLiteStorage(str(path))
+    workflow = storage.get_workflow(1)
+    assert (workflow.version, workflow.retired, workflow.version_created_at) == (1, False, NOW)
+    assert (workflow.description, workflow.max_returns) == ("Kept", 2)
+    assert [step.name for step in workflow.steps] == ["A", "B"]
+    assert engine.get_run(storage, 1).workflow_version == 1
+    moved_on = engine.approve(storage, 1, "ann", clock=lambda: NOW)
+    assert moved_on.current_step is not None and moved_on.current_step.name == "B"
+    published = versions.publish_version(
+        storage, 1, versions.Definition("", (StepRule("C"),)), clock=lambda: NOW
+    )
+    assert (published.version, [step.name for step in published.steps]) == (2, ["C"])
+    assert published.steps[0].id == 8  # after the ids the old table gave, 7 its last
+    storage.close()
+
+    assert pragma(path, "user_version") == sqlite_migrations.version()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        # The runs and actions still reference the steps' table by its name.
+        tables = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'"))
+    conn.close()
+    assert "workflow_steps_unversioned" not in tables
+    assert "REFERENCES workflow_steps(id)" in tables["workflow_actions"]

@@ -32,6 +32,7 @@ LISTS = {
     "/inbox": "inbox",
     "/runs/{run_id}/events": "events",
     "/delegations": "delegations",
+    "/workflows/{workflow_id}/versions": "versions",
     "/contacts": "contacts",
 }
 
@@ -81,13 +82,20 @@ def _issued_cursor(case: Any) -> None:
                 "active_at": asked.active_at,
             }
         elif list_name == "contacts":
-            filters = {}
-        else:
             queries.workflow_query(query)
             filters = {}
+        elif list_name == "versions":
+            queries.workflow_query(query)
+            workflow_id = str((case.path_parameters or {}).get("workflow_id"))
+            if not paths.is_path_id(workflow_id):
+                return  # names no workflow: 404 anyway
+            filters = {"workflow_id": int(workflow_id)}
+        else:
+            retired = queries.workflow_list_query(query).retired
+            filters = {} if retired is None else {"retired": retired}
     except errors.InvalidInput:
         return  # refused for another reason anyway
-    # A list by time or by key is at a pair; the others at an id.
+    # The inbox's position is (since, id), the contacts' (key, 1); the rest's an id.
     position: Any = {"inbox": ["2030-01-01T00:00:00.000Z", 1], "contacts": ["user:a", 1]}.get(
         list_name, 1
     )

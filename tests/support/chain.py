@@ -33,6 +33,8 @@ def genesis_of(run: dict[str, Any]) -> str:
         record["input_digest"] = sha256(canonical(run["input"]))
     elif "input_digest" in run:
         record["input_digest"] = run["input_digest"]
+    if "run_id" in run and "workflow_version" in run:  # an answer's, after version 1
+        record["workflow_version"] = run["workflow_version"]
     return sha256(canonical(record))
 
 
@@ -57,6 +59,9 @@ def link(prev: str, action: dict[str, Any], seq: int) -> str:
         entry["input_digest"] = action["input_digest"]
     if action.get("channel", "api") != "api":
         entry["channel"] = action["channel"]
+    for name in ("approvers", "workflow_version"):  # a reassign's, a move's
+        if action.get(name) is not None:
+            entry[name] = action[name]
     return sha256(prev + "\n" + canonical(entry))
 
 

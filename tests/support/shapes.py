@@ -29,6 +29,9 @@ WORKFLOW_FIELDS = {
     "input_schema",
     "max_returns",
     *POLICY_FIELDS,
+    "version",
+    "version_created_at",
+    "retired",
 }
 ACTION_FIELDS = {
     "id",
@@ -44,10 +47,13 @@ ACTION_FIELDS = {
     "round",
     "input_digest",
     "channel",
+    "approvers",
+    "workflow_version",
 }
 RUN_FIELDS = {
     "id",
     "workflow_id",
+    "workflow_version",
     "title",
     "input",
     "round",

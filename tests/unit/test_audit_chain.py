@@ -336,14 +336,16 @@ def test_the_pages_javascript_verifier_is_the_file_it_names() -> None:
 
 
 def delegated_returned_resubmitted() -> Run:
-    """A run decided for a delegator, sent back, and resubmitted with a new
-    input: every optional field of an entry in its chain."""
-    from chalicelib.domain import transitions
+    """A run decided for a delegator, sent back, resubmitted with a new input,
+    approved through an email link, reassigned and moved to version 2: every
+    optional field of an entry in its chain."""
+    from chalicelib.domain import transitions, versioning
     from chalicelib.domain.lifecycle import ActionKind
     from chalicelib.domain.models import StepRule, Workflow
 
     steps = tuple(StepRule(name).stored(i, 1, i) for i, name in enumerate(("A", "B"), 1))
     workflow = Workflow(1, "W", "", AT, steps)
+    newer = workflow._replace(steps=(StepRule("C").stored(3, 1, 1),), version=2)
     run = transitions.start_run(workflow, "PO", "ada", AT, {"amount": 5}).made(1).run
     for change in (
         lambda r: transitions.decide(r, ActionKind.APPROVE, "dave", "", steps[1:], LATER, "bob"),
@@ -352,6 +354,8 @@ def delegated_returned_resubmitted() -> Run:
         lambda r: transitions.decide(
             r, ActionKind.APPROVE, "cy", "", steps[1:], LATER, channel="email-link"
         ),
+        lambda r: versioning.reassign(r, ["user:gil"], "ada", "Gil now", LATER),
+        lambda r: versioning.move(r, newer, "C", "ada", "C first", LATER),
     ):
         run = change(run).after
     return run
@@ -384,3 +388,8 @@ def test_both_verifiers_check_every_optional_field_and_the_input_they_bind(
     rechanneled = json.loads(json.dumps(document))
     rechanneled["entries"][3]["channel"] = "slack"
     assert verdicts(rechanneled) == {False}
+    assert (entries[4]["approvers"], entries[5]["workflow_version"]) == (["user:gil"], 2)
+    for name, index, forged_value in (("approvers", 4, ["user:eve"]), ("workflow_version", 5, 3)):
+        changed = json.loads(json.dumps(document))
+        changed["entries"][index][name] = forged_value
+        assert verdicts(changed) == {False}, name

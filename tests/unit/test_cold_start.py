@@ -37,6 +37,8 @@ KEPT_OUT = (
     # Needed by the delegation routes and by decisions for someone else.
     "chalicelib.delegations",
     "chalicelib.domain.delegations",
+    # Needed by the routes of a workflow's versions and retirement.
+    "chalicelib.versions",
     "bisect",
 )
 

@@ -103,8 +103,9 @@ def test_a_name_changed_in_the_domain_fails_every_place_that_holds_it() -> None:
     # Made from the names: the schema follows (a file made before needs a migration).
     assert (found["made"], found["made_with"]) == ([], ["'send_back'"])
     assert found["file_made_before"] == [
-        "CHECK(action): ['approve', 'reject', 'cancel', 'skip', 'return', 'resubmit'] is not "
-        "['approve', 'reject', 'cancel', 'skip', 'send_back', 'resubmit']"
+        "CHECK(action): ['approve', 'reject', 'cancel', 'skip', 'return', 'resubmit', 'reassign', "
+        "'move'] is not "
+        "['approve', 'reject', 'cancel', 'skip', 'send_back', 'resubmit', 'reassign', 'move']"
     ]
     # Held to them: each check names the place.
     assert [problem.split(":")[0] for problem in found["openapi"]] == [

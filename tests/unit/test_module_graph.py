@@ -50,6 +50,7 @@ RULES = tuple(f"chalicelib.domain.{name}" for name in ("audit", "events", "decis
 USE_CASES = (
     "chalicelib.engine",
     "chalicelib.delegations",
+    "chalicelib.versions",
     "chalicelib.cursors",
     "chalicelib.contacts",
     "chalicelib.action_links",

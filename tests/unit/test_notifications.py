@@ -23,6 +23,8 @@ def event(kind: str, **data: Any) -> dict[str, Any]:
     "kind, told",
     [
         (events.STEP_ACTIVATED, "arrived"),
+        # A reassign's step awaits its new approvers: they are asked as on arrival.
+        (events.RUN_REASSIGNED, "arrived"),
         (events.STEP_REMINDED, "reminded"),
     ],
 )

@@ -134,6 +134,7 @@ def test_a_runs_text_is_its_listed_fields_and_its_history(run: Run, behalf: Opti
     listed = {
         "id": run.id,
         "workflow_id": run.workflow_id,
+        "workflow_version": run.workflow_version,
         "title": run.title,
         "input": run.input,
         "round": run.round,

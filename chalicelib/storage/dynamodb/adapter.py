@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 from chalicelib.domain import errors
-from chalicelib.domain.models import Action, Event, EventDraft, Run, Slice, Step, Workflow
+from chalicelib.domain.models import Action, Event, EventDraft, Run, Slice, Step
 from chalicelib.storage.dynamodb import items, keys
 from chalicelib.storage.dynamodb.client import (
     MAX_TRANSACTION_ITEMS,
@@ -48,30 +48,27 @@ from chalicelib.storage.dynamodb.outbox import (
     OutboxState,
     configured_delivery,
 )
-from chalicelib.storage.dynamodb.schema import ALL_INDEX, DUE_AT
+from chalicelib.storage.dynamodb.schema import DUE_AT
 from chalicelib.storage.dynamodb.started import StartedRuns
+from chalicelib.storage.dynamodb.workflows import STEP_COUNT_COPIES, WorkflowItems, step_count_key
 from chalicelib.storage.failures import unavailable
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from chalicelib.domain.changes import RunChange, RunStart, StepAppend, WorkflowDefinition
-
-# A workflow's step count once it has been appended to, kept in this many items
-# of their own, which every append sets: a change that completes a run checks
-# the one its run id picks, so that a busy workflow's completions spread over
-# all of them.
-STEP_COUNT_COPIES = 16
-# Workflows whose steps a storage keeps in memory (steps are only appended, so
-# what it knows stays true); past this many it forgets the oldest.
-KNOWN_WORKFLOWS = 1024
+    from chalicelib.domain.changes import (
+        RunChange,
+        RunStart,
+    )
 
 
-class DynamoDBStorage(Lists, StartedRuns, IdempotencyKeys, OutboxState, Delegations, Notices):
-    """Storage in one DynamoDB table: the service's state (here), its lists and
-    inboxes (lists.py), its Idempotency-Keys (idempotency.py), its events'
-    delivery (outbox.py), its contacts, notices and action links (notices.py)
-    and the runs a window started (started.py)."""
+class DynamoDBStorage(
+    WorkflowItems, Lists, StartedRuns, IdempotencyKeys, OutboxState, Delegations, Notices
+):
+    """Storage in one DynamoDB table: the service's runs (here), its workflows
+    (workflows.py), its lists and inboxes (lists.py), its Idempotency-Keys
+    (idempotency.py), its events' delivery (outbox.py), its contacts, notices
+    and action links (notices.py) and the runs a window started (started.py)."""
 
     def __init__(
         self,
@@ -88,7 +85,7 @@ class DynamoDBStorage(Lists, StartedRuns, IdempotencyKeys, OutboxState, Delegati
         # workflow id -> its steps, as last read: only ever appended to, so
         # every step known is right, and a step after the last known one is
         # checked for by the write that completes a run.
-        self._known_steps: dict[int, tuple[Step, ...]] = {}
+        self._known_steps: dict[tuple[int, int], tuple[Step, ...]] = {}
 
     @property
     def client(self) -> DynamoDBClient:
@@ -97,140 +94,6 @@ class DynamoDBStorage(Lists, StartedRuns, IdempotencyKeys, OutboxState, Delegati
     @property
     def table(self) -> str:
         return self.requests.table
-
-    # -- workflows -------------------------------------------------------
-
-    def create_workflow(self, definition: WorkflowDefinition) -> Workflow:
-        (workflow_id,) = self.counters.take("workflow")
-        step_ids = self.counters.take("step", definition.steps) if definition.steps else []
-        defined = definition.made(workflow_id, tuple(step_ids))
-        workflow, told = defined.workflow, defined.events
-        put = self.requests.put_new
-        writes = [
-            put(
-                {
-                    **items.key(keys.name_pk(workflow.name), keys.NAME_SK),
-                    "workflow_id": n(workflow_id),
-                }
-            ),
-            put({**items.workflow_item(workflow), "event_seq": n(len(told))}),
-            *(put({**items.step_item(step), "event_seq": n(len(told))}) for step in workflow.steps),
-            *self._event_puts(told, 0),
-        ]
-        if self.requests.transact(writes) and not self._applied(told, 0):
-            raise errors.Conflict(f"A workflow named {workflow.name!r} already exists")
-        return self._remember(workflow)
-
-    def get_workflow(self, workflow_id: int) -> Workflow:
-        # The workflow item carries its steps: the step items need not be read.
-        item = self.requests.read_item(s(keys.workflow_pk(workflow_id)), s(keys.WORKFLOW_SK))
-        if item is None:
-            raise errors.workflow_not_found(workflow_id)
-        return self._remember(items.workflow_of(item))
-
-    def append_step(self, append: StepAppend) -> Step:
-        workflow_id = append.workflow_id
-        # The partition sorts the workflow item before its steps, so the last
-        # item is the highest step (or the workflow item when it has none);
-        # it holds the sequence of the workflow's last event.
-        last = self.requests.call(
-            "query",
-            TableName=self.table,
-            ConsistentRead=True,
-            KeyConditionExpression="PK = :pk",
-            ExpressionAttributeValues={":pk": s(keys.workflow_pk(workflow_id))},
-            ScanIndexForward=False,
-            Limit=1,
-        )["Items"]
-        if not last:
-            raise errors.workflow_not_found(workflow_id)
-        order = int(last[0]["step_order"]["N"]) + 1 if "step_order" in last[0] else 1
-        if order != append.after_order + 1:
-            raise errors.LostWrite()  # another append came first
-        event_seq = items.event_seq(last[0])
-        (step_id,) = self.counters.take("step")
-        appended = append.made(step_id, order)
-        step, told = appended.step, appended.events
-        item = {**items.step_item(step), "event_seq": n(event_seq + len(told))}
-        # The step's put takes its order only if it is free: a transaction
-        # that adds step n + 1 to the workflow's list runs only after the one
-        # that wrote step n, so the list stays in step order. Each append is
-        # one event of the workflow's stream: its sequence moves with the order.
-        reasons = self.requests.transact(
-            [
-                self.requests.put_new(item),
-                self._listed_step(step),
-                *self._counted_step(step),
-                *self._event_puts(told, event_seq),
-            ]
-        )
-        # Written, or refused because an earlier attempt of it was applied.
-        if not reasons or self._applied(told, event_seq):
-            known = self._known_steps.get(workflow_id)
-            if known is not None and len(known) == order - 1:
-                self._known_steps[workflow_id] = (*known, step)
-            return step
-        if reasons[1] == "ConditionalCheckFailed":
-            raise errors.workflow_not_found(workflow_id)
-        raise errors.LostWrite()  # the order was taken meanwhile
-
-    def _listed_step(self, step: Step) -> dict[str, Any]:
-        """The update that appends `step` to the steps its workflow item carries."""
-        return {
-            "Update": {
-                "TableName": self.table,
-                "Key": items.key(keys.workflow_pk(step.workflow_id), keys.WORKFLOW_SK),
-                "UpdateExpression": "SET #steps = list_append(#steps, :step)",
-                "ConditionExpression": "attribute_exists(PK)",
-                "ExpressionAttributeNames": {"#steps": "steps"},
-                "ExpressionAttributeValues": {":step": {"L": [items.step_entry(step)]}},
-            }
-        }
-
-    def _counted_step(self, step: Step) -> list[dict[str, Any]]:
-        """The updates that raise the workflow's step count copies to `step`'s order."""
-        return [
-            {
-                "Update": {
-                    "TableName": self.table,
-                    "Key": _step_count_key(step.workflow_id, copy),
-                    "UpdateExpression": "SET step_count = :order",
-                    # A workflow's first append makes them.
-                    "ConditionExpression": (
-                        "attribute_not_exists(step_count) OR step_count < :order"
-                    ),
-                    "ExpressionAttributeValues": {":order": n(step.step_order)},
-                }
-            }
-            for copy in range(STEP_COUNT_COPIES)
-        ]
-
-    def list_workflows(self, after_id: Optional[int], limit: int) -> Slice[Workflow]:
-        found, more = self.requests.list_page(ALL_INDEX, keys.WORKFLOWS_PK, after_id, limit)
-        return Slice(tuple(items.workflow_of(item) for item in found), more)
-
-    def steps_after(self, workflow_id: int, after_order: int) -> tuple[Step, ...]:
-        """From the steps this storage knows of the workflow (read once): those
-        known after `after_order`; a step appended after the last one known is
-        checked for by the write that completes a run (it fails, and the steps
-        are read again)."""
-        steps = self._known_steps.get(workflow_id)
-        if steps is None:
-            steps = self._read_steps(workflow_id)
-        return tuple(step for step in steps if step.step_order > after_order)
-
-    def _read_steps(self, workflow_id: int) -> tuple[Step, ...]:
-        """The workflow's steps, read now and kept for steps_after."""
-        item = self.requests.read_item(s(keys.workflow_pk(workflow_id)), s(keys.WORKFLOW_SK))
-        return self._remember(items.workflow_of(item)).steps if item is not None else ()
-
-    def _remember(self, workflow: Workflow) -> Workflow:
-        """Keep the steps of `workflow`, as just read or written, for steps_after."""
-        known = self._known_steps
-        if workflow.id not in known and len(known) >= KNOWN_WORKFLOWS:
-            known.pop(next(iter(known)), None)
-        known[workflow.id] = workflow.steps
-        return workflow
 
     # -- runs ------------------------------------------------------------
 
@@ -248,13 +111,14 @@ class DynamoDBStorage(Lists, StartedRuns, IdempotencyKeys, OutboxState, Delegati
             "updated_at": s(run.updated_at),
             "seq": n(len(started.actions)),
             "head_hash": s(run.head_hash or ""),
-            "policy": {"M": {flag: {"BOOL": on} for flag, on in run.policy._asdict().items()}},
+            "policy": items.policy_item(run.policy),
             "event_seq": n(len(told)),
             **items.current_step_state(run, self.shards)[0],
             "approvers": {"L": []},
             **keys.run_keys(run_id, run.workflow_id, run.status, self.shards),
             **items.input_attrs(run.input),
             "max_returns": n(run.max_returns),
+            "workflow_version": n(run.workflow_version),
         }
         if run.requested_by is not None:
             item["requested_by"] = s(run.requested_by)
@@ -330,6 +194,11 @@ class DynamoDBStorage(Lists, StartedRuns, IdempotencyKeys, OutboxState, Delegati
             )
         if after.round != before.round:
             moved["round"] = n(after.round)
+        if after.workflow_version != before.workflow_version:  # a move: the version's rules
+            moved["workflow_version"] = n(after.workflow_version)
+            moved["genesis_version"] = n(after.genesis_version or before.workflow_version)
+            moved["policy"] = items.policy_item(after.policy)
+            moved["max_returns"] = n(after.max_returns)
         if after.input != before.input:
             moved.update(items.input_attrs(after.input) or {"input": s("{}")})
         if after.genesis_input_digest != before.genesis_input_digest:
@@ -360,7 +229,7 @@ class DynamoDBStorage(Lists, StartedRuns, IdempotencyKeys, OutboxState, Delegati
         checked = None
         if change.last_step_order is not None:
             checked = len(writes)
-            writes.append(self._no_step_after(before, change.last_step_order))
+            writes.append(self._no_step_after(after, change.last_step_order))
         writes += puts
         room = MAX_TRANSACTION_ITEMS - len(writes)
         writes, stale = writes + deletes[:room], deletes[room:]
@@ -369,7 +238,7 @@ class DynamoDBStorage(Lists, StartedRuns, IdempotencyKeys, OutboxState, Delegati
         if reasons and not self._applied(told, told_before, before.id, carrier):
             if checked is not None and reasons[checked] == "ConditionalCheckFailed":
                 # The workflow has a step after this one now: know it for the retry.
-                self._read_steps(before.workflow_id)
+                self._read_steps(after.workflow_id, after.workflow_version)
             raise errors.LostWrite()
         for delete in stale:
             self.requests.call("delete_item", **delete["Delete"])
@@ -444,31 +313,6 @@ class DynamoDBStorage(Lists, StartedRuns, IdempotencyKeys, OutboxState, Delegati
         ]
         return puts, deletes
 
-    def _applied(
-        self,
-        drafts: Sequence[EventDraft],
-        after: int,
-        run_id: Optional[int] = None,
-        carrier: Optional[str] = None,
-    ) -> bool:
-        """Whether a refused transaction, whose events are `drafts` numbered from
-        `after` + 1, was in fact applied: by an earlier attempt of itself, which
-        botocore retried after a timeout, and whose own writes the retry's
-        conditions then saw. Such a change is done, not lost, and must not be made
-        again. Every change records an event, whose id is this attempt's alone:
-        its event standing at its place says so. DynamoDB answers such a retry
-        from its ClientRequestToken; not every endpoint does (moto). Where the
-        change's action item `carrier` (its sort key, of run `run_id`) carries
-        its events, that item says so."""
-        first = drafts[0]
-        if carrier is not None:
-            assert run_id is not None
-            item = self.requests.read_item(s(keys.run_pk(run_id)), s(carrier))
-            told = items.carried_events(item, first.subject) if item is not None else []
-            return bool(told) and told[0].sequence == after + 1 and told[0].id == first.id
-        item = self.requests.read_item(s(keys.event_pk(first.subject)), s(keys.event_sk(after + 1)))
-        return item is not None and item["event_id"]["S"] == first.id
-
     def _inbox_puts(self, run: Run, principals: Sequence[str]) -> list[dict[str, Any]]:
         """The entries that put `run`, at its step since it reached it, into the
         inboxes of `principals`."""
@@ -511,7 +355,9 @@ class DynamoDBStorage(Lists, StartedRuns, IdempotencyKeys, OutboxState, Delegati
         return {
             "ConditionCheck": {
                 "TableName": self.table,
-                "Key": _step_count_key(run.workflow_id, run.id % STEP_COUNT_COPIES),
+                "Key": step_count_key(
+                    run.workflow_id, run.id % STEP_COUNT_COPIES, run.workflow_version
+                ),
                 # No copy: no step was ever appended, so the steps known are all.
                 "ConditionExpression": "attribute_not_exists(step_count) OR step_count = :order",
                 "ExpressionAttributeValues": {":order": n(order)},
@@ -535,17 +381,6 @@ class DynamoDBStorage(Lists, StartedRuns, IdempotencyKeys, OutboxState, Delegati
 
     # -- events ------------------------------------------------------------
 
-    def _event_puts(self, drafts: Sequence[EventDraft], after: int) -> list[dict[str, Any]]:
-        """The puts of `drafts` as event items numbered from `after` + 1, each only
-        if its number is free, for the transaction of the transition they tell."""
-        in_due_index = self.delivery == TABLE_DELIVERY
-        return [
-            self.requests.put_new(
-                items.event_item(draft.numbered(after + number), draft.time, in_due_index)
-            )
-            for number, draft in enumerate(drafts, start=1)
-        ]
-
     def list_events(self, subject: str, after_sequence: Optional[int], limit: int) -> Slice[Event]:
         # A run's events are in two places: event items (its start, its
         # deadlines' reminders) and its action items (its decisions'): a
@@ -567,10 +402,6 @@ class DynamoDBStorage(Lists, StartedRuns, IdempotencyKeys, OutboxState, Delegati
         parts = self.requests.in_parallel(read, ["stored", "carried"] if run_id else ["stored"])
         merged = sorted((e for part in parts for e in part), key=lambda event: event.sequence)
         return Slice(tuple(merged[:limit]), len(merged) > limit)
-
-
-def _step_count_key(workflow_id: int, copy: int) -> Item:
-    return items.key(keys.step_count_pk(workflow_id, copy), keys.STEP_COUNT_SK)
 
 
 def _events_told(run: Run) -> int:

@@ -181,6 +181,23 @@ class Requests:
         )
         return page["Items"], "LastEvaluatedKey" in page
 
+    def query_between(
+        self, pk: str, first_sk: str, last_sk: str, limit: int
+    ) -> tuple[list[Item], bool]:
+        """One consistent Query: up to `limit` items of partition `pk` whose sort
+        key is from `first_sk` to `last_sk`, and whether more follow (one more
+        read, or DynamoDB's 1 MB per Query reached before it)."""
+        page = self.call(
+            "query",
+            TableName=self.table,
+            ConsistentRead=True,
+            KeyConditionExpression="PK = :pk AND SK BETWEEN :first AND :last",
+            ExpressionAttributeValues={":pk": s(pk), ":first": s(first_sk), ":last": s(last_sk)},
+            Limit=limit + 1,
+        )
+        found: list[Item] = page["Items"]
+        return found[:limit], len(found) > limit or "LastEvaluatedKey" in page
+
     def query_all(self, params: dict[str, Any]) -> Iterator[Item]:
         """Every item the Query `params` finds, one page after the other, as read."""
         while True:

@@ -39,10 +39,10 @@ def texts(item: Item, name: str) -> tuple[str, ...]:
     return tuple(value["S"] for value in item[name]["L"]) if name in item else ()
 
 
-def step_item(step: Step) -> Item:
+def step_item(step: Step, version: int) -> Item:
     return {
         "PK": s(keys.workflow_pk(step.workflow_id)),
-        "SK": s(keys.step_sk(step.step_order)),
+        "SK": s(keys.step_sk(step.step_order, version)),
         "id": n(step.id),
         "name": s(step.name),
         "step_order": n(step.step_order),
@@ -114,22 +114,44 @@ def deadline_of(item: Item, name: str) -> Optional[Deadline]:
 
 
 def workflow_item(workflow: Workflow) -> Item:
+    """The workflow item: the workflow at its newest version (in the `all` index)."""
+    return {
+        **version_item(workflow),
+        "SK": s(keys.WORKFLOW_SK),
+        "all_pk": s(keys.WORKFLOWS_PK),
+        "retired": {"BOOL": workflow.retired},
+    }
+
+
+def version_item(workflow: Workflow) -> Item:
+    """The item of the workflow's version: what its runs decide under."""
     return {
         "PK": s(keys.workflow_pk(workflow.id)),
-        "SK": s(keys.WORKFLOW_SK),
+        "SK": s(keys.version_sk(workflow.version)),
+        **version_attrs(workflow),
+        "steps": {"L": [step_entry(step) for step in workflow.steps]},
+    }
+
+
+def version_attrs(workflow: Workflow) -> Item:
+    """A version's attributes but its steps, as its item and the workflow
+    item (at its newest version) hold them."""
+    return {
         "id": n(workflow.id),
         "name": s(workflow.name),
         "description": s(workflow.description),
         "created_at": s(workflow.created_at),
-        "steps": {"L": [step_entry(step) for step in workflow.steps]},
-        "all_pk": s(keys.WORKFLOWS_PK),
         **{flag: {"BOOL": on} for flag, on in workflow.policy._asdict().items()},
         **json_attr("input_schema", workflow.input_schema),
         "max_returns": n(workflow.max_returns),
+        "version": n(workflow.version),
+        "version_created_at": s(workflow.version_created_at or workflow.created_at),
     }
 
 
-def workflow_of(item: Item) -> Workflow:
+def workflow_of(item: Item, retired: Optional[bool] = None) -> Workflow:
+    """The workflow an item holds at its version (`retired`: the workflow's
+    flag, where the item is a version's, which does not keep it)."""
     workflow_id = int(item["id"]["N"])
     steps = (step_of(entry["M"], workflow_id) for entry in item["steps"]["L"])
     return Workflow(
@@ -141,12 +163,35 @@ def workflow_of(item: Item) -> Workflow:
         policy_of(item),
         json_of(item, "input_schema"),
         max_returns_of(item),
+        version_of(item),
+        retired_of(item) if retired is None else retired,
+        item["version_created_at"]["S"]
+        if "version_created_at" in item
+        else item["created_at"]["S"],
     )
+
+
+# A workflow item written before versions (docs/storage.md) has no `version`,
+# `retired` or `version_created_at`, a run item no `workflow_version`: read as
+# its first version, not retired, published when the workflow was defined.
+def version_of(item: Item) -> int:
+    """The workflow version a workflow, version or run item is of."""
+    return int(item["version"]["N"]) if "version" in item else 1
+
+
+def retired_of(item: Item) -> bool:
+    """Whether a workflow item says its workflow is retired."""
+    return bool(item["retired"]["BOOL"]) if "retired" in item else False
 
 
 def max_returns_of(item: Item) -> int:
     """A workflow's (or a run's) max_returns."""
     return int(item["max_returns"]["N"])
+
+
+def policy_item(policy: Policy) -> dict[str, Any]:
+    """A run's policy flags, as its item keeps them."""
+    return {"M": {flag: {"BOOL": on} for flag, on in policy._asdict().items()}}
 
 
 def policy_of(item: Item) -> Policy:
@@ -288,6 +333,8 @@ def run_of(item: Item, actions: tuple[Action, ...]) -> Run:
         texts(item, "on_behalf_of"),
         item["genesis_input_digest"]["S"] if "genesis_input_digest" in item else None,
         max_returns_of(item),
+        int(item["workflow_version"]["N"]) if "workflow_version" in item else 1,
+        int(item["genesis_version"]["N"]) if "genesis_version" in item else None,
     )
 
 
@@ -313,6 +360,10 @@ def action_item(action: Action, seq: int) -> Item:
         item["input_digest"] = s(action.input_digest)
     if action.channel != "api":
         item["channel"] = s(action.channel)
+    if action.approvers is not None:
+        item["approvers"] = strings(action.approvers)
+    if action.workflow_version is not None:
+        item["workflow_version"] = n(action.workflow_version)
     return item
 
 
@@ -331,6 +382,8 @@ def action_of(item: Item, run_id: int) -> Action:
         int(item["round"]["N"]) if "round" in item else 1,
         item["input_digest"]["S"] if "input_digest" in item else None,
         item["channel"]["S"] if "channel" in item else "api",
+        texts(item, "approvers") if "approvers" in item else None,
+        int(item["workflow_version"]["N"]) if "workflow_version" in item else None,
     )
 
 

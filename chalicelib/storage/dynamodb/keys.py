@@ -4,16 +4,22 @@ with the access patterns they serve.
 Items (PK, SK are strings):
 
     item         PK                          SK                       holds
-    workflow     WF#<id>                     #WORKFLOW                name, description, created_at,
-                                                                      policy, steps (copies of its
-                                                                      step items), event_seq
-    step         WF#<workflow id>            STEP#<order, 10 digits>  id, name, rules, event_seq
-    step count   WF#<id>#STEPS#<n>           #STEPS                   step_count (n = 0..15)
+    workflow     WF#<id>                     #WORKFLOW                name, created_at, retired, its
+                                                                      newest version (`version`,
+                                                                      as its version item holds
+                                                                      it), event_seq
+    version      WF#<id>                     VERSION#<n, 6 digits>    description, policy, schema,
+                                                                      max_returns, steps (copies
+                                                                      of its step items), when
+    step         WF#<workflow id>            STEP#<version, 6 d.>#    id, name, rules
+                                             <order, 10 digits>
+    step count   WF#<id>[#V<version>]        #STEPS                   step_count (n = 0..15; no
+                 #STEPS#<n>                                           #V for version 1)
     name guard   WFNAME#<name>               #WFNAME                  workflow_id (names unique)
     run          RUN#<id>                    #RUN                     status, current step and
                                                                       its rules, seq, head_hash,
                                                                       approvals, policy, event_seq,
-                                                                      list keys
+                                                                      list keys, workflow_version
     action       RUN#<run id>                ACT#<seq, 10 digits>     the action, its hash; the
                                                                       last of a change's carries
                                                                       its events (carried.py)
@@ -60,22 +66,39 @@ person can decide.
 Access patterns: what each request reads and writes.
 
     request                   reads                               writes (one transaction)
-    POST /workflows           -                                   name guard, workflow, steps,
-                                                                  events
+    POST /workflows           -                                   name guard, workflow, its
+                                                                  version 1, steps, events
     GET /workflows/{id}       workflow item (Query)               -
     GET /workflows            `all`: one Query                    -
-    POST /workflows/{id}/steps  workflow item (Query), then the   step (at the order after the
-                              partition's last item (Query)       last step read), workflow
-                                                                  item's steps, the 16 step
+    POST /workflows/{id}/steps  workflow item (Query: the rules'  step (at the order after the
+                              read, then the store's, for its     last step read), the steps of
+                              newest version and event_seq)       the workflow and version items
+                                                                  (on the version and event_seq
+                                                                  read), the version's 16 step
                                                                   counts, event
-    POST /runs                workflow item (Query)               run, its 2 events, its first
-                                                                  step's inbox entries
+    POST /workflows/{id}/versions  workflow item (Query, twice,   version item and its steps
+                              as for an append)                   (keys free), workflow item (on
+                                                                  the version and event_seq
+                                                                  read), event
+    GET /workflows/{id}/versions  workflow item, then its         -
+                              VERSION# items (Query each)
+    GET .../versions/{n}      workflow item and VERSION#<n>       -
+                              (two Queries, at once)
+    retire, reinstate         workflow item (Query, twice)        workflow item (on the flag and
+                                                                  event_seq read), event
+    POST /runs                workflow item (Query)               run (with its version), its 2
+                                                                  events, its first step's inbox
+                                                                  entries
     GET /runs/{id}            RUN#<id> partition (Query)          -
-    approve, reject, cancel   RUN#<id> (Query; with return=minimal  run, action (carrying the
-                              the run item alone)                 events), inbox entries entered
+    approve, reject, cancel,  RUN#<id> (Query; with return=minimal  run, action (carrying the
+    reassign                  the run item alone)                 events), inbox entries entered
                                                                   (and left, but where the
                                                                   stream's relay deletes them);
                                                                   a completion checks a step count
+                                                                  of the run's version
+    move                      RUN#<id>, the VERSION#<n> moved to  as a decision
+    a decision's next step    VERSION#<n> of the run's version,   -
+                              once per container (then kept)
     GET /runs                 one Query per shard of its list,    -
                               one BatchGetItem of its runs
     GET /inbox                one Query per inbox partition of    -
@@ -134,6 +157,7 @@ LINK_USE_SK = "#USE"
 NAME_SK = "#WFNAME"
 RUN_SK = "#RUN"
 STEP_PREFIX = "STEP#"
+VERSION_PREFIX = "VERSION#"
 ACTION_PREFIX = "ACT#"
 EVENT_PREFIX = "EVT#"
 IDEMPOTENCY_SK = "#IDEM"
@@ -190,8 +214,12 @@ def name_pk(name: str) -> str:
     return f"WFNAME#{name}"
 
 
-def step_sk(order: int) -> str:
-    return f"{STEP_PREFIX}{order:010d}"
+def step_sk(order: int, version: int = 1) -> str:
+    return f"{STEP_PREFIX}{version:06d}#{order:010d}"
+
+
+def version_sk(version: int) -> str:
+    return f"{VERSION_PREFIX}{version:06d}"
 
 
 def action_sk(seq: int) -> str:
@@ -230,8 +258,11 @@ def event_sk(sequence: int) -> str:
     return f"{sequence:010d}"
 
 
-def step_count_pk(workflow_id: int, copy: int) -> str:
-    return f"{workflow_pk(workflow_id)}#STEPS#{copy}"
+def step_count_pk(workflow_id: int, copy: int, version: int = 1) -> str:
+    """A copy of the step count of the workflow's `version` (its first's
+    keys name no version)."""
+    of_version = "" if version == 1 else f"#V{version}"
+    return f"{workflow_pk(workflow_id)}{of_version}#STEPS#{copy}"
 
 
 def counter_pk(kind: str) -> str:

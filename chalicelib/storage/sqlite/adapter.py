@@ -12,7 +12,6 @@ run, written and deleted by the change that moves the run.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Optional
 
@@ -24,12 +23,11 @@ from chalicelib.domain.models import (
     Pending,
     Run,
     Slice,
-    Step,
-    Workflow,
 )
 from chalicelib.storage.sqlite import rows, started
 from chalicelib.storage.sqlite.connections import next_id
 from chalicelib.storage.sqlite.notices import NoticeRows
+from chalicelib.storage.sqlite.workflows import WorkflowTables
 
 if TYPE_CHECKING:
     from chalicelib.domain.changes import (
@@ -37,160 +35,19 @@ if TYPE_CHECKING:
         DelegationRevocation,
         RunChange,
         RunStart,
-        StepAppend,
-        WorkflowDefinition,
     )
     from chalicelib.domain.idempotency import IdempotencyClaim, StoredResponse
-
-# Workflows whose steps a storage keeps in memory (steps are only appended, so
-# what it knows stays true); past this many it forgets the oldest.
-KNOWN_WORKFLOWS = 1024
 
 # Expired idempotency keys deleted per claim: more than the one row a claim can
 # add, so the table shrinks back, and a bounded cost for every request.
 EXPIRED_KEYS_PER_CLAIM = 10
 
 
-class SQLiteStorage(NoticeRows):
-    """Storage in one SQLite file (connections.py): the service's workflows and
-    runs, its events and their delivery (the Outbox), its Idempotency-Keys (the
+class SQLiteStorage(WorkflowTables, NoticeRows):
+    """Storage in one SQLite file (connections.py): the service's workflows
+    (workflows.py) and runs, its events and their delivery (the Outbox), its Idempotency-Keys (the
     KeyStore) and the delegations; the rows each writes are rows.py's; the
     contacts, notices and action links (notices.py)."""
-
-    def __init__(self, path: str) -> None:
-        super().__init__(path)
-        # workflow id -> its steps, as last read or written, for steps_after: a
-        # decision then reads its run and nothing else, as on DynamoDB. Steps
-        # are only ever appended, so every step known is right, and a step
-        # after the last one known is checked for by the write that completes
-        # a run (it fails, the steps are forgotten and read again on the retry).
-        self._known_steps: dict[int, tuple[Step, ...]] = {}
-
-    # -- workflows -------------------------------------------------------
-
-    def create_workflow(self, definition: WorkflowDefinition) -> Workflow:
-        with self._write() as conn:
-            first_step = next_id(conn, "workflow_steps")
-            step_ids = tuple(range(first_step, first_step + definition.steps))
-            defined = definition.made(next_id(conn, "workflows"), step_ids)
-            workflow = defined.workflow
-            try:
-                conn.execute(
-                    "INSERT INTO workflows (id, name, description, created_at, "
-                    "allow_self_approval, distinct_approvers, reject_requires_comment, "
-                    "input_schema, max_returns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        workflow.id,
-                        workflow.name,
-                        workflow.description,
-                        workflow.created_at,
-                        *workflow.policy,
-                        rows.document(workflow.input_schema),
-                        workflow.max_returns,
-                    ),
-                )
-            except sqlite3.IntegrityError as exc:
-                raise errors.Conflict(f"A workflow named {workflow.name!r} already exists") from exc
-            for step in workflow.steps:
-                rows.insert_step(conn, step)
-            rows.record_events(conn, defined.events)
-        return self._remember(workflow)
-
-    def get_workflow(self, workflow_id: int) -> Workflow:
-        conn = self._connection()
-        row = conn.execute(
-            f"SELECT {rows.WORKFLOW_COLUMNS} FROM workflows w WHERE id = ?", (workflow_id,)
-        ).fetchone()
-        if row is None:
-            raise errors.workflow_not_found(workflow_id)
-        steps = conn.execute(
-            f"SELECT {rows.STEP_COLUMNS} FROM workflow_steps WHERE workflow_id = ? "
-            "ORDER BY step_order",
-            (workflow_id,),
-        ).fetchall()
-        return self._remember(rows.workflow(row, tuple(rows.step(step) for step in steps)))
-
-    def list_workflows(self, after_id: Optional[int], limit: int) -> Slice[Workflow]:
-        conn = self._connection()
-        read = conn.execute(
-            f"SELECT {rows.WORKFLOW_COLUMNS} FROM workflows w WHERE id > ? ORDER BY id LIMIT ?",
-            (after_id or 0, limit + 1),
-        ).fetchall()
-        page = read[:limit]
-        # The steps of the whole page in one statement, not one per workflow.
-        # Steps are only ever appended, so reading them second shows each
-        # workflow as it was at one moment after the first statement.
-        steps: dict[int, list[Step]] = {row[0]: [] for row in page}
-        if page:
-            for step in conn.execute(
-                f"SELECT {rows.STEP_COLUMNS} FROM workflow_steps WHERE workflow_id IN "
-                f"({', '.join('?' * len(page))}) ORDER BY workflow_id, step_order",
-                list(steps),
-            ):
-                steps[step[1]].append(rows.step(step))
-        workflows = tuple(rows.workflow(row, tuple(steps[row[0]])) for row in page)
-        return Slice(workflows, len(read) > limit)
-
-    def append_step(self, append: StepAppend) -> Step:
-        # The write lock taken by BEGIN IMMEDIATE makes max()+1 and the insert
-        # one step: no other writer can slip in between. The step goes where
-        # the domain read the workflow's last, or nowhere.
-        workflow_id = append.workflow_id
-        with self._write() as conn:
-            if (
-                conn.execute("SELECT 1 FROM workflows WHERE id = ?", (workflow_id,)).fetchone()
-                is None
-            ):
-                raise errors.workflow_not_found(workflow_id)
-            (max_order,) = conn.execute(
-                "SELECT COALESCE(MAX(step_order), 0) FROM workflow_steps WHERE workflow_id = ?",
-                (workflow_id,),
-            ).fetchone()
-            if max_order != append.after_order:
-                raise errors.LostWrite()  # another append came first
-            appended = append.made(next_id(conn, "workflow_steps"), max_order + 1)
-            rows.insert_step(conn, appended.step)
-            rows.record_events(conn, appended.events)
-        step = appended.step
-        known = self._known_steps.get(workflow_id)
-        if known is not None:
-            if len(known) == step.step_order - 1:
-                self._known_steps[workflow_id] = (*known, step)
-            else:  # another process appended meanwhile: read them again when needed
-                self._known_steps.pop(workflow_id, None)
-        return step
-
-    def steps_after(self, workflow_id: int, after_order: int) -> tuple[Step, ...]:
-        """From the steps this storage knows of the workflow (read once): those
-        known after `after_order`; a step appended after the last one known is
-        checked for by the write that completes a run (record_change)."""
-        steps = self._known_steps.get(workflow_id)
-        if steps is None:
-            found = (
-                self._connection()
-                .execute(
-                    f"SELECT {rows.STEP_COLUMNS} FROM workflow_steps "
-                    "WHERE workflow_id = ? ORDER BY step_order ASC",
-                    (workflow_id,),
-                )
-                .fetchall()
-            )
-            steps = tuple(rows.step(row) for row in found)
-            if steps:
-                self._remember_steps(workflow_id, steps)
-        return tuple(step for step in steps if step.step_order > after_order)
-
-    def _remember(self, workflow: Workflow) -> Workflow:
-        """Keep the steps of `workflow`, as just read or written, for steps_after."""
-        if workflow.steps:
-            self._remember_steps(workflow.id, workflow.steps)
-        return workflow
-
-    def _remember_steps(self, workflow_id: int, steps: tuple[Step, ...]) -> None:
-        known = self._known_steps
-        if workflow_id not in known and len(known) >= KNOWN_WORKFLOWS:
-            known.pop(next(iter(known)), None)
-        known[workflow_id] = steps
 
     # -- runs ------------------------------------------------------------
 
@@ -201,8 +58,8 @@ class SQLiteStorage(NoticeRows):
             conn.execute(
                 "INSERT INTO workflow_runs (id, workflow_id, title, status, current_step_id, "
                 "created_at, updated_at, requested_by, current_step_since, "
-                "current_step_due_at, head_hash, input) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "current_step_due_at, head_hash, input, workflow_version) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run.id,
                     run.workflow_id,
@@ -216,6 +73,7 @@ class SQLiteStorage(NoticeRows):
                     run.current_step_due_at,
                     run.head_hash,
                     rows.document(run.input),
+                    run.workflow_version,
                 ),
             )
             action_ids = rows.insert_actions(conn, started.actions)
@@ -257,7 +115,7 @@ class SQLiteStorage(NoticeRows):
         if not read:
             raise errors.run_not_found(run_id)
         actions = (
-            tuple(Action(*row[rows.ACTIONS_FROM :]) for row in read)
+            tuple(rows.action(row[rows.ACTIONS_FROM :]) for row in read)
             if read[0][rows.ACTIONS_FROM] is not None
             else ()
         )
@@ -274,7 +132,7 @@ class SQLiteStorage(NoticeRows):
             )
             .fetchall()
         )
-        return tuple(Action(*row) for row in reversed(found))
+        return tuple(rows.action(row) for row in reversed(found))
 
     def list_runs(
         self,
@@ -309,7 +167,7 @@ class SQLiteStorage(NoticeRows):
                 f"SELECT {rows.RUN_COLUMNS} FROM ({' UNION '.join([walk] * len(keys))}) i "
                 "JOIN workflow_runs r ON r.id = i.run_id "
                 "LEFT JOIN workflow_steps s ON s.id = r.current_step_id "
-                "JOIN workflows w ON w.id = r.workflow_id ORDER BY i.since, i.run_id LIMIT ?",
+                f"JOIN {rows.RUN_VERSION} ORDER BY i.since, i.run_id LIMIT ?",
                 (*values, limit + 1),
             )
             .fetchall()
@@ -345,9 +203,9 @@ class SQLiteStorage(NoticeRows):
             # after the one decided (a step appended since: the run goes on to it).
             guard += (
                 " AND NOT EXISTS (SELECT 1 FROM workflow_steps "
-                "WHERE workflow_id = ? AND step_order > ?)"
+                "WHERE workflow_id = ? AND version = ? AND step_order > ?)"
             )
-            guarded += (before.workflow_id, change.last_step_order)
+            guarded += (after.workflow_id, after.workflow_version, change.last_step_order)
         with self._write() as conn:
             # The guard: the run as it was read. The head moves with every
             # action, the deadline's state with its remind or escalate: only
@@ -361,7 +219,7 @@ class SQLiteStorage(NoticeRows):
                 if change.last_step_order is not None:
                     # Perhaps a step was appended after the last one known: the
                     # retry reads them again.
-                    self._known_steps.pop(before.workflow_id, None)
+                    self._known_steps.pop((after.workflow_id, after.workflow_version), None)
                 raise errors.LostWrite()
             action_ids = rows.insert_actions(conn, change.actions)
             rows.move_in_inboxes(conn, change)

@@ -156,6 +156,64 @@ SCHEMA = (
 # SQL alone cannot make it.
 Migration = Union[str, Callable[["sqlite3.Connection"], None]]
 
+# Each version of a workflow (the newest too) with its policy, its steps the
+# rows of workflow_steps of that version; a workflow's row holds its newest,
+# and whether it is retired; a run the version it runs on, the one it started
+# on where a move changed it, whom its step awaits after a reassign; an action
+# a reassign's approvers (JSON array) or a move's version.
+WORKFLOW_VERSIONS = (
+    "ALTER TABLE workflows ADD COLUMN version INTEGER NOT NULL DEFAULT 1",
+    "ALTER TABLE workflows ADD COLUMN retired INTEGER NOT NULL DEFAULT 0",
+    "CREATE TABLE workflow_versions (workflow_id INTEGER NOT NULL "
+    "REFERENCES workflows(id) ON DELETE CASCADE, version INTEGER NOT NULL, "
+    "description TEXT NOT NULL DEFAULT '', created_at TEXT NOT NULL, "
+    "allow_self_approval INTEGER NOT NULL DEFAULT 0, distinct_approvers INTEGER NOT NULL "
+    "DEFAULT 0, reject_requires_comment INTEGER NOT NULL DEFAULT 0, input_schema TEXT, "
+    "max_returns INTEGER NOT NULL DEFAULT 3, PRIMARY KEY (workflow_id, version)) WITHOUT ROWID",
+    "INSERT INTO workflow_versions (workflow_id, version, description, created_at, "
+    "allow_self_approval, distinct_approvers, reject_requires_comment, input_schema, "
+    "max_returns) SELECT id, 1, description, created_at, allow_self_approval, "
+    "distinct_approvers, reject_requires_comment, input_schema, max_returns FROM workflows",
+    # A step's order is unique within its version: SQLite changes no UNIQUE in
+    # place, so the table is made anew. legacy_alter_table (and upgrade's foreign
+    # keys off) keep the runs' and actions' REFERENCES workflow_steps naming the
+    # new table, not the old one's new name.
+    "PRAGMA legacy_alter_table = ON",
+    "ALTER TABLE workflow_steps RENAME TO workflow_steps_unversioned",
+    """CREATE TABLE workflow_steps (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    workflow_id INTEGER NOT NULL REFERENCES workflows(id) ON DELETE CASCADE,
+    name TEXT NOT NULL, step_order INTEGER NOT NULL,
+    approvers TEXT NOT NULL DEFAULT '[]',
+    required_approvals INTEGER NOT NULL DEFAULT 1,
+    deadline_seconds INTEGER, on_deadline TEXT, escalate_to TEXT,
+    when_condition TEXT,
+    version INTEGER NOT NULL DEFAULT 1,
+    UNIQUE(workflow_id, version, step_order)
+)""",
+    # Its ids go on from where the old table's did.
+    "INSERT INTO sqlite_sequence (name, seq) SELECT 'workflow_steps', seq FROM sqlite_sequence "
+    "WHERE name = 'workflow_steps_unversioned'",
+    "INSERT INTO workflow_steps (id, workflow_id, name, step_order, approvers, "
+    "required_approvals, deadline_seconds, on_deadline, escalate_to, when_condition) "
+    "SELECT id, workflow_id, name, step_order, approvers, required_approvals, "
+    "deadline_seconds, on_deadline, escalate_to, when_condition FROM workflow_steps_unversioned",
+    "DROP TABLE workflow_steps_unversioned",
+    "PRAGMA legacy_alter_table = OFF",
+    "ALTER TABLE workflow_runs ADD COLUMN workflow_version INTEGER NOT NULL DEFAULT 1",
+    "ALTER TABLE workflow_runs ADD COLUMN genesis_version INTEGER",
+    "ALTER TABLE workflow_runs ADD COLUMN step_approvers TEXT",
+    "ALTER TABLE workflow_actions ADD COLUMN approvers TEXT",
+    "ALTER TABLE workflow_actions ADD COLUMN workflow_version INTEGER",
+)
+
+
+def add_workflow_versions(conn: sqlite3.Connection) -> None:
+    """WORKFLOW_VERSIONS, in the upgrade's transaction."""
+    for statement in WORKFLOW_VERSIONS:
+        conn.execute(statement)
+
+
 # The changes made to SCHEMA since the first release, in order: the one at
 # index i takes a file from version BASELINE_VERSION + i to the next. A file
 # written before a change reads its new columns as NULL unless the change
@@ -189,6 +247,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     # + 8: the runs of a workflow by when they started, for
     # its figures (GET /workflows/{id}/stats: storage/sqlite/started.py).
     "CREATE INDEX workflow_runs_started ON workflow_runs(workflow_id, created_at)",
+    # + 9: a workflow's versions (docs/versions.md): every workflow so far is at
+    # its first, which its runs run on.
+    add_workflow_versions,
 )
 
 
@@ -201,7 +262,20 @@ def upgrade(conn: sqlite3.Connection) -> None:
     """Bring the file to the latest schema in one write transaction: SCHEMA
     for a new file, then each change it has not had. A file this service
     cannot bring there (one from before the first release, or from a later
-    one) is refused, and left as it was."""
+    one) is refused, and left as it was.
+
+    The foreign keys are off meanwhile (a change may make a table anew, as
+    SQLite changes a constraint, which they must not see half done, nor
+    follow to the old table's new name) and checked before the commit."""
+    (enforced,) = conn.execute("PRAGMA foreign_keys").fetchone()
+    conn.execute("PRAGMA foreign_keys = OFF")  # a no-op inside a transaction: before it
+    try:
+        _upgrade(conn, check_keys=bool(enforced))
+    finally:
+        conn.execute(f"PRAGMA foreign_keys = {'ON' if enforced else 'OFF'}")
+
+
+def _upgrade(conn: sqlite3.Connection, check_keys: bool) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
         (found,) = conn.execute("PRAGMA user_version").fetchone()
@@ -223,6 +297,8 @@ def upgrade(conn: sqlite3.Connection) -> None:
                 conn.execute(migration)
             else:
                 migration(conn)
+        if check_keys and conn.execute("PRAGMA foreign_key_check").fetchone() is not None:
+            raise unavailable("A schema change left rows whose foreign keys name no row")
         conn.execute(f"PRAGMA user_version = {version()}")
     except BaseException:
         conn.execute("ROLLBACK")

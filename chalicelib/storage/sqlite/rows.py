@@ -27,10 +27,21 @@ STEP_COLUMNS = (
     "id, workflow_id, name, step_order, approvers, required_approvals, "
     "deadline_seconds, on_deadline, escalate_to, when_condition"
 )
+# A workflow at one of its versions: the workflow's row (w) and the version's (v).
 WORKFLOW_COLUMNS = (
-    "w.id, w.name, w.description, w.created_at, "
-    "w.allow_self_approval, w.distinct_approvers, w.reject_requires_comment, w.input_schema, "
-    "w.max_returns"
+    "w.id, w.name, v.description, w.created_at, "
+    "v.allow_self_approval, v.distinct_approvers, v.reject_requires_comment, v.input_schema, "
+    "v.max_returns, v.version, w.retired, v.created_at"
+)
+# The workflow at its newest version.
+WORKFLOW_FROM = (
+    "workflows w JOIN workflow_versions v ON v.workflow_id = w.id AND v.version = w.version"
+)
+# The workflow at each of its versions.
+VERSIONS_FROM = "workflow_versions v JOIN workflows w ON w.id = v.workflow_id"
+VERSION_VALUES = (
+    "workflow_id, version, description, created_at, allow_self_approval, distinct_approvers, "
+    "reject_requires_comment, input_schema, max_returns"
 )
 DELEGATION_COLUMNS = (
     "id, delegator, delegate, workflow_id, starts_at, ends_at, reason, created_at, "
@@ -38,25 +49,31 @@ DELEGATION_COLUMNS = (
 )
 RUN_COLUMNS = (
     "r.id, r.workflow_id, r.title, r.status, r.created_at, r.updated_at, "
-    "s.id, s.workflow_id, s.name, s.step_order, s.approvers, s.required_approvals, "
+    "s.id, s.workflow_id, s.name, s.step_order, COALESCE(r.step_approvers, s.approvers), "
+    "s.required_approvals, "
     "s.deadline_seconds, s.on_deadline, s.escalate_to, s.when_condition, "
     "r.requested_by, r.head_hash, r.approved_by, r.current_step_since, "
     "w.allow_self_approval, w.distinct_approvers, w.reject_requires_comment, r.approvers, "
     "r.current_step_due_at, r.deadline_passed, r.input, "
-    "r.round, r.on_behalf_of, r.genesis_input_digest, w.max_returns"
+    "r.round, r.on_behalf_of, r.genesis_input_digest, w.max_returns, r.workflow_version, "
+    "r.genesis_version"
 )
 # An action's columns, in Action's order (its step's name from the step's row).
 ACTION_COLUMNS = (
     "wa.id, wa.run_id, wa.step_id, ws.name, wa.action, wa.actor, wa.comment, wa.created_at, "
-    "wa.hash, wa.on_behalf_of, wa.round, wa.input_digest, wa.channel"
+    "wa.hash, wa.on_behalf_of, wa.round, wa.input_digest, wa.channel, wa.approvers, "
+    "wa.workflow_version"
 )
-# A run's row: the run, its current step and its workflow's policy, joined.
+# The version a run runs on (w: its policy and max_returns).
+RUN_VERSION = (
+    "workflow_versions w ON w.workflow_id = r.workflow_id AND w.version = r.workflow_version"
+)
+# A run's row: the run, its current step and its version's policy, joined.
 RUN_FROM = (
-    "workflow_runs r LEFT JOIN workflow_steps s ON s.id = r.current_step_id "
-    "JOIN workflows w ON w.id = r.workflow_id"
+    f"workflow_runs r LEFT JOIN workflow_steps s ON s.id = r.current_step_id JOIN {RUN_VERSION}"
 )
 # Columns after the first RUN_COLUMNS in a run's row with its actions.
-ACTIONS_FROM = 31
+ACTIONS_FROM = 33
 
 
 def listed_run(row: tuple[Any, ...], actions: tuple[Action, ...] = (), unread: int = 0) -> Run:
@@ -88,6 +105,30 @@ def listed_run(row: tuple[Any, ...], actions: tuple[Action, ...] = (), unread: i
         strings(row[28]),
         row[29],
         row[30],
+        row[31],
+        row[32],
+    )
+
+
+def action(row: Sequence[Any]) -> Action:
+    """An action from a row of ACTION_COLUMNS."""
+    listed = row[13]
+    return Action(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        row[4],
+        row[5],
+        row[6],
+        row[7],
+        row[8],
+        row[9],
+        row[10],
+        row[11],
+        row[12],
+        None if listed is None else strings(listed),
+        row[14],
     )
 
 
@@ -112,6 +153,22 @@ def workflow(row: Sequence[Any], steps: tuple[Step, ...]) -> Workflow:
         Policy(*map(bool, row[4:7])),
         json_of(row[7]),
         row[8],
+        row[9],
+        bool(row[10]),
+        row[11],
+    )
+
+
+def version_values(workflow: Workflow) -> tuple[object, ...]:
+    """The row of workflow_versions that holds `workflow`'s version."""
+    return (
+        workflow.id,
+        workflow.version,
+        workflow.description,
+        workflow.version_created_at or workflow.created_at,
+        *map(int, workflow.policy),
+        document(workflow.input_schema),
+        workflow.max_returns,
     )
 
 
@@ -141,6 +198,12 @@ def changed_state(before: Run, after: Run) -> dict[str, object]:
         changed["status"] = after.status
     if after.current_step_id != before.current_step_id:
         changed["current_step_id"] = after.current_step_id
+        changed["step_approvers"] = None  # a new step awaits its own approvers
+    elif after.current_step is not None and _reassigned(before, after):
+        changed["step_approvers"] = as_json(after.current_step.approvers)
+    if after.workflow_version != before.workflow_version:
+        changed["workflow_version"] = after.workflow_version
+        changed["genesis_version"] = after.genesis_version
     if after.updated_at != before.updated_at:
         changed["updated_at"] = after.updated_at
     if after.head_hash != before.head_hash:
@@ -164,6 +227,12 @@ def changed_state(before: Run, after: Run) -> dict[str, object]:
     if after.genesis_input_digest != before.genesis_input_digest:
         changed["genesis_input_digest"] = after.genesis_input_digest
     return changed
+
+
+def _reassigned(before: Run, after: Run) -> bool:
+    """Whether the change keeps the run at its step, awaiting others now."""
+    was, now = before.current_step, after.current_step
+    return was is not None and now is not None and was.approvers != now.approvers
 
 
 # Arrays of names as stored: compact, not ASCII-escaped.
@@ -216,8 +285,8 @@ def insert_actions(conn: sqlite3.Connection, actions: Sequence[Action]) -> list[
         last_id(
             conn.execute(
                 "INSERT INTO workflow_actions (run_id, step_id, action, actor, comment, "
-                "created_at, hash, on_behalf_of, round, input_digest, channel) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "created_at, hash, on_behalf_of, round, input_digest, channel, approvers, "
+                "workflow_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     action.run_id,
                     action.step_id,
@@ -230,6 +299,8 @@ def insert_actions(conn: sqlite3.Connection, actions: Sequence[Action]) -> list[
                     action.round,
                     action.input_digest,
                     action.channel,
+                    None if action.approvers is None else as_json(action.approvers),
+                    action.workflow_version,
                 ),
             )
         )
@@ -237,10 +308,22 @@ def insert_actions(conn: sqlite3.Connection, actions: Sequence[Action]) -> list[
     ]
 
 
-def insert_step(conn: sqlite3.Connection, step: Step) -> None:
+def insert_version(conn: sqlite3.Connection, workflow: Workflow) -> None:
+    """The workflow's version: its row of workflow_versions, and its steps."""
     conn.execute(
-        f"INSERT INTO workflow_steps ({STEP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (step.id, *step_values(step)),
+        f"INSERT INTO workflow_versions ({VERSION_VALUES}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        version_values(workflow),
+    )
+    for step in workflow.steps:
+        insert_step(conn, step, workflow.version)
+
+
+def insert_step(conn: sqlite3.Connection, step: Step, version: int) -> None:
+    """The step, of its workflow's `version`."""
+    conn.execute(
+        f"INSERT INTO workflow_steps ({STEP_COLUMNS}, version) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (step.id, *step_values(step), version),
     )
 
 

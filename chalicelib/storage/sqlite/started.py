@@ -35,7 +35,7 @@ def runs_started_between(
         f"SELECT {rows.RUN_COLUMNS}, {rows.ACTION_COLUMNS} FROM chosen c "
         "JOIN workflow_runs r ON r.id = c.id "
         "LEFT JOIN workflow_steps s ON s.id = r.current_step_id "
-        "JOIN workflows w ON w.id = r.workflow_id "
+        f"JOIN {rows.RUN_VERSION} "
         "LEFT JOIN workflow_actions wa ON wa.run_id = r.id "
         "LEFT JOIN workflow_steps ws ON ws.id = wa.step_id "
         "ORDER BY r.created_at, r.id, wa.id LIMIT ?",
@@ -68,5 +68,5 @@ def _grouped(read: list[tuple[Any, ...]]) -> list[Run]:
         if not found or found[-1][0][0] != row[0]:
             found.append((row, []))
         if row[rows.ACTIONS_FROM] is not None:
-            found[-1][1].append(Action(*row[rows.ACTIONS_FROM :]))
+            found[-1][1].append(rows.action(row[rows.ACTIONS_FROM :]))
     return [rows.listed_run(row, tuple(actions)) for row, actions in found]
