@@ -234,6 +234,18 @@ def test_conflicts_past_the_engines_attempts_answer_409_and_write_nothing(
     assert _get_run(run_id) == before
 
 
+def test_conflicts_past_the_retries_on_a_write_no_engine_decides_again_answer_503(
+    served: MotoServer,
+) -> None:
+    fault = served.inject("TransactWriteItems", Fault(400, CONFLICTED))
+    with Client(app_module.app) as client:
+        response = _post(client, "/workflows", {"name": "raced", "steps": ["a"]}, 503)
+        fault.remaining = 0
+        assert fault.seen == dynamodb_client.CONFLICT_RETRIES + 1
+        assert "retry" in response["error"]
+        assert client.http.get("/workflows").json_body["items"] == []
+
+
 def test_a_decision_that_ran_out_of_attempts_leaves_its_idempotency_key_free(
     served: MotoServer, run_id: int
 ) -> None:
