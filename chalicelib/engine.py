@@ -267,7 +267,7 @@ def resubmit(
             return storage.record_change(decision.against(change, stored))
         except errors.LostWrite:
             continue
-    raise errors.Unavailable("Too many decisions on this run at once; retry shortly")
+    raise errors.Contended()
 
 
 def cancel(
@@ -318,8 +318,8 @@ def _decide(
     waits at it (another approval of a quorum won, or a step was appended to
     the workflow), the decision still stands. Every lost write means another
     decision (or an append) won, so DECISION_ATTEMPTS bounds a run's waiting
-    deciders by its remaining approvals; past it the answer is 503, and nothing
-    is written.
+    deciders by its remaining approvals; past it the answer is a 409 the
+    caller may retry (errors.Contended), and nothing is written.
     """
     from chalicelib import metric_lines
     from chalicelib.domain import decision, transitions
@@ -356,7 +356,7 @@ def _decide(
             continue
         metric_lines.changed(change)
         return recorded
-    raise errors.Unavailable("Too many decisions on this run at once; retry shortly")
+    raise errors.Contended()
 
 
 def permissions(

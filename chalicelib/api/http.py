@@ -200,10 +200,12 @@ class JsonApi:
         def decorate(view: Callable[..., Answer]) -> Callable[..., Response]:
             @functools.wraps(view)
             def wrapper(*args: Any, **kwargs: Any) -> Response:
-                def respond() -> Response:
+                def respond(keyed: bool = False) -> Response:
                     try:
                         result = view(*args, **kwargs)
                     except errors.WorkflowError as exc:
+                        if keyed and exc.passing:
+                            raise  # the key is released, not kept (_answer_once)
                         return domain_error_response(exc)
                     access_log.note_ids(self.request, representations.about(result))
                     headers = (
@@ -280,7 +282,7 @@ class JsonApi:
         return caller
 
     def _answer_once(
-        self, key: str, caller: Optional[identity.Caller], respond: Callable[[], Response]
+        self, key: str, caller: Optional[identity.Caller], respond: Callable[..., Response]
     ) -> Response:
         """respond()'s response to the first request with `key` (of this caller,
         where callers are verified), replayed to its retries."""
@@ -294,8 +296,10 @@ class JsonApi:
                 idempotency.fingerprint(request.method, self._target(), _raw_body(request)),
                 self.clock(),
             )
+            # A passing error (errors.WorkflowError.passing) raised by respond
+            # releases the key, and is answered below.
             stored, replayed = idempotency.respond_once(
-                self.key_store(), claim, lambda: _kept(respond())
+                self.key_store(), claim, lambda: _kept(respond(keyed=True))
             )
         except errors.WorkflowError as exc:
             return domain_error_response(exc)

@@ -10,6 +10,9 @@ class WorkflowError(Exception):
 
     # The message when none is given; the kinds that always mean one thing set it.
     default_message = ""
+    # A 4xx that a retry of the same request may not meet (not kept for an
+    # Idempotency-Key, as a 5xx is not: chalicelib/domain/idempotency.py).
+    passing = False
 
     def __init__(self, message: str = "", **details: Any) -> None:
         message = message or self.default_message
@@ -68,6 +71,15 @@ class StaleRun(Conflict):
     caller's view is stale, which is theirs to know (409)."""
 
     default_message = "Run is no longer at the step decided on; reload it"
+
+
+class Contended(Conflict):
+    """The decision lost the race for the run as often as the engine tries
+    (DECISION_ATTEMPTS) and wrote nothing: a 409 the caller may retry at once.
+    A passing outcome, so an Idempotency-Key does not keep it."""
+
+    default_message = "Too many decisions on this run at once; nothing was recorded, retry shortly"
+    passing = True
 
 
 class LostWrite(Exception):

@@ -2,10 +2,12 @@
 
 A POST may carry `Idempotency-Key`. The first request with a key claims it in
 the storage for a lease, runs, and stores its response (every 2xx and 4xx:
-outcomes a retry would only repeat); a 5xx releases the key so that a retry
-runs again. Within TTL_SECONDS a retry of the same request (method, path and
-body, see `fingerprint`) gets the stored response; a different request with
-the key is refused, and so is a retry while the first is still in flight.
+outcomes a retry would only repeat); a 5xx, or a passing 4xx (a decision that
+lost the race for its run as often as the engine tries, errors.Contended),
+releases the key so that a retry runs again. Within TTL_SECONDS a retry of
+the same request (method, path and body, see `fingerprint`) gets the stored
+response; a different request with the key is refused, and so is a retry
+while the first is still in flight.
 
 A claim whose lease has run out may be taken over by a retry of the same
 request: its request is presumed dead, as API Gateway gives up on any request

@@ -12,6 +12,7 @@ import pytest
 from chalice.test import Client
 
 import app as app_module
+from chalicelib import engine
 from chalicelib.domain import errors
 from chalicelib.storage.dynamodb import adapter as dynamodb
 from chalicelib.storage.dynamodb import client as dynamodb_client
@@ -206,14 +207,59 @@ def test_a_few_throttled_requests_are_retried_transparently(
     assert len(response.json_body["actions"]) == 1
 
 
-def test_transaction_conflicts_are_retried_then_answer_503(served: MotoServer, run_id: int) -> None:
+def test_conflicts_past_the_clients_retries_are_a_lost_race_decided_again(
+    served: MotoServer, run_id: int
+) -> None:
+    # One client round of conflicts: the engine reads the run again and decides again.
+    fault = served.inject(
+        "TransactWriteItems", Fault(400, CONFLICTED, remaining=dynamodb_client.CONFLICT_RETRIES + 1)
+    )
+    response = _decide(run_id, "approve")
+    assert response.status_code == 200, response.json_body
+    assert fault.seen == dynamodb_client.CONFLICT_RETRIES + 1
+    assert response.json_body["current_step"]["name"] == "b"
+    assert [action["actor"] for action in _get_run(run_id)["actions"]] == ["ann"]
+
+
+def test_conflicts_past_the_engines_attempts_answer_409_and_write_nothing(
+    served: MotoServer, run_id: int
+) -> None:
     before = _get_run(run_id)
     fault = served.inject("TransactWriteItems", Fault(400, CONFLICTED))
     response = _decide(run_id, "reject")
-    assert response.status_code == 503
-    assert fault.seen == dynamodb_client.CONFLICT_RETRIES + 1
     fault.remaining = 0
+    assert response.status_code == 409
+    assert "retry" in response.json_body["error"]
+    assert fault.seen == engine.DECISION_ATTEMPTS * (dynamodb_client.CONFLICT_RETRIES + 1)
     assert _get_run(run_id) == before
+
+
+def test_conflicts_past_the_retries_on_a_write_no_engine_decides_again_answer_503(
+    served: MotoServer,
+) -> None:
+    fault = served.inject("TransactWriteItems", Fault(400, CONFLICTED))
+    with Client(app_module.app) as client:
+        response = _post(client, "/workflows", {"name": "raced", "steps": ["a"]}, 503)
+        fault.remaining = 0
+        assert fault.seen == dynamodb_client.CONFLICT_RETRIES + 1
+        assert "retry" in response["error"]
+        assert client.http.get("/workflows").json_body["items"] == []
+
+
+def test_a_decision_that_ran_out_of_attempts_leaves_its_idempotency_key_free(
+    served: MotoServer, run_id: int
+) -> None:
+    keyed = {**JSON, "Idempotency-Key": "contended-1"}
+    body = json.dumps({"actor": "ann"})
+    with Client(app_module.app) as client:
+        fault = served.inject("TransactWriteItems", Fault(400, CONFLICTED))
+        refused = client.http.post(f"/runs/{run_id}/approve", headers=keyed, body=body)
+        fault.remaining = 0
+        retried = client.http.post(f"/runs/{run_id}/approve", headers=keyed, body=body)
+    assert refused.status_code == 409
+    assert retried.status_code == 200, retried.json_body
+    assert "Idempotent-Replayed" not in retried.headers
+    assert [action["actor"] for action in retried.json_body["actions"]] == ["ann"]
 
 
 def test_a_passing_transaction_conflict_is_invisible(served: MotoServer, run_id: int) -> None:

@@ -233,7 +233,9 @@ class DynamoDBStorage(
         writes += puts
         room = MAX_TRANSACTION_ITEMS - len(writes)
         writes, stale = writes + deletes[:room], deletes[room:]
-        reasons = self.requests.transact(writes)
+        # Another decision in flight on the run past the client's retries is
+        # a lost race like a failed condition: the engine decides again.
+        reasons = self.requests.transact(writes, raced=True)
         carrier = keys.action_sk(seq) if carrying else None
         if reasons and not self._applied(told, told_before, before.id, carrier):
             if checked is not None and reasons[checked] == "ConditionalCheckFailed":

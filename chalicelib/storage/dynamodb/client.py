@@ -216,8 +216,13 @@ class Requests:
             }
         }
 
-    def transact(self, items: list[dict[str, Any]]) -> list[str]:
-        """Write all items or none; the codes of failed conditions, [] on success."""
+    def transact(self, items: list[dict[str, Any]], raced: bool = False) -> list[str]:
+        """Write all items or none; the codes of failed conditions, [] on success.
+
+        raced: the caller's refusal is a lost race that its engine reads again
+        and decides again (a run's change): transactions in flight on its
+        items past the retries here are answered as such a refusal, with
+        "TransactionConflict" among the codes, rather than as Unavailable."""
         from botocore.exceptions import ClientError
 
         for attempt in range(CONFLICT_RETRIES + 1):
@@ -235,9 +240,12 @@ class Requests:
                     # Our requests are well formed: what the transaction's
                     # changes can break is an item's 400 KB limit.
                     raise ItemTooLarge("The item would exceed DynamoDB's 400 KB") from exc
-                if attempt < CONFLICT_RETRIES and "TransactionConflict" in reasons:
-                    back_off(attempt)
-                    continue
+                if "TransactionConflict" in reasons:
+                    if attempt < CONFLICT_RETRIES:
+                        back_off(attempt)
+                        continue
+                    if raced:
+                        return reasons
                 raise unavailable(
                     f"DynamoDB refused a transaction on table {self.table!r} "
                     f"({', '.join(reasons) or exc.response['Error']['Code']})",
