@@ -21,6 +21,7 @@ TIME_KEYS = {
     "time",
     "due_at",
     "revoked_at",
+    "version_created_at",
 }
 HASH_KEYS = {"hash", "head_hash", "previous_hash"}
 CURSOR_KEYS = {"next_cursor"}
