@@ -10,6 +10,7 @@ the newline apart, and another thread's line can land between them.
 
 from __future__ import annotations
 
+import logging
 import sys
 import threading
 from typing import Optional, TextIO
@@ -25,3 +26,17 @@ def write(text: str, stream: Optional[TextIO] = None) -> None:
     with _LOCK:
         out.write(line)
         out.flush()
+
+
+def own_logger(name: str) -> logging.Logger:
+    """A logger writing one line per record to standard error (CloudWatch Logs
+    on Lambda), not passed on to "approval-workflows", which Chalice points at
+    standard output: that stream holds the JSON access lines only."""
+    logger = logging.getLogger(name)
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(name)s %(levelname)s: %(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    return logger

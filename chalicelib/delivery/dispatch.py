@@ -23,7 +23,6 @@ and in the cloud (app.deliver_events, fed by SQS).
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -34,12 +33,7 @@ from chalicelib.domain.models import Event
 from chalicelib.domain.record import Record
 from chalicelib.storage import Outbox
 
-LOGGER = logging.getLogger("approval-workflows.events")
-_HANDLER = logging.StreamHandler()
-_HANDLER.setFormatter(logging.Formatter("%(name)s %(levelname)s: %(message)s"))
-LOGGER.addHandler(_HANDLER)
-LOGGER.setLevel(logging.INFO)
-LOGGER.propagate = False
+LOGGER = log_lines.own_logger("approval-workflows.events")
 
 MODE_VARIABLE = "WORKFLOW_EVENTS"
 URL_VARIABLE = "WORKFLOW_WEBHOOK_URL"

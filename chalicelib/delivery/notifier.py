@@ -21,12 +21,12 @@ The token of a link is never logged.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Optional
 
+from chalicelib import log_lines
 from chalicelib.delivery import mail
 from chalicelib.delivery.dispatch import Sink, iso
 from chalicelib.domain import events, links, notifications
@@ -37,12 +37,7 @@ from chalicelib.domain.notifications import Notice
 from chalicelib.domain.record import Record
 from chalicelib.storage import Backend
 
-LOGGER = logging.getLogger("approval-workflows.notifications")
-_HANDLER = logging.StreamHandler()
-_HANDLER.setFormatter(logging.Formatter("%(name)s %(levelname)s: %(message)s"))
-LOGGER.addHandler(_HANDLER)
-LOGGER.setLevel(logging.INFO)
-LOGGER.propagate = False
+LOGGER = log_lines.own_logger("approval-workflows.notifications")
 
 PUBLIC_URL_VARIABLE = "WORKFLOW_PUBLIC_URL"
 LINKS_VARIABLE = "WORKFLOW_LINKS"

@@ -9,19 +9,13 @@ from __future__ import annotations
 
 import logging
 
+from chalicelib import log_lines
 from chalicelib.domain import errors
 
 PUBLIC_MESSAGE = "The storage is not available; retry later"
 
-# Standard error, one line per failure (CloudWatch Logs on Lambda). Not passed
-# on to the parent logger, "approval-workflows", which Chalice points at
-# standard output: that stream holds the JSON access lines only.
-LOGGER = logging.getLogger("approval-workflows.storage")
-_HANDLER = logging.StreamHandler()
-_HANDLER.setFormatter(logging.Formatter("%(name)s %(levelname)s: %(message)s"))
-LOGGER.addHandler(_HANDLER)
-LOGGER.setLevel(logging.INFO)
-LOGGER.propagate = False
+# Standard error, one line per failure (log_lines.own_logger).
+LOGGER = log_lines.own_logger("approval-workflows.storage")
 
 
 def unavailable(reason: str, *, transient: bool = False) -> errors.Unavailable:
