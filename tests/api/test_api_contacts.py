@@ -78,3 +78,13 @@ def test_with_tokens_a_user_manages_their_own_and_an_admin_any(api: Api, secret_
     assert as_(api, admin, "PUT", "/contacts/group:finance", {"slack": "C0FIN"}).status_code == 200
     assert len(as_(api, admin, "GET", "/contacts").json_body["items"]) == 2
     assert as_(api, admin, "DELETE", "/contacts/user:rita").status_code == 200
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+def test_a_principal_no_pattern_refuses_is_422_on_reading_and_removing(
+    api: Api, method: str
+) -> None:
+    # U+4B894 is unassigned, and two scripts in one name: rules no pattern states.
+    for principal in ("user:r\U0004b894", "user:r\u0456ta"):
+        refused = api.request(method, f"/contacts/{principal}", None)
+        assert_error(refused, 422)
