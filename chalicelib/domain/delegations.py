@@ -155,13 +155,11 @@ def _instant(text: str, name: str) -> datetime:
     state), Unprocessable if it names no instant of years 1 to 9999 in UTC."""
     from datetime import UTC
 
-    if re.match(RFC3339_PATTERN, text) and text.startswith("0000"):
-        # Year 0 is RFC 3339's, but no year of Python's calendar.
-        raise errors.Unprocessable(
-            f"{name!r} is no instant of years 1 to 9999 in UTC, which this service keeps"
-        )
+    written = re.match(RFC3339_PATTERN, text) is not None
+    if written and text.startswith("0000"):
+        raise _out_of_range(name)  # year 0 is RFC 3339's, but no year of Python's calendar
     try:
-        if not re.match(RFC3339_PATTERN, text):
+        if not written:
             raise ValueError(text)
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError as exc:
@@ -171,9 +169,13 @@ def _instant(text: str, name: str) -> datetime:
     try:
         return parsed.astimezone(UTC)
     except OverflowError as exc:
-        raise errors.Unprocessable(
-            f"{name!r} is no instant of years 1 to 9999 in UTC, which this service keeps"
-        ) from exc
+        raise _out_of_range(name) from exc
+
+
+def _out_of_range(name: str) -> errors.Unprocessable:
+    return errors.Unprocessable(
+        f"{name!r} is no instant of years 1 to 9999 in UTC, which this service keeps"
+    )
 
 
 def stamp(instant: datetime) -> str:
