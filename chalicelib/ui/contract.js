@@ -2,12 +2,33 @@
 // once per page: how long each field its forms send may be (the schemas'
 // maxLength, the very limits the API holds requests to), a workflow's rules
 // (the boolean fields of a new workflow) and what a step's deadline may do.
-// The page ships with the server that serves it: it asks the document for
-// values, never whether a feature is there.
+// It also describes the fields of a body as the version editor renders them
+// (fields, stepFields), so that a field the document adds gets a form field
+// without a change here. The page ships with the server that serves it: it
+// asks the document for values, never whether a feature is there.
 import { request } from "./api.js";
 import { isObject } from "./format.js";
 
 /** @typedef {{ [key: string]: unknown }} SchemaNode */
+
+/**
+ * A field of a request's body, as a form offers it: text, a number, a box to
+ * tick, a choice, a list of principals (user:name, group:name) or, for
+ * anything else, JSON text; with the document's limits. A list whose
+ * `minItems` is 1 or more is left out rather than sent empty.
+ * @typedef {object} FieldSpec
+ * @property {string} name
+ * @property {"text" | "number" | "boolean" | "choice" | "principals" | "json"} kind
+ * @property {string} description The document's words (written for programmers).
+ * @property {boolean} required
+ * @property {number | null} maxLength
+ * @property {number | null} minimum
+ * @property {number | null} maximum
+ * @property {number | null} minItems
+ * @property {number | null} maxItems
+ * @property {string[]} choices A choice's values.
+ * @property {unknown} example
+ */
 
 /**
  * @typedef {object} Contract
@@ -16,6 +37,9 @@ import { isObject } from "./format.js";
  * @property {(path: string, field: string, method?: string) => string | null} maxLength
  *   The most characters `field` of `path`'s body (POST's, or `method`'s) may have, as an
  *   attribute's value; null where the document sets no limit.
+ * @property {(path: string) => FieldSpec[]} fields The fields of `path`'s POST body, in the document's order.
+ * @property {(path: string) => FieldSpec[]} stepFields The fields of a step in the `steps` of `path`'s POST body.
+ * @property {(path: string) => number | null} maxSteps The most steps `path`'s POST body may hold.
  */
 
 /** @type {Contract | null} */
@@ -32,6 +56,12 @@ const asNode = (value) => (isObject(value) ? value : {});
  * @returns {unknown[]}
  */
 const asList = (value) => (Array.isArray(value) ? value : []);
+
+/**
+ * @param {unknown} value
+ * @returns {number | null}
+ */
+const numberOr = (value) => (typeof value === "number" ? value : null);
 
 /**
  * The contract of this server, read on first use.
@@ -89,6 +119,21 @@ export async function readContract() {
     const either = [...asList(node.anyOf), ...asList(node.oneOf)].filter((each) => deref(each).type !== "null").map(longest);
     return either.length && either.every((limit) => limit !== null) ? Math.max(.../** @type {number[]} */ (either)) : null;
   };
+  /**
+   * @param {SchemaNode} fields
+   * @param {unknown} required
+   * @returns {FieldSpec[]}
+   */
+  const specs = (fields, required) => Object.entries(fields).map(([name, schema]) => fieldSpec(name, schema, asList(required).includes(name), deref));
+  /**
+   * The object a request body's `steps` holds (the variant of its items that is an object).
+   * @param {string} path
+   * @returns {SchemaNode}
+   */
+  const stepSchema = (path) => {
+    const items = deref(deref(body(path).steps).items);
+    return [items, ...asList(items.oneOf), ...asList(items.anyOf)].map(deref).find((each) => isObject(each.properties)) || {};
+  };
   const onDeadline = deref(body("/workflows/{workflow_id}/steps").on_deadline);
   contract = {
     flags: Object.entries(body("/workflows"))
@@ -99,6 +144,52 @@ export async function readContract() {
       const limit = longest(body(path, method)[field]);
       return limit === null ? null : String(limit);
     },
+    fields: (path) => specs(body(path), []),
+    stepFields(path) {
+      const step = stepSchema(path);
+      return specs(asNode(step.properties), step.required);
+    },
+    maxSteps: (path) => numberOr(deref(body(path).steps).maxItems),
   };
   return contract;
+}
+
+/**
+ * How a form offers the field `name` that `value` (a schema) describes.
+ * @param {string} name
+ * @param {unknown} value
+ * @param {boolean} required
+ * @param {(value: unknown) => SchemaNode} deref
+ * @returns {FieldSpec}
+ */
+function fieldSpec(name, value, required, deref) {
+  const raw = asNode(value);
+  const node = deref(raw);
+  // A union with null (anyOf: [X, {type: null}]) is offered as X, left empty for null.
+  const variants = [...asList(node.anyOf), ...asList(node.oneOf)].map(deref).filter((each) => each.type !== "null");
+  const schema = variants.length === 1 ? { ...variants[0], ...node, anyOf: undefined, oneOf: undefined } : node;
+  const types = [schema.type].flat().filter((type) => type !== "null");
+  const choices = asList(schema.enum).filter((choice) => typeof choice === "string");
+  const items = asNode(schema.items);
+  /** @type {FieldSpec["kind"]} */
+  let kind = "json";
+  if (choices.length) kind = "choice";
+  else if (types.length === 1 && types[0] === "boolean") kind = "boolean";
+  else if (types.length === 1 && (types[0] === "integer" || types[0] === "number")) kind = "number";
+  else if (types.length === 1 && types[0] === "string") kind = "text";
+  else if (types.length === 1 && types[0] === "array" && typeof items.$ref === "string" && items.$ref.endsWith("/Principal")) kind = "principals";
+  const example = asList(schema.examples)[0] ?? asList(deref(raw).examples)[0];
+  return {
+    name,
+    kind,
+    description: typeof schema.description === "string" ? schema.description : "",
+    required,
+    maxLength: numberOr(schema.maxLength),
+    minimum: numberOr(schema.minimum),
+    maximum: numberOr(schema.maximum),
+    minItems: numberOr(schema.minItems),
+    maxItems: numberOr(schema.maxItems),
+    choices,
+    example,
+  };
 }

@@ -10,6 +10,7 @@ import { versionEditor } from "./editor.js";
 import { el, explainer, focus, refuse, uid, warn } from "./dom.js";
 import { asSentence, capitalised, plural, splitList } from "./format.js";
 import { fieldOfError, runInputFields } from "./inputform.js";
+import { FLAG_HINTS, flagLabel, flagText } from "./policywords.js";
 import { draw, go, handled, messageOf } from "./router.js";
 import { skippedText, stepRules } from "./steps.js";
 
@@ -22,26 +23,6 @@ import { skippedText, stepRules } from "./steps.js";
 /** @typedef {{ node: HTMLElement, read: () => NewStep, first: HTMLInputElement }} StepInputs */
 
 const PAGE_SIZE = 20;
-// A workflow's rules (its boolean fields): the define form's label and hint,
-// and how a workflow's card says each, when true and when false.
-/** @type {{ [flag: string]: string }} */
-const FLAG_LABELS = {
-  allow_self_approval: "The requester may decide their own run",
-  distinct_approvers: "Nobody approves more than one step of a run",
-  reject_requires_comment: "Rejecting needs a comment",
-};
-/** @type {{ [flag: string]: string }} */
-const FLAG_HINTS = {
-  allow_self_approval: "Otherwise whoever requested a run can't approve or reject it.",
-  distinct_approvers: "Each step of a run is then approved by people who approved none of its other steps.",
-  reject_requires_comment: "Whoever rejects a run then has to say why.",
-};
-/** @type {{ [flag: string]: [string, string] }} */
-const FLAG_SAYS = {
-  allow_self_approval: ["The requester may approve or reject their own run.", "The requester may not approve or reject their own run."],
-  distinct_approvers: ["Nobody approves more than one step of a run.", "One person may approve several steps of a run."],
-  reject_requires_comment: ["Rejecting needs a comment.", "Rejecting needs no comment."],
-};
 /** @type {{ [outcome: string]: string }} */
 const ON_DEADLINE_OPTIONS = { remind: "Remind the approvers", reject: "Reject the run" };
 
@@ -84,25 +65,6 @@ export async function showWorkflows(current) {
 }
 
 /**
- * @param {string} flag
- * @returns {string}
- */
-function flagLabel(flag) {
-  return FLAG_LABELS[flag] || capitalised(flag.replace(/_/g, " "));
-}
-
-/**
- * What a workflow's rule (a boolean field) being `value` means, in words.
- * @param {string} flag
- * @param {boolean} value
- * @returns {string}
- */
-function flagText(flag, value) {
-  const says = FLAG_SAYS[flag];
-  return says ? says[value ? 0 : 1] : `${flagLabel(flag)}: ${value ? "yes" : "no"}.`;
-}
-
-/**
  * @param {Workflow} workflow
  * @param {Contract} contract
  * @param {boolean} admin
@@ -127,7 +89,7 @@ function workflowCard(workflow, contract, admin) {
     // A workflow without steps, or retired, cannot start a run (the API answers 409): not offered.
     workflow.steps.length && !workflow.retired ? el("details", {}, el("summary", {}, "Start a run"), startRunForm(workflow, contract)) : null,
     admin ? el("details", {}, el("summary", {}, "Append a step"), appendStepForm(workflow, contract)) : null,
-    admin ? el("details", {}, el("summary", {}, "Edit as a new version, or retire"), versionEditor(workflow)) : null,
+    admin ? el("details", {}, el("summary", {}, "Edit as a new version, or retire"), versionEditor(workflow, contract)) : null,
   );
 }
 
