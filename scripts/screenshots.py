@@ -1,6 +1,7 @@
 """Screenshots of the approvers' page for the README and docs/approvers-page.md: the
-inbox, a run page, the delegations, a workflow's next version and its figures,
-360 px (a phone) and 1280 px wide.
+inbox, a run page, the delegations, a workflow edited as its next version in
+the form (that workflow's card only) and its figures, 360 px (a phone) and
+1280 px wide.
 
     python scripts/screenshots.py docs/screenshots
 
@@ -209,15 +210,30 @@ def sample_delegations(base_url: str) -> None:
 
 
 def edit_as_a_new_version(page: Any) -> None:
-    """A workflow's next version edited, its changes shown (docs/versions.md)."""
+    """A workflow's next version edited in the form, its changes shown (docs/versions.md)."""
     page.get_by_text("Edit as a new version, or retire").first.click()
-    field = page.locator("textarea[name=definition]").first
-    definition = json.loads(field.input_value())
-    definition["steps"][0]["name"] = "Team lead"
-    definition["steps"].append({"name": "Legal", "approvers": ["group:legal"]})
-    field.fill(json.dumps(definition, indent=2))
-    page.get_by_role("button", name="Show the changes").first.click()
-    page.locator("ul.changes > li").first.wait_for()
+    editor = page.get_by_role("form", name="Edit Purchase order as version 2")
+
+    def step(number: int) -> Any:
+        return editor.get_by_role("group", name=f"Step {number}", exact=True)
+
+    step(1).get_by_label("Step name").fill("Team lead")
+    step(2).get_by_label("Approvals needed").fill("1")
+    step(2).get_by_label("Deadline, in hours", exact=False).fill("48")
+    editor.get_by_role("button", name="Add a step").click()
+    step(4).get_by_label("Step name").fill("Legal")
+    step(4).get_by_label("Who may decide", exact=True).fill("group:legal")
+    editor.get_by_role("button", name="Move step 4 up").click()
+    editor.get_by_role("button", name="Show the changes").click()
+    editor.locator("ul.changes > li").first.wait_for()
+
+
+def photograph_edited_card(page: Any, path: Path, width: int) -> None:
+    """The workflow edited, not the page of every workflow: its card, the window's width."""
+    card = page.locator("li.card").first.bounding_box()
+    top = card["y"] + page.evaluate("window.scrollY")
+    clip = {"x": 0, "y": top, "width": width, "height": card["height"]}
+    page.screenshot(path=str(path), full_page=True, clip=clip)
 
 
 def sign_in_views(chromium: Any, base_url: str, out: Path) -> None:
@@ -293,10 +309,12 @@ def main(argv: list[str]) -> int:
                             expect(title).to_have_text(heading)
                         else:
                             expect(page.locator("ul.cards > li").first).to_be_visible()
+                        path = out / f"{name}-{width}.png"
                         if name == "versions":
                             edit_as_a_new_version(page)
-                        path = out / f"{name}-{width}.png"
-                        page.screenshot(path=str(path), full_page=True)
+                            photograph_edited_card(page, path, width)
+                        else:
+                            page.screenshot(path=str(path), full_page=True)
                         print(f"wrote {path}")
                     context.close()
                 sign_in_views(chromium, base_url, out)

@@ -105,8 +105,11 @@ function controlFor(spec, value, words) {
       // A text that can be longer than a line is written in a box.
       if (spec.maxLength === null || spec.maxLength > 500) return textBox(typeof given === "string" ? given : "", words.lines || 2, spec.maxLength);
       return el("input", { type: "text", maxlength: spec.maxLength, value: typeof given === "string" ? given : "" });
-    default:
-      return textBox(given === undefined ? "" : JSON.stringify(given, null, 1), words.lines || 3, null);
+    default: {
+      // A short value (a condition) on one line; a longer one (a schema) indented.
+      const compact = given === undefined ? "" : JSON.stringify(given);
+      return textBox(compact.length > 80 ? JSON.stringify(given, null, 1) : compact, words.lines || 3, null);
+    }
   }
 }
 

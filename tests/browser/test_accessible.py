@@ -63,6 +63,10 @@ def test_every_view_is_accessible_and_fits_the_width(tab: PageUnderTest, api: Ap
     tab.page.get_by_text("Append a step").click()
     tab.page.get_by_text("Start a run").click()
     tab.page.get_by_role("button", name="Add another step").click()
+    tab.page.get_by_text("Edit as a new version, or retire").click()
+    tab.page.get_by_role("button", name="Add a step").click()
+    check_view(tab, "Workflows")
+    tab.page.get_by_role("button", name="Edit as JSON text (advanced)").click()
     check_view(tab, "Workflows")
 
     tab.visit(f"#/workflows/{workflow['id']}")
