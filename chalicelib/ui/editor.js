@@ -142,7 +142,7 @@ function editForm(workflow, contract, reload) {
       form,
       async () => /** @type {Workflow} */ (await request("POST", `/workflows/${workflow.id}/versions`, body, newKey())),
       (published) => go("#/workflows", { status: `${published.name}: version ${published.version} published. Runs in progress keep their own.` }),
-      (error) => statusOf(error) === 409 && staleEditor(stale, workflow, error, reload),
+      (error) => (statusOf(error) === 409 ? staleEditor(stale, workflow, error, reload) : byTheField(asText ? null : view.fieldOf(error.message), error.message)),
     );
   });
   return form;
@@ -179,11 +179,23 @@ function staleEditor(box, workflow, error, reload) {
 }
 
 /**
+ * Say a refusal of the service by the field it is about, where the form tells.
+ * @param {SchemaField | null} field
+ * @param {string} message
+ * @returns {boolean}
+ */
+function byTheField(field, message) {
+  if (!field) return false;
+  refused(field, asSentence(message));
+  return true;
+}
+
+/**
  * The draft as a form: the workflow's own fields, then its steps.
  * @param {Definition} definition
  * @param {Array<string | null>} origins
  * @param {Contract} contract
- * @returns {DraftView}
+ * @returns {DraftView & { fieldOf: (message: string) => SchemaField | null }}
  */
 function formView(definition, origins, contract) {
   const own = contract.fields(VERSIONS_PATH).filter((spec) => !NOT_OWN.includes(spec.name));
@@ -213,7 +225,9 @@ function formView(definition, origins, contract) {
     fields.forEach((field) => field.clear());
     steps.clear();
   };
-  return { node, read, clear };
+  /** @param {string} message */
+  const fieldOf = (message) => steps.fieldOf(message) || fields.find((field) => message.includes(`'${field.spec.name}'`)) || null;
+  return { node, read, clear, fieldOf };
 }
 
 /**

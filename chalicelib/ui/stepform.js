@@ -7,6 +7,7 @@
 // can say which step was renamed.
 import { el, focus } from "./dom.js";
 import { schemaField } from "./schemafields.js";
+import { stepKey } from "./versiondiff.js";
 
 /** @typedef {import("./contract.js").Contract} Contract */
 /** @typedef {import("./contract.js").FieldSpec} FieldSpec */
@@ -24,6 +25,7 @@ import { schemaField } from "./schemafields.js";
  * @property {HTMLElement} node
  * @property {() => StepsRead} read
  * @property {() => void} clear
+ * @property {(message: string) => SchemaField | null} fieldOf The field an error of the service is about, where it names a step.
  */
 
 /** @typedef {{ origin: string | null, fields: SchemaField[], node: HTMLLIElement, legend: HTMLLegendElement, up: HTMLButtonElement, down: HTMLButtonElement, remove: HTMLButtonElement }} Card */
@@ -131,6 +133,7 @@ export function stepList(steps, origins, contract, path) {
     node: el("div", { class: "step-list" }, list, el("div", { class: "actions" }, add)),
     read: () => readCards(cards),
     clear: () => cards.forEach((card) => card.fields.forEach((field) => field.clear())),
+    fieldOf: (message) => fieldOfError(cards, message),
   };
 }
 
@@ -153,4 +156,20 @@ function readCards(cards) {
     steps.push(rules);
   }
   return { steps, origins: cards.map((card) => card.origin) };
+}
+
+/**
+ * The field an error of the service is about: in the step it names ("Step
+ * 'B' requires 3 approvals ..."), the rule it quotes ('when'), else its name.
+ * @param {Card[]} cards
+ * @param {string} message
+ * @returns {SchemaField | null}
+ */
+function fieldOfError(cards, message) {
+  const named = /\bStep (?:'([^']*)'|"([^"]*)")/.exec(message);
+  if (!named) return null;
+  const name = stepKey(named[1] ?? named[2]);
+  const card = cards.find((each) => stepKey(each.fields[0].control.value) === name);
+  if (!card) return null;
+  return card.fields.find((field) => message.includes(`'${field.spec.name}'`)) || card.fields[0];
 }

@@ -83,7 +83,8 @@ def test_an_administrator_edits_each_step_in_the_form_sees_the_changes_and_publi
     finance = step_fieldset(editor, 1)
     finance.get_by_label("Who may decide", exact=True).fill("group:finance\nuser:cfo")
     finance.get_by_label("Approvals needed").fill("2")
-    finance.get_by_label("Applies only if", exact=False).fill('{">": [{"var": "amount"}, 1000]}')
+    condition = finance.get_by_label("Applies only if", exact=False)
+    condition.fill('{"more than": [{"var": "amount"}, 1000]}')
     finance.get_by_label("Deadline, in hours", exact=False).fill("24")
     finance.get_by_label("When the deadline passes").select_option("reject")
     step_fieldset(editor, 3).get_by_label("Step name").fill("Records")
@@ -93,6 +94,13 @@ def test_an_administrator_edits_each_step_in_the_form_sees_the_changes_and_publi
     expect(legal.get_by_label("Step name")).to_be_focused()
     legal.get_by_label("Step name").fill("Legal")
     legal.get_by_label("Who may decide", exact=True).fill("user:lee")
+
+    tab.expect_failed_request(400)
+    editor.get_by_role("button", name="Show the changes").click()
+    editor.get_by_role("button", name="Publish version 2").click()
+    expect(finance.locator(".field-error:not([hidden])")).to_contain_text("'when' uses 'more than'")
+    expect(condition).to_be_focused()
+    condition.fill('{">": [{"var": "amount"}, 1000]}')
 
     editor.get_by_role("button", name="Show the changes").click()
     expect(editor.locator("ul.changes > li")).to_have_text(
