@@ -89,8 +89,23 @@ function workflowCard(workflow, contract, admin) {
     // A workflow without steps, or retired, cannot start a run (the API answers 409): not offered.
     workflow.steps.length && !workflow.retired ? el("details", {}, el("summary", {}, "Start a run"), startRunForm(workflow, contract)) : null,
     admin ? el("details", {}, el("summary", {}, "Append a step"), appendStepForm(workflow, contract)) : null,
-    admin ? el("details", {}, el("summary", {}, "Edit as a new version, or retire"), versionEditor(workflow, contract)) : null,
+    admin ? builtWhenOpened("Edit as a new version, or retire", () => versionEditor(workflow, contract)) : null,
   );
+}
+
+/**
+ * A disclosure whose content is built when it is first opened: the version
+ * editor is a form of every step, wanted on the one card being edited.
+ * @param {string} summary
+ * @param {() => HTMLElement} build
+ * @returns {HTMLDetailsElement}
+ */
+function builtWhenOpened(summary, build) {
+  const details = el("details", {}, el("summary", {}, summary));
+  details.addEventListener("toggle", () => {
+    if (details.open && details.children.length === 1) details.append(build());
+  });
+  return details;
 }
 
 /**
