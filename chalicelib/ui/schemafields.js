@@ -64,7 +64,8 @@ export function schemaField(spec, value, words) {
     error.hidden = true;
     error.textContent = "";
     control.removeAttribute("aria-invalid");
-    control.setAttribute("aria-describedby", hintId || "");
+    if (hintId) control.setAttribute("aria-describedby", hintId);
+    else control.removeAttribute("aria-describedby");
   };
   /** @param {string} message */
   const show = (message) => {

@@ -95,7 +95,8 @@ export function stepList(steps, origins, contract, path) {
     cards.splice(from + by, 0, card);
     renumber();
     // The focus stays with the step, on the button that can still move it.
-    focus(by < 0 && card.up.disabled ? card.down : by > 0 && card.down.disabled ? card.up : by < 0 ? card.up : card.down);
+    const same = by < 0 ? card.up : card.down;
+    focus(same.disabled ? (by < 0 ? card.down : card.up) : same);
   };
   /**
    * @param {StepRules} rules

@@ -1,6 +1,9 @@
 """A workflow's versions on the page: a run page names the version its run
 keeps and a newer one, reassigns the step it waits at and moves it to a newer
-version; a retired workflow offers no "Start a run"."""
+version; a retired workflow offers no "Start a run"; an administrator edits
+a workflow as its next version in a form, a fieldset per step, or as JSON
+text, sees the changes (a rename said as the service takes it: a step
+removed and one added), publishes, and is told when the editor is stale."""
 
 from __future__ import annotations
 
