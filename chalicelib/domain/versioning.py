@@ -53,6 +53,7 @@ def publish_version(
             f"{expected_version}: read it again and edit its newest version"
         )
     check_steps(rules, input_schema)
+    _check_names_once(rules)
     version = workflow.version + 1
 
     def at_version(step_ids: Sequence[int]) -> Workflow:
@@ -77,6 +78,20 @@ def publish_version(
         return Defined(published, events.prepared_all(events.version_published(published, at)))
 
     return VersionPublish(workflow.id, workflow.version, len(rules), made)
+
+
+def _check_names_once(rules: Sequence[StepRule]) -> None:
+    """A published version's steps carry over, and a run moves to one, by
+    name: a name given twice would name two steps. (The seed's define and
+    append keep allowing repeats, as its schema does.)"""
+    seen: set[str] = set()
+    for rule in rules:
+        if rule.name in seen:
+            raise errors.Unprocessable(
+                f"Step name {rule.name!r} appears twice: a version's steps carry over "
+                "and runs move to them by name, so each name must name one step"
+            )
+        seen.add(rule.name)
 
 
 def retirement(workflow: Workflow, retired: bool, at: str) -> Retirement:
@@ -176,9 +191,17 @@ def move(
             f"Run {run.id} is on version {run.workflow_version}: it moves only to a newer one, "
             f"not {target.version}"
         )
-    landing = next((step for step in target.steps if step.name == step_name), None)
-    if landing is None:
+    named = [step for step in target.steps if step.name == step_name]
+    if not named:
         raise errors.Conflict(f"Version {target.version} has no step named {step_name!r}")
+    if len(named) > 1:
+        # Only the seed's define or append can repeat a name; moving to a
+        # guess would put the run at a step nobody chose.
+        raise errors.Conflict(
+            f"Version {target.version} has {len(named)} steps named {step_name!r}: "
+            "publish a version whose step names differ, then move the run there"
+        )
+    landing = named[0]
     recorded = _chained(run, landing, ActionKind.MOVE, actor, comment, at, version=target.version)
     after = moved(run, target, landing, recorded, at)
     told = events.prepared_all(events.moved(run, after, actor, comment, at))

@@ -188,6 +188,18 @@ def test_move_is_refused_for_a_version_not_newer_a_missing_step_or_a_run_not_in_
     assert api.get_run(rid)["workflow_version"] == 1
 
 
+def test_move_to_a_step_name_the_seed_s_append_repeated_is_refused(api: Api) -> None:
+    wid, run = started(api, [step("Manager", "ann")])
+    api.post(f"/workflows/{wid}/versions", {"steps": [step("Legal", "lee")]})
+    assert api.post(f"/workflows/{wid}/steps", {"name": "Legal"}).status_code == 201
+
+    moved = api.post(f"/runs/{run['id']}/move", {"actor": "ada", "to_version": 2, "step": "Legal"})
+
+    assert_error(moved, 409)
+    assert "2 steps named 'Legal'" in moved.json_body["error"]
+    assert api.get_run(run["id"])["workflow_version"] == 1
+
+
 def test_a_run_started_on_a_later_version_binds_it_in_its_genesis(api: Api) -> None:
     wid, _ = started(api, [step("Manager", "ann")])
     api.post(f"/workflows/{wid}/versions", {"steps": [step("Director", "dora")]})

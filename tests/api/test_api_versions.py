@@ -113,6 +113,16 @@ def test_a_version_takes_no_name_and_its_steps_are_checked_as_a_workflow_s(api: 
     assert api.get_workflow(workflow["id"])["version"] == 1
 
 
+def test_a_version_naming_two_steps_alike_is_refused_422(api: Api) -> None:
+    workflow = api.create_workflow(steps=["A"])
+
+    twice = api.post(f"/workflows/{workflow['id']}/versions", {"steps": ["A", "B", "A"]})
+
+    assert_error(twice, 422)
+    assert "'A' appears twice" in twice.json_body["error"]
+    assert api.get_workflow(workflow["id"])["version"] == 1
+
+
 def test_runs_before_and_after_a_publish_follow_their_own_versions_to_the_end(api: Api) -> None:
     workflow = api.create_workflow(
         steps=[step("Manager", "ann"), step("Finance", "bob"), step("CFO", "cfo")]
