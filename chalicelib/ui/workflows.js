@@ -137,7 +137,10 @@ function stepInputs(contract, legend) {
   const name = el("input", { type: "text", name: "name", required: true, maxlength: contract.maxLength("/workflows/{workflow_id}/steps", "name") });
   field("name", "Step name", name);
   field("approvers", "Who may decide", el("input", { type: "text", name: "approvers", autocomplete: "off" }), "People as user:name and groups as group:name, separated by commas (for example: group:finance, user:cfo). Leave it empty to let anyone decide.");
-  field("required_approvals", "Approvals needed", el("input", { type: "number", name: "required_approvals", min: "1", max: "20", step: "1", value: "1", inputmode: "numeric" }));
+  // The quorum's bounds are the document's, as every other limit on the page.
+  const quorum = contract.fields("/workflows/{workflow_id}/steps").find((spec) => spec.name === "required_approvals");
+  const bounds = { min: String(quorum?.minimum ?? 1), ...(typeof quorum?.maximum !== "number" ? {} : { max: String(quorum.maximum) }) };
+  field("required_approvals", "Approvals needed", el("input", { type: "number", name: "required_approvals", ...bounds, step: "1", value: "1", inputmode: "numeric" }));
   field("deadline_hours", "Deadline, in hours after the step starts", el("input", { type: "number", name: "deadline_hours", min: "0", step: "any", inputmode: "decimal" }), "Leave it empty for no deadline.");
   // Escalating needs whom to escalate to, which this form does not ask: not offered.
   const outcomes = contract.onDeadline.filter((value) => value !== "escalate");
