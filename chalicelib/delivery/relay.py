@@ -21,9 +21,11 @@ one the inbox never shows (its run is no longer at its step), and the
 stream's events must not wait for it.
 
 The webhook sender delivers, for each message, its event's subject from the
-first event not delivered yet (dispatch.deliver_subject): so a subject's
-events go out in sequence order whatever order SQS hands them over in, and a
-duplicate message finds its event delivered already. A message whose event
+first event not delivered yet through the message's own event
+(dispatch.deliver_subject): so a subject's events go out in sequence order
+whatever order SQS hands them over in, a duplicate message finds its event
+delivered already, and a later event is left to its own message (every event
+put on the bus has one) rather than looked for with another read. A message whose event
 must wait (it, or an earlier one of its subject, failed and is not due
 again yet) is reported failed, and comes back when that retry is due
 (ChangeMessageVisibility), so the backoff is the same as locally.
@@ -161,10 +163,11 @@ def deliver_messages(
     for record in records:
         event = json.loads(record["body"])["detail"]
         now = clock()
-        blocked = dispatch.deliver_subject(outbox, event["subject"], sink, now, delay)
         # `sequence` is the CloudEvent's zero-padded string (a number in
         # events recorded before it was one): its number either way.
-        if blocked is None or blocked.event.sequence > int(event["sequence"]):
+        sequence = int(event["sequence"])
+        blocked = dispatch.deliver_subject(outbox, event["subject"], sink, now, delay, sequence)
+        if blocked is None or blocked.event.sequence > sequence:
             continue  # delivered, now or before
         wait = dispatch.seconds_until(blocked.until, now)
         hide(record["receiptHandle"], max(1, min(MAX_VISIBILITY_SECONDS, round(wait))))

@@ -196,6 +196,42 @@ def test_the_sender_delivers_each_subject_in_order_whatever_order_sqs_keeps(
     assert len(sink.sent) == 7
 
 
+def test_a_message_sends_its_run_through_its_own_event_and_leaves_later_ones(
+    cloud: Cloud,
+) -> None:
+    """Every event put on the bus has a message of its own: the sender goes no
+    further than the message's event (the rest of its decision's events, which
+    one write marks, included), and reads no more."""
+    _, run_id = history(cloud)
+    relay.relay(cloud.lambda_event()["Records"], cloud.events.put_events, "workflow-events")
+    subject = f"runs/{run_id}"
+    by_sequence = {
+        int(json.loads(m["body"])["detail"]["sequence"]): m
+        for m in cloud.messages()
+        if json.loads(m["body"])["detail"]["subject"] == subject
+    }
+    sink = Sink()
+
+    def deliver(message: dict[str, Any]) -> dict[str, Any]:
+        return relay.deliver_messages(
+            [message], cloud.storage, sink, lambda: T, _never, lambda attempts: 10.0
+        )
+
+    # The first approval's approved (3) and activated (4): after the run's start.
+    assert deliver(by_sequence[3]) == {"batchItemFailures": []}
+    assert [e.sequence for e in sink.sent] == [1, 2, 3, 4]
+    pending = cloud.storage.first_pending(subject)
+    assert pending is not None and pending.event.sequence == 5
+    assert deliver(by_sequence[4]) == {"batchItemFailures": []}  # delivered already
+    assert deliver(by_sequence[6]) == {"batchItemFailures": []}
+    assert [e.sequence for e in sink.sent] == [1, 2, 3, 4, 5, 6]
+    assert cloud.storage.first_pending(subject) is None
+
+
+def _never(receipt: str, seconds: int) -> None:
+    raise AssertionError("nothing failed: no message is hidden")
+
+
 def test_a_failing_webhook_hides_the_message_until_its_retry(cloud: Cloud) -> None:
     history(cloud)
     relay.relay(cloud.lambda_event()["Records"], cloud.events.put_events, "workflow-events")
