@@ -255,15 +255,17 @@ def test_the_benchmark_follows_an_approvals_events_to_the_webhook(
     assert (cost.events, cost.relayed_records, cost.put_events_calls) == (2, 2, 1)
     # Both events the action item carries sent in order, then marked by one write.
     assert delivered == [("approval.step.approved", 2)]
-    # Each message reads the run's first pending events (two Queries: its event
-    # items and its action items); the first message sends and marks both, and
-    # reads no more; the second finds its event delivered.
-    assert [r.operation for r in cost.sender_requests] == ["Query"] * 2 + ["UpdateItem"] + [
-        "Query"
-    ] * 2
+    # One message for the run: it reads the run's first pending events (two
+    # Queries: its event items and its action items), sends both, marks them,
+    # and reads no more.
+    assert cost.messages == cost.send_calls == 1
+    assert [r.operation for r in cost.sender_requests] == ["Query", "Query", "UpdateItem"]
     assert all(r.rcu >= 1 for r in cost.sender_requests if r.operation == "Query")
     prices = priced(metered.path.costs, dynamodb_cost.PRICES, 128, 1769)
     assert prices["EventBridge"] == 2 * 1.00
+    # The relay's send, the poller's receive and delete: one message.
+    assert prices["SQS"] == pytest.approx(3 * 0.40)
+    assert prices["sender invocations"] == pytest.approx(0.20)
 
 
 def _spy(mark: Any, into: list[tuple[str, int]]) -> Any:
