@@ -169,10 +169,7 @@ def tell_webhook_queue(subjects: Mapping[str, Told], send_messages: SendMessages
     told = list(subjects.items())
     failed: list[str] = []
     for start in range(0, len(told), PUT_BATCH):
-        chunk = dict(
-            (str(n), (subject, what))
-            for n, (subject, what) in enumerate(told[start : start + PUT_BATCH])
-        )
+        chunk = {str(n): pair for n, pair in enumerate(told[start : start + PUT_BATCH])}
         entries = [
             {"Id": n, "MessageBody": json.dumps({"subject": subject, "through": what.through})}
             for n, (subject, what) in chunk.items()
