@@ -581,16 +581,22 @@ def slack_interaction() -> Response:
 
 @app.on_dynamodb_record(stream_arn=RELAYED_STREAM, batch_size=100, starting_position="TRIM_HORIZON")
 def on_dynamodb_record(event: DynamoDBEvent) -> dict[str, Any]:
-    """The table's stream (event items only) -> the stack's EventBridge bus."""
+    """The table's stream (event and action items, and run items that left
+    inbox entries) -> the stack's EventBridge bus and the webhook queue."""
     from chalicelib.delivery import relay
 
     records = (record.to_dict() for record in event)
-    return relay.relay(records, relay.put_events_client(), relay.event_bus())
+    return relay.relay(
+        records,
+        relay.put_events_client(),
+        relay.event_bus(),
+        send_messages=relay.webhook_messenger(),
+    )
 
 
 @app.on_sqs_message(queue_arn=WEBHOOK_QUEUE, batch_size=10)
 def deliver_webhooks(event: SQSEvent) -> dict[str, Any]:
-    """The bus's events, through SQS -> the webhook, in order per run."""
+    """The relay's messages, through SQS -> the webhook, in order per run."""
     import time
 
     from chalicelib.delivery import dispatch, relay, webhooks

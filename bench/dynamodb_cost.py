@@ -740,9 +740,10 @@ def all_in(report: Report, approve: dict[str, float], path: EventPath, gateway: 
         f"out to one webhook included; bench/event_path.py). Per approval {events:.2f} events "
         f"({sum(c.event_bytes for c in costs) / len(costs):,.0f} bytes), "
         f"{sum(c.relayed_records for c in costs) / len(costs):.2f} stream records past the "
-        f"relay's filter; the sender's DynamoDB requests per approval: {mix}. Priced at one relay "
-        "invocation per approval and one sender invocation per event (quiet traffic: batches of "
-        f"one), the webhook answering in {WEBHOOK_WAIT_MS:.0f} ms.",
+        f"relay's filter, {sum(c.messages for c in costs) / len(costs):.2f} messages to the "
+        f"webhook queue; the sender's DynamoDB requests per approval: {mix}. Priced at one relay "
+        "invocation per approval and one sender invocation per message (quiet traffic: batches "
+        f"of one), the webhook answering in {WEBHOOK_WAIT_MS:.0f} ms.",
         "",
         "| part | $ per 1M approvals |",
         "|---|---|",

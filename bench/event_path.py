@@ -1,24 +1,25 @@
 """The events' way out, per approval, as deployed: benchmark 4's all-in price.
 
-    the decision's transaction -> the table's stream -> the relay (PutEvents,
-    the inbox entries left deleted) -> the bus -> its rule -> the SQS queue
-    -> the webhook sender (reads the run's first undelivered event, POSTs it,
-    marks it delivered) -> one webhook
+    the decision's transaction -> the table's stream -> the relay (PutEvents
+    on the bus, a message per run to the SQS queue, the inbox entries left
+    deleted) -> the webhook sender (reads the run's first undelivered events,
+    POSTs them, marks them delivered) -> one webhook
 
 For each approval benchmark 4 makes, `EventPath.follow` builds the stream
 records its writes make (NEW_IMAGE, as the table's stream gives them),
 keeps those the relay's event source filter passes (deploy/stack.yaml),
 hands them to the relay's own code (chalicelib/delivery/relay.py) with a
-PutEvents that counts what it is given and the relay's own DynamoDB client,
-then hands each event put, as the queue would deliver it (EventBridge's
-envelope), to the sender's own code (`relay.deliver_messages`) on a storage
-with a client of its own and a webhook that answers 2xx. Every DynamoDB
+PutEvents and a SendMessageBatch that count what they are given and the
+relay's own DynamoDB client, then hands each message sent, as the queue
+would deliver it, to the sender's own code (`relay.deliver_messages`), one
+invocation each, on a storage with a client of its own and a webhook that
+answers 2xx. Every DynamoDB
 request of the relay and the sender goes through a ledger (capacity units
 from item sizes, as for the API function; the relay's deletes are in the
 approval's own write units, as before), and each function's CPU is timed.
 
 What is not measured but priced from a stated assumption: one relay
-invocation per approval and one sender invocation per event (Lambda fills
+invocation per approval and one sender invocation per message (Lambda fills
 batches only under load, so this is the price of quiet traffic; the note
 says what full batches would save), the webhook's answer in
 WEBHOOK_WAIT_MS, and 5 ms per AWS request of waiting (benchmark 4's model).
@@ -26,7 +27,6 @@ WEBHOOK_WAIT_MS, and 5 ms per AWS request of waiting (benchmark 4's model).
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Mapping
@@ -42,9 +42,10 @@ REQUEST_WAIT_MS = 5.0
 # events, per million (64 KB chunks). us-east-1 list prices, 2026-11.
 SQS_PER_MILLION = 0.40
 EVENTBRIDGE_PER_MILLION = 1.00
-# SQS requests per event: EventBridge's SendMessage, the sender's event source
-# mapping's ReceiveMessage and DeleteMessage (one message per batch).
-SQS_REQUESTS_PER_EVENT = 3
+# SQS requests per message besides the relay's SendMessageBatch (counted): the
+# sender's event source mapping's ReceiveMessage and DeleteMessage (one
+# message per batch).
+SQS_REQUESTS_PER_MESSAGE = 2
 
 
 @dataclass
@@ -55,6 +56,9 @@ class PathCost:
     events: int = 0
     event_bytes: int = 0
     put_events_calls: int = 0
+    # The relay's SendMessageBatch calls, and the messages they sent.
+    send_calls: int = 0
+    messages: int = 0
     relay_cpu_s: float = 0.0
     sender_cpu_s: float = 0.0
     relay_deletes: int = 0
@@ -133,39 +137,44 @@ class EventPath:
             cost.put_events_calls += 1
             return {"Entries": [{"EventId": str(n)} for n in range(len(Entries))]}
 
+        sent: list[dict[str, str]] = []
+
+        def send_messages(entries: list[dict[str, str]]) -> dict[str, Any]:
+            sent.extend(entries)
+            cost.send_calls += 1
+            return {"Successful": [{"Id": e["Id"]} for e in entries], "Failed": []}
+
         def delete_item(**params: Any) -> Any:
             cost.relay_deletes += 1
             return self.delete_item(**params)
 
         hooks = self.relay_ledger.spent if self.relay_ledger else 0.0
         start = time.process_time()
-        failed = relay.relay(records, put_events, "bench", delete_item)
+        failed = relay.relay(records, put_events, "bench", delete_item, send_messages)
         cost.relay_cpu_s = time.process_time() - start
         if self.relay_ledger:
             cost.relay_cpu_s -= self.relay_ledger.spent - hooks
         assert failed == {"batchItemFailures": []}, failed
         cost.events = len(put)
         cost.event_bytes = sum(len(entry["Detail"].encode()) for entry in put)
+        cost.messages = len(sent)
 
-        messages = [
-            {
-                "body": json.dumps(
-                    {"detail-type": e["DetailType"], "detail": json.loads(e["Detail"])}
-                ),
+        self.sender_ledger.take()
+        for n, entry in enumerate(sent):
+            # One invocation per message (quiet traffic).
+            message = {
+                "body": entry["MessageBody"],
                 "receiptHandle": f"handle-{n}",
                 "messageId": f"message-{n}",
             }
-            for n, e in enumerate(put)
-        ]
-        self.sender_ledger.take()
-        hooks = self.sender_ledger.spent
-        start = time.process_time()
-        left = relay.deliver_messages(
-            messages, self.sender_storage, _answered, time.time, _never_hidden, _no_delay
-        )
-        # The ledger's hooks (its own reads) are not the sender's work.
-        cost.sender_cpu_s = time.process_time() - start - (self.sender_ledger.spent - hooks)
-        assert left == {"batchItemFailures": []}, left
+            hooks = self.sender_ledger.spent
+            start = time.process_time()
+            left = relay.deliver_messages(
+                [message], self.sender_storage, _answered, time.time, _never_hidden, _no_delay
+            )
+            # The ledger's hooks (its own reads) are not the sender's work.
+            cost.sender_cpu_s += time.process_time() - start - (self.sender_ledger.spent - hooks)
+            assert left == {"batchItemFailures": []}, left
         cost.sender_requests = self.sender_ledger.take()
         self.by_route.setdefault(route, []).append(cost)
         return cost
@@ -200,19 +209,22 @@ def priced(
     invocation = prices["lambda_per_million_requests"]
     rru, wru = prices["dynamodb_per_million_rru"], prices["dynamodb_per_million_wru"]
     events = mean([c.events for c in costs])
-    relay_requests = mean([c.relay_deletes for c in costs])
+    messages = mean([c.messages for c in costs])
+    sends = mean([c.send_calls for c in costs])
+    relay_requests = mean([c.put_events_calls + c.relay_deletes for c in costs]) + sends
     relay_ms = lambda_duration_ms(
         mean([c.relay_cpu_s for c in costs]) * 1e3,
-        (mean([c.put_events_calls for c in costs]) + relay_requests) * REQUEST_WAIT_MS,
+        relay_requests * REQUEST_WAIT_MS,
         memory_mb,
         full_vcpu_mb,
     )
     sender_requests = mean([len(c.sender_requests) for c in costs])
-    # Per event: its share of the sender's CPU and requests, and the webhook's answer.
-    per_event = max(events, 1.0)
+    # Per invocation (a message): its share of the sender's CPU and requests,
+    # and the webhook's answer to each event it sends.
+    per_message = max(messages, 1.0)
     sender_ms = lambda_duration_ms(
-        mean([c.sender_cpu_s for c in costs]) * 1e3 / per_event,
-        sender_requests / per_event * REQUEST_WAIT_MS + WEBHOOK_WAIT_MS,
+        mean([c.sender_cpu_s for c in costs]) * 1e3 / per_message,
+        sender_requests / per_message * REQUEST_WAIT_MS + events / per_message * WEBHOOK_WAIT_MS,
         memory_mb,
         full_vcpu_mb,
     )
@@ -221,9 +233,9 @@ def priced(
         "relay invocations": invocation * 1,
         "relay duration": relay_ms / 1000 * gb * per_gb_s * 1e6,
         "EventBridge": events * EVENTBRIDGE_PER_MILLION,
-        "SQS": events * SQS_REQUESTS_PER_EVENT * SQS_PER_MILLION,
-        "sender invocations": events * invocation,
-        "sender duration": events * sender_ms / 1000 * gb * per_gb_s * 1e6,
+        "SQS": (sends + messages * SQS_REQUESTS_PER_MESSAGE) * SQS_PER_MILLION,
+        "sender invocations": messages * invocation,
+        "sender duration": messages * sender_ms / 1000 * gb * per_gb_s * 1e6,
         "sender DynamoDB": mean(
             [
                 sum(r.rcu * rru + (r.wcu + r.index_wcu) * wru for r in c.sender_requests)

@@ -70,21 +70,33 @@ def deliver_subject(
     sink: Sink,
     now: float,
     delay: Callable[[int], float],
+    through: Optional[int] = None,
 ) -> Optional[Blocked]:
     """Send the subject's pending events that are due, in order, until one
-    fails or none is left; where it stopped (None: all delivered)."""
+    fails, or none is left, or the event numbered `through` (where given)
+    went out; where it stopped (None: delivered). Each batch the outbox hands
+    out (the events one write records together) is sent whole and then
+    marked once: a crash before the mark sends its events again, same ids."""
     while True:
-        pending = outbox.first_pending(subject)
-        if pending is None:
+        batch = outbox.pending_batch(subject)
+        if not batch:
             return None
-        if pending.next_attempt_at is not None and pending.next_attempt_at > iso(now):
-            return Blocked(pending.event, pending.next_attempt_at)
-        if sink(pending.event, now):
-            outbox.mark_delivered(pending, iso(now))
-            continue
-        until = iso(now + delay(pending.attempts + 1))
-        outbox.mark_failed(pending, until)
-        return Blocked(pending.event, until)
+        head = batch[0]
+        if head.next_attempt_at is not None and head.next_attempt_at > iso(now):
+            return Blocked(head.event, head.next_attempt_at)
+        sent = 0
+        while sent < len(batch) and sink(batch[sent].event, now):
+            sent += 1
+        if sent:
+            outbox.mark_delivered(head, iso(now), sent)
+        if sent < len(batch):
+            failed = batch[sent]
+            until = iso(now + delay(failed.attempts + 1))
+            outbox.mark_failed(failed, until)
+            return Blocked(failed.event, until)
+        if through is not None and batch[-1].event.sequence >= through:
+            # Later events have messages of their own: no read to find them.
+            return None
 
 
 def deliver_due(outbox: Outbox, sink: Sink, clock: Clock, delay: Callable[[int], float]) -> int:

@@ -198,8 +198,16 @@ class Outbox(Protocol):
         """The subject's first event not delivered yet (lowest sequence)."""
         ...
 
-    def mark_delivered(self, pending: Pending, now: str) -> None:
-        """Record that the event was delivered (again: harmless)."""
+    def pending_batch(self, subject: str) -> list[Pending]:
+        """The subject's first event not delivered yet and the events after it
+        that one `mark_delivered` records with it (on DynamoDB the rest of the
+        action item that carries it; on SQLite none), in order; empty if none
+        is pending."""
+        ...
+
+    def mark_delivered(self, pending: Pending, now: str, count: int = 1) -> None:
+        """Record that the event was delivered, and the `count - 1` after it of
+        the batch it heads (again: harmless)."""
         ...
 
     def mark_failed(self, pending: Pending, next_attempt_at: str) -> None:

@@ -135,6 +135,44 @@ def test_marking_twice_is_harmless(storage: Backend) -> None:
     assert after is not None and after.event.sequence == 2 and after.attempts == 0
 
 
+def test_a_subject_goes_out_through_the_event_asked_for_and_stops(storage: Backend) -> None:
+    first, _ = two_runs(storage)
+    sink = Sink()
+
+    # The run's start: two events, each its own batch on both backends.
+    assert dispatch.deliver_subject(storage, first, sink, T, delay, through=1) is None
+
+    assert sink.seen() == [(first, 1)]
+    head = storage.first_pending(first)
+    assert head is not None and head.event.sequence == 2 and head.attempts == 0
+
+
+def test_a_failure_inside_a_batch_keeps_the_events_before_it_delivered(storage: Backend) -> None:
+    first, _ = two_runs(storage)
+    sent: list[int] = []
+
+    def refuses_the_fourth(event: Event, now: float) -> bool:
+        sent.append(event.sequence)
+        return event.sequence != 4
+
+    # 3 and 4 are one decision's events: one batch on DynamoDB (its action item).
+    blocked = dispatch.deliver_subject(storage, first, refuses_the_fourth, T, delay)
+
+    assert sent == [1, 2, 3, 4]
+    assert blocked is not None and blocked.event.sequence == 4
+    assert blocked.until == dispatch.iso(T + 10)
+    head = storage.first_pending(first)
+    assert head is not None and head.event.sequence == 4 and head.attempts == 1
+    sent.clear()
+    assert dispatch.deliver_subject(storage, first, refuses_the_fourth, T + 10, delay) is not None
+    assert sent == [4]  # the retry sends the failed event alone, not the one before it
+    head = storage.first_pending(first)
+    assert head is not None and head.attempts == 2
+    sink = Sink()
+    assert dispatch.deliver_subject(storage, first, sink, T + 30, delay) is None
+    assert sink.seen() == [(first, 4)] and storage.first_pending(first) is None
+
+
 def test_a_webhook_that_redirects_gets_the_event_again_until_it_accepts_it(
     storage: Backend,
 ) -> None:

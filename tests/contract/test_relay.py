@@ -37,17 +37,35 @@ class Cloud:
         self.events = boto3.client("events")
         self.bus = self.events.create_event_bus(Name="workflow-events")["EventBusArn"]
         self.sqs = boto3.client("sqs")
-        self.queue = self.sqs.create_queue(QueueName="webhooks")["QueueUrl"]
-        queue_arn = self.sqs.get_queue_attributes(QueueUrl=self.queue, AttributeNames=["QueueArn"])[
-            "Attributes"
-        ]["QueueArn"]
+        # What the bus got (a rule of every event to a queue, as a subscriber's),
+        # and the webhook queue the relay tells.
+        self.on_bus = self.sqs.create_queue(QueueName="on-the-bus")["QueueUrl"]
+        self.webhooks = self.sqs.create_queue(QueueName="webhooks")["QueueUrl"]
+        queue_arn = self.sqs.get_queue_attributes(
+            QueueUrl=self.on_bus, AttributeNames=["QueueArn"]
+        )["Attributes"]["QueueArn"]
         self.events.put_rule(
-            Name="webhooks",
+            Name="everything",
             EventBusName="workflow-events",
             EventPattern=json.dumps({"source": [{"prefix": "/approval-workflows/"}]}),
         )
         self.events.put_targets(
-            Rule="webhooks", EventBusName="workflow-events", Targets=[{"Id": "q", "Arn": queue_arn}]
+            Rule="everything",
+            EventBusName="workflow-events",
+            Targets=[{"Id": "q", "Arn": queue_arn}],
+        )
+
+    def send_messages(self, entries: list[dict[str, str]]) -> Any:
+        """SendMessageBatch on the webhook queue, as the relay's messenger sends it."""
+        return self.sqs.send_message_batch(QueueUrl=self.webhooks, Entries=entries)
+
+    def relay(self) -> dict[str, Any]:
+        """The relay on every record of the stream so far."""
+        return relay.relay(
+            self.lambda_event()["Records"],
+            self.events.put_events,
+            "workflow-events",
+            send_messages=self.send_messages,
         )
 
     def lambda_event(self) -> dict[str, Any]:
@@ -69,11 +87,11 @@ class Cloud:
                 records.append({**record, "dynamodb": change, "eventSourceARN": self.stream_arn})
         return {"Records": records}
 
-    def messages(self) -> list[dict[str, Any]]:
-        """The queue's messages, as Lambda hands them to a function."""
+    def messages(self, queue: str = "") -> list[dict[str, Any]]:
+        """A queue's messages (the bus's copy's by default), as Lambda hands them to a function."""
         found: list[dict[str, Any]] = []
         while True:
-            answer = self.sqs.receive_message(QueueUrl=self.queue, MaxNumberOfMessages=10)
+            answer = self.sqs.receive_message(QueueUrl=queue or self.on_bus, MaxNumberOfMessages=10)
             if not answer.get("Messages"):
                 return found
             for message in answer["Messages"]:
@@ -129,13 +147,52 @@ def test_the_handler_relays_to_the_configured_bus(
 ) -> None:
     history(cloud)
     monkeypatch.setenv("WORKFLOW_EVENT_BUS", "workflow-events")
+    monkeypatch.setenv("WORKFLOW_WEBHOOK_QUEUE_URL", cloud.webhooks)
     relay.put_events_client.cache_clear()
+    relay.webhook_messenger.cache_clear()
     try:
         answer = app_module.on_dynamodb_record(cloud.lambda_event(), None)
     finally:
         relay.put_events_client.cache_clear()
+        relay.webhook_messenger.cache_clear()
     assert answer == {"batchItemFailures": []}
     assert len(cloud.messages()) == 7
+    # The run's six events and the workflow's one: a message each subject.
+    assert len(cloud.messages(cloud.webhooks)) == 2
+
+
+def test_the_relay_tells_the_webhook_queue_once_per_subject_through_its_last_event(
+    cloud: Cloud,
+) -> None:
+    workflow_id, run_id = history(cloud)
+
+    assert cloud.relay() == {"batchItemFailures": []}
+
+    told = sorted(relay.told_by(m["body"]) for m in cloud.messages(cloud.webhooks))
+    assert told == sorted([(f"runs/{run_id}", 6), (f"workflows/{workflow_id}", 1)])
+    assert len(cloud.messages()) == 7  # the bus still gets every event
+
+
+def test_records_whose_message_the_queue_refused_are_reported_for_retry(cloud: Cloud) -> None:
+    workflow_id, run_id = history(cloud)
+    records = cloud.lambda_event()["Records"]
+
+    def refuse_the_run(entries: list[dict[str, str]]) -> Any:
+        run = [e for e in entries if json.loads(e["MessageBody"])["subject"] == f"runs/{run_id}"]
+        sent = cloud.send_messages([e for e in entries if e not in run])
+        return {**sent, "Failed": [{"Id": e["Id"], "Code": "InternalError"} for e in run]}
+
+    answer = relay.relay(records, cloud.events.put_events, "workflow-events", None, refuse_the_run)
+
+    failed = {item["itemIdentifier"] for item in answer["batchItemFailures"]}
+    run_records = {
+        r["dynamodb"]["SequenceNumber"]
+        for r in records
+        if any(body for body in relay.recorded_events(r) if f'"runs/{run_id}"' in body)
+    }
+    assert failed == run_records and len(run_records) == 4  # two event items, two action items
+    told = [relay.told_by(m["body"])[0] for m in cloud.messages(cloud.webhooks)]
+    assert told == [f"workflows/{workflow_id}"]
 
 
 def test_records_the_bus_refused_are_reported_for_retry(cloud: Cloud) -> None:
@@ -173,6 +230,8 @@ class Sink:
 def test_the_sender_delivers_each_subject_in_order_whatever_order_sqs_keeps(
     cloud: Cloud,
 ) -> None:
+    """Messages of one event each, as the bus's rule sent them before the relay
+    told the queue itself (a deployment's queue may still hold some)."""
     _, run_id = history(cloud)
     relay.relay(cloud.lambda_event()["Records"], cloud.events.put_events, "workflow-events")
     messages = cloud.messages()
@@ -196,10 +255,46 @@ def test_the_sender_delivers_each_subject_in_order_whatever_order_sqs_keeps(
     assert len(sink.sent) == 7
 
 
+def test_a_message_sends_its_run_through_its_own_event_and_leaves_later_ones(
+    cloud: Cloud,
+) -> None:
+    """Every event put on the bus has a message of its own: the sender goes no
+    further than the message's event (the rest of its decision's events, which
+    one write marks, included), and reads no more."""
+    _, run_id = history(cloud)
+    relay.relay(cloud.lambda_event()["Records"], cloud.events.put_events, "workflow-events")
+    subject = f"runs/{run_id}"
+    by_sequence = {
+        int(json.loads(m["body"])["detail"]["sequence"]): m
+        for m in cloud.messages()
+        if json.loads(m["body"])["detail"]["subject"] == subject
+    }
+    sink = Sink()
+
+    def deliver(message: dict[str, Any]) -> dict[str, Any]:
+        return relay.deliver_messages(
+            [message], cloud.storage, sink, lambda: T, _never, lambda attempts: 10.0
+        )
+
+    # The first approval's approved (3) and activated (4): after the run's start.
+    assert deliver(by_sequence[3]) == {"batchItemFailures": []}
+    assert [e.sequence for e in sink.sent] == [1, 2, 3, 4]
+    pending = cloud.storage.first_pending(subject)
+    assert pending is not None and pending.event.sequence == 5
+    assert deliver(by_sequence[4]) == {"batchItemFailures": []}  # delivered already
+    assert deliver(by_sequence[6]) == {"batchItemFailures": []}
+    assert [e.sequence for e in sink.sent] == [1, 2, 3, 4, 5, 6]
+    assert cloud.storage.first_pending(subject) is None
+
+
+def _never(receipt: str, seconds: int) -> None:
+    raise AssertionError("nothing failed: no message is hidden")
+
+
 def test_a_failing_webhook_hides_the_message_until_its_retry(cloud: Cloud) -> None:
     history(cloud)
-    relay.relay(cloud.lambda_event()["Records"], cloud.events.put_events, "workflow-events")
-    messages = cloud.messages()
+    cloud.relay()
+    messages = cloud.messages(cloud.webhooks)
     sink = Sink()
     sink.failing = True
     hidden: list[tuple[str, int]] = []

@@ -228,21 +228,22 @@ def test_the_benchmark_follows_an_approvals_events_to_the_webhook(
 ) -> None:
     """Goal 1's way out: the relay puts the two events the action item carries,
     deletes the inbox entry left behind, and the sender delivers both, in
-    order, reading the run's partition and marking the action item; the
+    order, reading the run's partition and marking the action item once; the
     approval's own requests are what they are without it."""
     from chalicelib import engine
 
     storage, metered = meter
     workflow = engine.create_workflow(storage, "Modelled", steps=["Manager", "Finance"])
     engine.reject(storage, engine.start_run(storage, workflow.id, "warm").id, "w")  # id blocks
-    delivered: list[str] = []
+    delivered: list[tuple[str, int]] = []
     metered.path.sender_storage.mark_delivered = _spy(
         metered.path.sender_storage.mark_delivered, delivered
     )
     run, _ = metered.measure(
         lambda: engine.start_run(storage, workflow.id, "PO-1042"), follow="POST /runs"
     )
-    assert delivered == ["approval.run.started", "approval.step.activated"]
+    # A run's start records two event items: each marked by itself.
+    assert delivered == [("approval.run.started", 1), ("approval.step.activated", 1)]
     delivered.clear()
     _, requests = metered.measure(
         lambda: engine.approve(storage, run.id, "maria.rossi@example.com"),
@@ -252,16 +253,24 @@ def test_the_benchmark_follows_an_approvals_events_to_the_webhook(
     assert [r.operation for r in requests if r.stream] == ["DeleteItem"]
     (cost,) = metered.path.costs
     assert (cost.events, cost.relayed_records, cost.put_events_calls) == (2, 2, 1)
-    assert delivered == ["approval.step.approved", "approval.step.activated"]
-    assert {r.operation for r in cost.sender_requests} == {"Query", "UpdateItem"}
+    # Both events the action item carries sent in order, then marked by one write.
+    assert delivered == [("approval.step.approved", 2)]
+    # One message for the run: it reads the run's first pending events (two
+    # Queries: its event items and its action items), sends both, marks them,
+    # and reads no more.
+    assert cost.messages == cost.send_calls == 1
+    assert [r.operation for r in cost.sender_requests] == ["Query", "Query", "UpdateItem"]
     assert all(r.rcu >= 1 for r in cost.sender_requests if r.operation == "Query")
     prices = priced(metered.path.costs, dynamodb_cost.PRICES, 128, 1769)
     assert prices["EventBridge"] == 2 * 1.00
+    # The relay's send, the poller's receive and delete: one message.
+    assert prices["SQS"] == pytest.approx(3 * 0.40)
+    assert prices["sender invocations"] == pytest.approx(0.20)
 
 
-def _spy(mark: Any, into: list[str]) -> Any:
-    def marked(pending: Any, now: str) -> None:
-        into.append(pending.event.type)
-        mark(pending, now)
+def _spy(mark: Any, into: list[tuple[str, int]]) -> Any:
+    def marked(pending: Any, now: str, count: int = 1) -> None:
+        into.append((pending.event.type, count))
+        mark(pending, now, count)
 
     return marked

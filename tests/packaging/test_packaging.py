@@ -774,28 +774,35 @@ def test_the_table_streams_its_event_items_to_the_relay(template: dict[str, Any]
         {"dynamodb": {"NewImage": {"inbox_left": {"S": [{"exists": True}]}}}},
     ]
     assert relay["Environment"]["Variables"]["WORKFLOW_EVENT_BUS"] == {"Ref": "EventBus"}
+    # It tells the webhook queue too: a message per run, not one per event.
+    assert relay["Environment"]["Variables"]["WORKFLOW_WEBHOOK_QUEUE_URL"] == {
+        "Ref": "WebhookQueue"
+    }
 
 
-def test_the_bus_feeds_the_webhook_queue_and_only_its_rule_may(template: dict[str, Any]) -> None:
+def test_the_relay_feeds_the_webhook_queue_and_no_rule_does(template: dict[str, Any]) -> None:
     resources = template["Resources"]
     assert resources["EventBus"]["Type"] == "AWS::Events::EventBus"
-    rule = resources["WebhookRule"]["Properties"]
-    assert rule["EventBusName"] == {"Ref": "EventBus"}
-    (target,) = rule["Targets"]
-    assert target["Arn"] == {"Fn::GetAtt": ["WebhookQueue", "Arn"]}
-    assert target["DeadLetterConfig"]["Arn"] == {"Fn::GetAtt": ["WebhookDeadLetterQueue", "Arn"]}
+    # A rule on the bus would send a message per event: the relay sends one per run.
+    targets = [
+        target["Arn"]
+        for resource in resources.values()
+        if resource["Type"] == "AWS::Events::Rule"
+        for target in resource["Properties"]["Targets"]
+    ]
+    assert {"Fn::GetAtt": ["WebhookQueue", "Arn"]} not in targets
+    assert not [
+        r
+        for r in resources.values()
+        if r["Type"] == "AWS::SQS::QueuePolicy"
+        and {"Ref": "WebhookQueue"} in r["Properties"]["Queues"]
+    ]
     queue = resources["WebhookQueue"]["Properties"]
     assert queue["RedrivePolicy"]["deadLetterTargetArn"] == {
         "Fn::GetAtt": ["WebhookDeadLetterQueue", "Arn"]
     }
     for name in ("WebhookQueue", "WebhookDeadLetterQueue", "RelayDeadLetterQueue"):
         assert resources[name]["Properties"]["SqsManagedSseEnabled"] is True
-    (statement,) = resources["WebhookQueuePolicy"]["Properties"]["PolicyDocument"]["Statement"]
-    assert statement["Principal"] == {"Service": "events.amazonaws.com"}
-    assert statement["Action"] == "sqs:SendMessage"
-    assert statement["Condition"] == {
-        "ArnEquals": {"aws:SourceArn": {"Fn::GetAtt": ["WebhookRule", "Arn"]}}
-    }
     sender = resources[SENDER]["Properties"]
     (source,) = sender["Events"].values()
     assert source["Type"] == "SQS"
@@ -830,7 +837,10 @@ def test_each_event_function_may_do_only_what_it_does(template: dict[str, Any]) 
     # The inbox entries decisions left behind, on the table.
     assert relay["dynamodb:DeleteItem"] == [TABLE_ARN]
     assert relay["events:PutEvents"] == [{"Fn::GetAtt": ["EventBus", "Arn"]}]
-    assert relay["sqs:SendMessage"] == [{"Fn::GetAtt": ["RelayDeadLetterQueue", "Arn"]}]
+    assert relay["sqs:SendMessage"] == [
+        {"Fn::GetAtt": ["RelayDeadLetterQueue", "Arn"]},
+        {"Fn::GetAtt": ["WebhookQueue", "Arn"]},
+    ]
     sender = grants(template, SENDER)
     assert set(sender) == logs | xray | {
         "sqs:ReceiveMessage",

@@ -10,8 +10,10 @@ A run's events are event items and the events its action items carry
 (carried.py): its first pending event is the first of either; an event item
 keeps its own delivery state, an action item that of the events it carries,
 delivered in order (how many were, and the attempts of the next one). The
-first pending event of a subject is what dispatch.py marks next: which item
-carries it is kept from `first_pending` to its mark.
+first pending events of a subject are what dispatch.py marks next: the rest
+of the action item that carries the first (`pending_batch`), sent together and
+marked with one UpdateItem; which item carries them is kept from
+`pending_batch` to their mark.
 """
 
 from __future__ import annotations
@@ -91,6 +93,10 @@ class OutboxState:
         return list(subjects)
 
     def first_pending(self, subject: str) -> Optional[Pending]:
+        batch = self.pending_batch(subject)
+        return batch[0] if batch else None
+
+    def pending_batch(self, subject: str) -> list[Pending]:
         pending = self.requests.query_all(
             {
                 "TableName": self.requests.table,
@@ -102,16 +108,18 @@ class OutboxState:
         )
         item = next(pending, None)
         stored = _pending_of(item) if item is not None else None
-        told = self._first_carried(subject)
-        if told is None or (stored is not None and stored.event.sequence < told.event.sequence):
-            return stored
+        told = self._carried_rest(subject)
+        if not told or (stored is not None and stored.event.sequence < told[0].event.sequence):
+            return [stored] if stored is not None else []
         return told
 
-    def _first_carried(self, subject: str) -> Optional[Pending]:
-        """The first event not delivered yet of those the run's action items carry."""
+    def _carried_rest(self, subject: str) -> list[Pending]:
+        """The events not delivered yet of the first of the run's action items
+        that carries any: the first with its attempts, the others none yet
+        (an action item keeps the attempts of its first pending event only)."""
         run_id = keys.run_of_subject(subject)
         if run_id is None:
-            return None
+            return []
         found = self.requests.query_all(
             {
                 "TableName": self.requests.table,
@@ -132,16 +140,19 @@ class OutboxState:
         )
         item = next(found, None)
         if item is None:
-            return None
-        event = items.carried_events(item, subject)[items.carried_delivered(item)]
-        self._carriers()[subject, event.sequence] = Carrier.of(item)
+            return []
+        rest = items.carried_events(item, subject)[items.carried_delivered(item) :]
+        carrier = Carrier.of(item)
+        for event in rest:
+            self._carriers()[subject, event.sequence] = carrier
         attempts = int(item["attempts"]["N"]) if "attempts" in item else 0
         retry = item.get("next_attempt_at")
-        return Pending(event, attempts, retry["S"] if retry else None)
+        head = Pending(rest[0], attempts, retry["S"] if retry else None)
+        return [head, *(Pending(event, 0, None) for event in rest[1:])]
 
     def _carriers(self) -> dict[tuple[str, int], Carrier]:
         """(subject, sequence) -> the action item that carries that event, for
-        the events first_pending handed out and not marked yet (an event that
+        the events pending_batch handed out and not marked yet (an event that
         waits for its retry is not marked: forgotten past KNOWN_CARRIERS, and
         then found again)."""
         carriers: Optional[dict[tuple[str, int], Carrier]] = getattr(self, "_carried_by", None)
@@ -152,7 +163,7 @@ class OutboxState:
 
     def _carrier(self, pending: Pending) -> Optional[Carrier]:
         """The action item that carries `pending`'s event (None: an event item
-        holds it), as first_pending found it, or found again."""
+        holds it), as pending_batch found it, or found again."""
         event = pending.event
         known = self._carriers().pop((event.subject, event.sequence), None)
         run_id = keys.run_of_subject(event.subject)
@@ -164,9 +175,13 @@ class OutboxState:
                 return Carrier.of(item)
         return None
 
-    def mark_delivered(self, pending: Pending, now: str) -> None:
+    def mark_delivered(self, pending: Pending, now: str, count: int = 1) -> None:
         carrier = self._carrier(pending)
+        for later in range(1, count):
+            self._carriers().pop((pending.event.subject, pending.event.sequence + later), None)
         if carrier is None:
+            if count != 1:
+                raise ValueError("an event item is a batch of one: it is marked alone")
             self._update_pending(
                 pending, f"SET delivered_at = :now REMOVE {DUE_KEY}, {DUE_AT}", {":now": s(now)}
             )
@@ -174,12 +189,12 @@ class OutboxState:
         # The next one's attempts start afresh; the last one takes the item
         # out of the due index.
         place = carrier.place(pending)
-        last = f", {DUE_KEY}, {DUE_AT}" if place + 1 == carrier.carries else ""
+        last = f", {DUE_KEY}, {DUE_AT}" if place + count == carrier.carries else ""
         self._update_carried(
             pending,
             carrier,
             f"SET #delivered = :delivered REMOVE attempts, next_attempt_at{last}",
-            {":delivered": n(place + 1)},
+            {":delivered": n(place + count)},
         )
 
     def mark_failed(self, pending: Pending, next_attempt_at: str) -> None:

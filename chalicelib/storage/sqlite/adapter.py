@@ -281,11 +281,18 @@ class SQLiteStorage(WorkflowTables, NoticeRows):
         )
         return Pending(Event(*row[:5]), row[5], row[6]) if row else None
 
-    def mark_delivered(self, pending: Pending, now: str) -> None:
+    def pending_batch(self, subject: str) -> list[Pending]:
+        # A row per event: each is marked by itself.
+        first = self.first_pending(subject)
+        return [first] if first is not None else []
+
+    def mark_delivered(self, pending: Pending, now: str, count: int = 1) -> None:
+        event = pending.event
         with self._write() as conn:
             conn.execute(
-                "UPDATE events SET delivered_at = ? WHERE id = ? AND delivered_at IS NULL",
-                (now, pending.event.id),
+                "UPDATE events SET delivered_at = ? WHERE subject = ? AND sequence >= ? "
+                "AND sequence < ? AND delivered_at IS NULL",
+                (now, event.subject, event.sequence, event.sequence + count),
             )
 
     def mark_failed(self, pending: Pending, next_attempt_at: str) -> None:
