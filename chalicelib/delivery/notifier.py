@@ -105,7 +105,7 @@ def notify(
     data = cloud_event.get("data") or {}
     sent = []
     for notice, contact in reachable:
-        if notice.asks and not _still_asks(run, notice):
+        if notice.of_a_step and not _still_waits(run, notice):
             continue
         if contact.email:
             sent.append(_send(notice, contact, run, workflow, data, storage, mailer, at, config))
@@ -114,8 +114,8 @@ def notify(
     return updated and all(sent)
 
 
-def _still_asks(run: Run, notice: Notice) -> bool:
-    """Whether the run still waits at the step the notice asks about (an event
+def _still_waits(run: Run, notice: Notice) -> bool:
+    """Whether the run still waits at the step the notice tells of (an event
     delivered late asks nobody to decide a step decided since)."""
     step = run.current_step
     return step is not None and step.id == notice.step_id and run.round == notice.round
@@ -238,7 +238,7 @@ def _post(
         storage.release_notice(once, claim)
         LOGGER.warning("could not post %s of run %s to Slack: %s", notice.kind, run.id, exc)
         return False
-    if notice.asks:
+    if notice.of_a_step:  # updated once the step is decided
         post = notifications.SlackPost(
             run.id, notice.round, notice.step_id, posted.channel, posted.ts, notice.principal
         )
@@ -279,6 +279,7 @@ SUBJECTS = {
     notifications.ARRIVED: "{title} waits for you at {step}",
     notifications.REMINDED: "Reminder: {title} waits for you at {step}",
     notifications.ESCALATED: "Escalated to you: {title} waits at {step}",
+    notifications.WATCHING: "{title} waits at {step}",
     RunStatus.COMPLETED.value: "{title} was approved",
     RunStatus.REJECTED.value: "{title} was rejected",
     RunStatus.RETURNED.value: "{title} was sent back for changes",
@@ -301,14 +302,19 @@ def compose(
     step_name = step.name if step is not None else (data.get("step") or {}).get("name", "")
     subject = f"[{workflow.name}] " + SUBJECTS[notice.kind].format(title=run.title, step=step_name)
     lines = [f"{run.title}, requested by {run.requested_by or 'nobody named'}."]
-    if notice.asks and step is not None:
-        behalf = f" on behalf of {notice.on_behalf_of}" if notice.on_behalf_of else ""
-        lines.append(f"The step {step.name!r} waits for your decision{behalf}.")
+    if notice.of_a_step and step is not None:
+        if notice.asks:
+            behalf = f" on behalf of {notice.on_behalf_of}" if notice.on_behalf_of else ""
+            lines.append(f"The step {step.name!r} waits for your decision{behalf}.")
+        else:
+            lines.append(f"The step {step.name!r} waits for a decision; it names you to be told.")
         who = ", ".join(step.approvers) or "anyone"
         lines.append(f"Who may decide it: {who} ({step.required_approvals} approval(s) needed).")
         if run.current_step_due_at:
             lines.append(f"Deadline: {run.current_step_due_at}.")
-        if notice.principal.startswith(GROUP_PREFIX):
+        if not notice.asks:
+            lines.append("Open the run to follow it.")
+        elif notice.principal.startswith(GROUP_PREFIX):
             lines.append("Open the run to decide it.")
     else:
         actor = data.get("actor")

@@ -14,7 +14,7 @@ import { go } from "./router.js";
 /** @typedef {{ [field: string]: unknown }} Definition */
 
 // A step's rules as a definition gives them, and a workflow's own fields.
-const STEP_RULES = /** @type {const} */ (["approvers", "required_approvals", "deadline_seconds", "on_deadline", "escalate_to", "when"]);
+const STEP_RULES = /** @type {const} */ (["approvers", "required_approvals", "deadline_seconds", "on_deadline", "escalate_to", "when", "notify"]);
 const OWN_FIELDS = /** @type {const} */ (["description", "allow_self_approval", "distinct_approvers", "reject_requires_comment", "max_returns", "input_schema"]);
 
 /**
@@ -31,7 +31,7 @@ export function definitionOf(workflow) {
     const rules = { name: step.name };
     for (const rule of STEP_RULES) {
       const value = step[rule];
-      if (value !== null && !(Array.isArray(value) && !value.length && rule === "escalate_to")) rules[rule] = value;
+      if (value !== null && !(Array.isArray(value) && !value.length && (rule === "escalate_to" || rule === "notify"))) rules[rule] = value;
     }
     return rules;
   });

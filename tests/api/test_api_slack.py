@@ -151,3 +151,22 @@ def test_a_decision_through_the_api_updates_the_slack_message(
     telling.pump()
     updates = fake_slack.made("chat.update")
     assert len(updates) == 2 and all("rejected by maria" in u["text"] for u in updates)
+
+
+def test_one_the_steps_notify_names_is_posted_no_buttons_and_told_the_outcome(
+    api: Api, storage: Backend, fake_slack: FakeSlack
+) -> None:
+    steps = [{"name": "Manager", "approvers": ["user:maria"], "notify": ["user:cy"]}, "Legal"]
+    run_id = setup_run(api, steps=steps)
+    for principal in ("user:maria", "group:finance", "user:rita", "user:dave"):
+        api.delete(f"/contacts/{principal}")
+    assert api.request("PUT", "/contacts/user:cy", {"slack": "U0CY"}).status_code == 200
+    telling = Telling(storage)
+    telling.pump()
+    (posted,) = fake_slack.made("chat.postMessage")
+    assert posted["channel"] == "U0CY" and buttons(posted) == []
+    assert "waits at Manager" in posted["text"]
+    assert api.post(f"/runs/{run_id}/approve", {"actor": "maria"}).status_code == 200
+    telling.pump()
+    (update,) = fake_slack.made("chat.update")
+    assert update["channel"] == "U0CY" and "approved by maria" in update["text"]
