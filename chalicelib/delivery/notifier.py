@@ -30,7 +30,7 @@ from chalicelib import log_lines
 from chalicelib.delivery import mail
 from chalicelib.delivery.dispatch import Sink, iso
 from chalicelib.domain import events, links, notifications
-from chalicelib.domain.lifecycle import RunStatus
+from chalicelib.domain.lifecycle import ActionKind, RunStatus
 from chalicelib.domain.models import GROUP_PREFIX, USER_PREFIX, Contact, Event, Run, Workflow
 from chalicelib.domain.names import canonical_principal
 from chalicelib.domain.notifications import Notice
@@ -248,27 +248,54 @@ def _post(
 
 
 def _update_slack(cloud_event: Mapping[str, Any], storage: Backend, config: Settings) -> bool:
-    """Once a step is decided (by any channel), every message posted about it
-    shows the outcome and who decided, without its buttons (chat.update)."""
-    verb = DECIDED.get(cloud_event.get("type", ""))
+    """Once a step is decided (by any channel), or its run cancelled, every
+    message posted about it shows the outcome and who, without its buttons
+    (chat.update)."""
+    kind = cloud_event.get("type", "")
     data = cloud_event.get("data") or {}
-    step = data.get("step") or {}
-    if verb is None or config.slack_token is None or not step.get("id"):
+    if config.slack_token is None or data.get("run_id") is None:
         return True
-    from chalicelib.delivery import slack
-
+    if kind == events.RUN_CANCELLED:
+        return _cancelled_in_slack(int(data["run_id"]), data.get("actor"), storage, config)
+    verb = DECIDED.get(kind)
+    step = data.get("step") or {}
+    if verb is None or not step.get("id"):
+        return True
     round_ = int(data.get("round") or 1)
     run = storage.get_run(int(data["run_id"]), history=False)
     waits = run.current_step is not None and run.current_step.id == step["id"]
     if run.status == RunStatus.IN_PROGRESS and waits and run.round == round_:
         return True  # an approval short of the quorum: the step still waits
     text = f"*{run.title}*: {step.get('name')} was {verb} by {data.get('actor')}."
+    return _update_posts(run.id, round_, int(step["id"]), text, storage, config)
+
+
+def _cancelled_in_slack(
+    run_id: int, actor: Optional[str], storage: Backend, config: Settings
+) -> bool:
+    """A cancelled run's step (its event names none: the cancel action does)
+    needs nobody's decision any more: its messages say so, without buttons."""
+    run = storage.get_run(run_id)
+    cancel = next((a for a in reversed(run.actions) if a.action == ActionKind.CANCEL), None)
+    if cancel is None:
+        return True
+    text = f"*{run.title}* was cancelled by {actor}: {cancel.step_name} needs no decision any more."
+    return _update_posts(run.id, cancel.round, cancel.step_id, text, storage, config)
+
+
+def _update_posts(
+    run_id: int, round_: int, step_id: int, text: str, storage: Backend, config: Settings
+) -> bool:
+    """Every message posted about the run's step in that round, as `text`."""
+    from chalicelib.delivery import slack
+
+    assert config.slack_token is not None
     done = True
-    for post in storage.slack_posts(run.id, round_, int(step["id"])):
+    for post in storage.slack_posts(run_id, round_, step_id):
         try:
             slack.update_message(config.slack_token, post.channel, post.ts, text)
         except slack.SlackError as exc:
-            LOGGER.warning("could not update a Slack message of run %s: %s", run.id, exc)
+            LOGGER.warning("could not update a Slack message of run %s: %s", run_id, exc)
             done = False
     return done
 

@@ -170,3 +170,22 @@ def test_one_the_steps_notify_names_is_posted_no_buttons_and_told_the_outcome(
     telling.pump()
     (update,) = fake_slack.made("chat.update")
     assert update["channel"] == "U0CY" and "approved by maria" in update["text"]
+
+
+def test_a_cancelled_run_updates_its_steps_messages_without_buttons(
+    api: Api, storage: Backend, fake_slack: FakeSlack
+) -> None:
+    run_id = slack_run(api)
+    telling = Telling(storage)
+    telling.pump()
+    cancelled = api.post(f"/runs/{run_id}/cancel", {"actor": "rita", "reason": "Bought elsewhere"})
+    assert cancelled.status_code == 200, cancelled.body
+    telling.pump()
+    updates = fake_slack.made("chat.update")
+    assert sorted(u["channel"] for u in updates) == ["C0FIN", "U0MARIA"]
+    assert all(
+        "PO-1042* was cancelled by rita" in u["text"] and buttons(u) == [] for u in updates
+    ), updates
+    (value,) = {v for m in fake_slack.made("chat.postMessage") for _, v in buttons(m)}
+    assert click(api, fake_slack, "U0MARIA", "approve", value).status_code == 200
+    assert api.get(f"/runs/{run_id}").json_body["status"] == "cancelled"
