@@ -40,9 +40,8 @@ from scripts.rehearsal.walk import CALLERS, ORIGIN, walk
 
 CURSOR_PARAMETER = "/approval-workflows/cursor-secret"
 WEBHOOK_PARAMETER = "/approval-workflows/webhook-secret"
-# The Slack app's secrets (the stack's SlackTokenParameter and SlackSigningSecretParameter).
-SLACK_TOKEN_PARAMETER = "/approval-workflows/slack-token"
-SLACK_SECRET_PARAMETER = "/approval-workflows/slack-signing-secret"
+SLACK_TOKEN_PARAMETER = "/approval-workflows/slack-token"  # the stack's SlackTokenParameter
+SLACK_SECRET_PARAMETER = "/approval-workflows/slack-signing-secret"  # SlackSigningSecretParameter
 # The template's MailIdentity default, and the function that mails (app.notify_people).
 MAIL_IDENTITY = "example.com"
 NOTIFIER = "NotifyPeople"
@@ -117,12 +116,9 @@ class Environment:
         with self.cloud.as_account():
             ssm = self.cloud.account_client("ssm")
             # Outside the stack, once per account (docs/deploy.md, "Deploy to an AWS account").
-            ssm.put_parameter(Name=CURSOR_PARAMETER, Type="SecureString", Value=self.cursor_secret)
-            ssm.put_parameter(
-                Name=WEBHOOK_PARAMETER, Type="SecureString", Value=self.webhook_secret
-            )
-            # Slack's, which the stack names by its parameters (docs/notifications.md).
             for name, value in (
+                (CURSOR_PARAMETER, self.cursor_secret),
+                (WEBHOOK_PARAMETER, self.webhook_secret),
                 (SLACK_TOKEN_PARAMETER, self.slack_token),
                 (SLACK_SECRET_PARAMETER, self.slack_secret),
             ):
