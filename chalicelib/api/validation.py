@@ -15,7 +15,7 @@ from typing import Any, Optional
 from chalicelib.api import json_numbers
 from chalicelib.api.paths import shown
 from chalicelib.domain import errors
-from chalicelib.domain.limits import MAX_INITIAL_STEPS
+from chalicelib.domain.limits import MAX_INITIAL_STEPS, MAX_NOTIFY
 from chalicelib.domain.models import (
     DEFAULT_MAX_RETURNS,
     GROUP_PREFIX,
@@ -147,7 +147,8 @@ _decoder = json.JSONDecoder(
 def new_workflow(body: Any) -> NewWorkflow:
     """POST /workflows: {"name", "description"?, "steps"?: [step, ...], the
     policy flags?, "input_schema"?}, where a step is its name or {"name",
-    "approvers"?, "required_approvals"?, the deadline's fields?, "when"?}."""
+    "approvers"?, "required_approvals"?, the deadline's fields?, "when"?,
+    "notify"?}."""
     fields = _fields(body, required=("name",), optional=DEFINITION_FIELDS)
     return _definition(fields, _text(fields, "name", MAX_NAME))
 
@@ -209,17 +210,17 @@ def _input_schema(fields: Mapping[str, Any]) -> Optional[dict[str, Any]]:
 
 def new_step(body: Any) -> StepRule:
     """POST /workflows/{id}/steps: {"name", "approvers"?, "required_approvals"?,
-    "deadline_seconds"?, "on_deadline"?, "escalate_to"?, "when"?}."""
+    "deadline_seconds"?, "on_deadline"?, "escalate_to"?, "when"?, "notify"?}."""
     return _step_rule(body)
 
 
 def _step_rule(body: Any, where: str = "") -> StepRule:
     """A step's definition: its name, who may decide it, its quorum, its
-    deadline, and when it applies."""
+    deadline, when it applies, and whom else it tells."""
     fields = _fields(
         body,
         required=("name",),
-        optional=("approvers", "required_approvals", *STEP_DEADLINE_FIELDS, "when"),
+        optional=("approvers", "required_approvals", *STEP_DEADLINE_FIELDS, "when", "notify"),
     )
     name = _text(fields, "name", MAX_NAME)
     approvers = _principals(fields.get("approvers"), "approvers", MAX_APPROVERS)
@@ -244,7 +245,9 @@ def _step_rule(body: Any, where: str = "") -> StepRule:
             f"Step {name!r} requires {required} approvals but lists only {len(users)} "
             "approvers, all users: it could never be approved"
         )
-    return StepRule(name, approvers, required, step_deadline(fields), _when(fields, name))
+    deadline, when = step_deadline(fields), _when(fields, name)
+    notify = _principals(fields.get("notify"), "notify", MAX_NOTIFY)
+    return StepRule(name, approvers, required, deadline, when, notify)
 
 
 def _when(fields: Mapping[str, Any], step: str) -> Optional[dict[str, Any]]:
@@ -298,7 +301,7 @@ def step_deadline(fields: Mapping[str, Any]) -> Optional[Deadline]:
 
 def _principals(value: Any, name: str, most: int) -> tuple[str, ...]:
     """At most `most` distinct "user:<id>" and "group:<name>" principals (a
-    step's approvers, or those a passed deadline escalates it to)."""
+    step's approvers, those a passed deadline escalates it to, or those it tells)."""
     if value is None:
         return ()
     if not isinstance(value, list):

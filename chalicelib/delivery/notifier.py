@@ -30,7 +30,7 @@ from chalicelib import log_lines
 from chalicelib.delivery import mail
 from chalicelib.delivery.dispatch import Sink, iso
 from chalicelib.domain import events, links, notifications
-from chalicelib.domain.lifecycle import RunStatus
+from chalicelib.domain.lifecycle import ActionKind, RunStatus
 from chalicelib.domain.models import GROUP_PREFIX, USER_PREFIX, Contact, Event, Run, Workflow
 from chalicelib.domain.names import canonical_principal
 from chalicelib.domain.notifications import Notice
@@ -105,7 +105,7 @@ def notify(
     data = cloud_event.get("data") or {}
     sent = []
     for notice, contact in reachable:
-        if notice.asks and not _still_asks(run, notice):
+        if notice.of_a_step and not _still_waits(run, notice):
             continue
         if contact.email:
             sent.append(_send(notice, contact, run, workflow, data, storage, mailer, at, config))
@@ -114,8 +114,8 @@ def notify(
     return updated and all(sent)
 
 
-def _still_asks(run: Run, notice: Notice) -> bool:
-    """Whether the run still waits at the step the notice asks about (an event
+def _still_waits(run: Run, notice: Notice) -> bool:
+    """Whether the run still waits at the step the notice tells of (an event
     delivered late asks nobody to decide a step decided since)."""
     step = run.current_step
     return step is not None and step.id == notice.step_id and run.round == notice.round
@@ -238,7 +238,7 @@ def _post(
         storage.release_notice(once, claim)
         LOGGER.warning("could not post %s of run %s to Slack: %s", notice.kind, run.id, exc)
         return False
-    if notice.asks:
+    if notice.of_a_step:  # updated once the step is decided
         post = notifications.SlackPost(
             run.id, notice.round, notice.step_id, posted.channel, posted.ts, notice.principal
         )
@@ -248,27 +248,54 @@ def _post(
 
 
 def _update_slack(cloud_event: Mapping[str, Any], storage: Backend, config: Settings) -> bool:
-    """Once a step is decided (by any channel), every message posted about it
-    shows the outcome and who decided, without its buttons (chat.update)."""
-    verb = DECIDED.get(cloud_event.get("type", ""))
+    """Once a step is decided (by any channel), or its run cancelled, every
+    message posted about it shows the outcome and who, without its buttons
+    (chat.update)."""
+    kind = cloud_event.get("type", "")
     data = cloud_event.get("data") or {}
-    step = data.get("step") or {}
-    if verb is None or config.slack_token is None or not step.get("id"):
+    if config.slack_token is None or data.get("run_id") is None:
         return True
-    from chalicelib.delivery import slack
-
+    if kind == events.RUN_CANCELLED:
+        return _cancelled_in_slack(int(data["run_id"]), data.get("actor"), storage, config)
+    verb = DECIDED.get(kind)
+    step = data.get("step") or {}
+    if verb is None or not step.get("id"):
+        return True
     round_ = int(data.get("round") or 1)
     run = storage.get_run(int(data["run_id"]), history=False)
     waits = run.current_step is not None and run.current_step.id == step["id"]
     if run.status == RunStatus.IN_PROGRESS and waits and run.round == round_:
         return True  # an approval short of the quorum: the step still waits
     text = f"*{run.title}*: {step.get('name')} was {verb} by {data.get('actor')}."
+    return _update_posts(run.id, round_, int(step["id"]), text, storage, config)
+
+
+def _cancelled_in_slack(
+    run_id: int, actor: Optional[str], storage: Backend, config: Settings
+) -> bool:
+    """A cancelled run's step (its event names none: the cancel action does)
+    needs nobody's decision any more: its messages say so, without buttons."""
+    run = storage.get_run(run_id)
+    cancel = next((a for a in reversed(run.actions) if a.action == ActionKind.CANCEL), None)
+    if cancel is None:
+        return True
+    text = f"*{run.title}* was cancelled by {actor}: {cancel.step_name} needs no decision any more."
+    return _update_posts(run.id, cancel.round, cancel.step_id, text, storage, config)
+
+
+def _update_posts(
+    run_id: int, round_: int, step_id: int, text: str, storage: Backend, config: Settings
+) -> bool:
+    """Every message posted about the run's step in that round, as `text`."""
+    from chalicelib.delivery import slack
+
+    assert config.slack_token is not None
     done = True
-    for post in storage.slack_posts(run.id, round_, int(step["id"])):
+    for post in storage.slack_posts(run_id, round_, step_id):
         try:
             slack.update_message(config.slack_token, post.channel, post.ts, text)
         except slack.SlackError as exc:
-            LOGGER.warning("could not update a Slack message of run %s: %s", run.id, exc)
+            LOGGER.warning("could not update a Slack message of run %s: %s", run_id, exc)
             done = False
     return done
 
@@ -279,6 +306,7 @@ SUBJECTS = {
     notifications.ARRIVED: "{title} waits for you at {step}",
     notifications.REMINDED: "Reminder: {title} waits for you at {step}",
     notifications.ESCALATED: "Escalated to you: {title} waits at {step}",
+    notifications.WATCHING: "{title} waits at {step}",
     RunStatus.COMPLETED.value: "{title} was approved",
     RunStatus.REJECTED.value: "{title} was rejected",
     RunStatus.RETURNED.value: "{title} was sent back for changes",
@@ -301,14 +329,19 @@ def compose(
     step_name = step.name if step is not None else (data.get("step") or {}).get("name", "")
     subject = f"[{workflow.name}] " + SUBJECTS[notice.kind].format(title=run.title, step=step_name)
     lines = [f"{run.title}, requested by {run.requested_by or 'nobody named'}."]
-    if notice.asks and step is not None:
-        behalf = f" on behalf of {notice.on_behalf_of}" if notice.on_behalf_of else ""
-        lines.append(f"The step {step.name!r} waits for your decision{behalf}.")
+    if notice.of_a_step and step is not None:
+        if notice.asks:
+            behalf = f" on behalf of {notice.on_behalf_of}" if notice.on_behalf_of else ""
+            lines.append(f"The step {step.name!r} waits for your decision{behalf}.")
+        else:
+            lines.append(f"The step {step.name!r} waits for a decision; it names you to be told.")
         who = ", ".join(step.approvers) or "anyone"
         lines.append(f"Who may decide it: {who} ({step.required_approvals} approval(s) needed).")
         if run.current_step_due_at:
             lines.append(f"Deadline: {run.current_step_due_at}.")
-        if notice.principal.startswith(GROUP_PREFIX):
+        if not notice.asks:
+            lines.append("Open the run to follow it.")
+        elif notice.principal.startswith(GROUP_PREFIX):
             lines.append("Open the run to decide it.")
     else:
         actor = data.get("actor")

@@ -53,6 +53,9 @@ MAX_STEPS = 100
 # workflow, its name's guard and its event (53 items); more are appended.
 MAX_INITIAL_STEPS = 50
 MAX_APPROVALS = 100
+# Principals a step's `notify` names (told besides its approvers, or on a
+# step open to anyone the ones told): as many as escalate_to takes.
+MAX_NOTIFY = 20
 # Steps with a condition in a row: one move may skip them all.
 MAX_SKIPPED = 12
 # A step, as events carry it (compact JSON, UTF-8, its ids and order at their largest),

@@ -58,6 +58,9 @@ class Step(Record):
     # When it applies: a condition over the run's input (chalicelib/domain/
     # conditions.py); None: always. A run reaching it skips it otherwise.
     when: Optional[dict[str, Any]] = None
+    # Who else is told when a run arrives at it (chalicelib/domain/
+    # notifications.py): on a step open to anyone, the only ones told.
+    notify: tuple[str, ...] = ()
 
 
 class StepRule(Record):
@@ -68,6 +71,7 @@ class StepRule(Record):
     required_approvals: int = 1
     deadline: Optional[Deadline] = None
     when: Optional[dict[str, Any]] = None
+    notify: tuple[str, ...] = ()
 
     def stored(self, step_id: int, workflow_id: int, order: int) -> Step:
         """The step this definition is, once stored with its id and order."""
@@ -80,6 +84,7 @@ class StepRule(Record):
             self.required_approvals,
             self.deadline,
             self.when,
+            self.notify,
         )
 
 

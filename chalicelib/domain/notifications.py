@@ -2,13 +2,20 @@
 
     event                                   who is told                      kind
     a run arrives at a step (ARRIVALS)      each principal the step awaits   arrived
+                                            its `notify` principals that     watching
+                                            are not among its approvers
     step.reminded                           each principal the step awaits   reminded
     step.escalated                          the escalation targets           escalated
     run.completed, run.rejected,            the requester (user:)            completed, rejected,
     run.returned, run.cancelled                                              returned, cancelled
 
-An active delegate of an awaited user is told too, on the user's behalf
-(`with_delegates`). A step open to anyone (no approvers) tells nobody.
+A step awaits its approvers; a step open to anyone (no approvers) awaits
+nobody by name, and awaits, for telling, the principals its `notify` names
+(anyone may decide it, so they are asked to: with links and buttons). On a
+step with approvers, `notify` names people told of each arrival besides
+them, who may not decide it by name: they are told `watching` (the run's
+page only, no reminders, no delegates). An active delegate of a user asked
+to decide is told too, on the user's behalf (`with_delegates`).
 
 Each notification has a once-key, (run, round, step, principal, kind): the
 sender puts a "sent" marker under it with a conditional write before it
@@ -28,8 +35,13 @@ from chalicelib.domain.names import canonical_principal
 from chalicelib.domain.record import Record
 
 ARRIVED, REMINDED, ESCALATED = "arrived", "reminded", "escalated"
+# A run arrived at a step whose `notify` names the principal, who is not
+# among its approvers: told, not asked to decide (the run's page only).
+WATCHING = "watching"
 # The kinds that ask someone to decide (their email carries the action links).
 ASKING = (ARRIVED, REMINDED, ESCALATED)
+# The kinds that tell of the step a run waits at (a late one tells nobody).
+OF_A_STEP = (*ASKING, WATCHING)
 # What an asked user may do from a message: its links and buttons.
 DECISIONS = (ActionKind.APPROVE.value, ActionKind.REJECT.value)
 # The events by which a run arrives at a step: a start, an advance, a
@@ -70,6 +82,11 @@ class Notice(Record):
         """Whether it asks its principal to decide the step."""
         return self.kind in ASKING
 
+    @property
+    def of_a_step(self) -> bool:
+        """Whether it tells of the step the run waits at (asking or not)."""
+        return self.kind in OF_A_STEP
+
 
 class SlackPost(Record):
     """A Slack message the notifier posted about a run's step: updated, its
@@ -90,22 +107,33 @@ def implied(cloud_event: Mapping[str, Any]) -> tuple[Notice, ...]:
     if kind is None or data.get("run_id") is None:
         return ()
     step = data.get("step") or {}
-    if kind in OUTCOMES.values():
-        requester = data.get("requested_by")
-        told: Sequence[str] = [USER_PREFIX + requester] if requester else []
-    elif kind == ESCALATED:
-        told = data.get("escalated_to") or []
-    else:
-        told = step.get("approvers") or []
     round_ = int(data.get("round") or 1)
     step_id = int(step.get("id") or 0)
-    unique: dict[str, str] = {}
-    for principal in told:  # one notice per person, however their name is written
-        unique.setdefault(canonical_principal(principal), principal)
+    unique: dict[str, tuple[str, str]] = {}
+    for principal, told_of in _told(kind, data, step):
+        # One notice per person, however their name is written: the first
+        # (asked to decide, where they are both asked and watching).
+        unique.setdefault(canonical_principal(principal), (principal, told_of))
     return tuple(
-        Notice(kind, principal, data["run_id"], data["workflow_id"], round_, step_id)
-        for principal in unique.values()
+        Notice(told_of, principal, data["run_id"], data["workflow_id"], round_, step_id)
+        for principal, told_of in unique.values()
     )
+
+
+def _told(kind: str, data: Mapping[str, Any], step: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(principal, kind) of each one an event of `kind` tells: the rule above.
+    Events recorded before steps had `notify` carry none: nobody else."""
+    if kind in OUTCOMES.values():
+        requester = data.get("requested_by")
+        return [(USER_PREFIX + requester, kind)] if requester else []
+    if kind == ESCALATED:
+        return [(principal, kind) for principal in data.get("escalated_to") or []]
+    approvers: Sequence[str] = step.get("approvers") or []
+    notify: Sequence[str] = step.get("notify") or []
+    if not approvers:  # open to anyone: those it names to tell are asked
+        return [(principal, kind) for principal in notify]
+    asked = [(principal, kind) for principal in approvers]
+    return asked + [(principal, WATCHING) for principal in notify] if kind == ARRIVED else asked
 
 
 def _kind(event_type: str) -> Optional[str]:

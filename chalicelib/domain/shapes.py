@@ -48,6 +48,7 @@ def step_text(step: Step, ascii: bool = True) -> str:
     string, encode = (_string_ascii, compact_ascii) if ascii else (_string, compact)
     deadline = step.deadline
     approvers = ",".join(map(string, step.approvers))
+    notify = ",".join(map(string, step.notify))
     if deadline is None:
         deadline_text = '"deadline_seconds":null,"on_deadline":null,"escalate_to":[]'
     else:
@@ -59,7 +60,7 @@ def step_text(step: Step, ascii: bool = True) -> str:
         f'{{"id":{step.id},"workflow_id":{step.workflow_id},"name":{string(step.name)},'
         f'"step_order":{step.step_order},"approvers":[{approvers}],'
         f'"required_approvals":{step.required_approvals},{deadline_text},'
-        f'"when":{"null" if step.when is None else encode(step.when)}}}'
+        f'"when":{"null" if step.when is None else encode(step.when)},"notify":[{notify}]}}'
     )
 
 

@@ -44,6 +44,10 @@ const STEP_WORDS = {
   },
   escalate_to: { label: "Who may decide once the deadline passed", hint: "With escalate only: one user:name or group:name a line." },
   when: { label: "Applies only if (a condition, as JSON Logic)", hint: "Empty: always." },
+  notify: {
+    label: "Who else is told when a run arrives",
+    hint: "One user:name or group:name a line. On a step anyone may decide, they are the ones asked; otherwise they are told, with the run's page only.",
+  },
 };
 
 /**

@@ -48,6 +48,7 @@
  * @property {string | null} on_deadline
  * @property {string[]} escalate_to
  * @property {Condition | null} when
+ * @property {string[]} notify
  */
 
 /**

@@ -40,6 +40,8 @@ from scripts.rehearsal.walk import CALLERS, ORIGIN, walk
 
 CURSOR_PARAMETER = "/approval-workflows/cursor-secret"
 WEBHOOK_PARAMETER = "/approval-workflows/webhook-secret"
+SLACK_TOKEN_PARAMETER = "/approval-workflows/slack-token"  # the stack's SlackTokenParameter
+SLACK_SECRET_PARAMETER = "/approval-workflows/slack-signing-secret"  # SlackSigningSecretParameter
 # The template's MailIdentity default, and the function that mails (app.notify_people).
 MAIL_IDENTITY = "example.com"
 NOTIFIER = "NotifyPeople"
@@ -109,13 +111,18 @@ class Environment:
         self.tokens = {name: self.issuer.token(name, groups) for name, groups in CALLERS.items()}
         self.cursor_secret = secrets.token_hex(32)
         self.webhook_secret = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
+        self.slack_token = "xoxb-rehearsal-" + secrets.token_hex(16)
+        self.slack_secret = secrets.token_hex(16)
         with self.cloud.as_account():
             ssm = self.cloud.account_client("ssm")
             # Outside the stack, once per account (docs/deploy.md, "Deploy to an AWS account").
-            ssm.put_parameter(Name=CURSOR_PARAMETER, Type="SecureString", Value=self.cursor_secret)
-            ssm.put_parameter(
-                Name=WEBHOOK_PARAMETER, Type="SecureString", Value=self.webhook_secret
-            )
+            for name, value in (
+                (CURSOR_PARAMETER, self.cursor_secret),
+                (WEBHOOK_PARAMETER, self.webhook_secret),
+                (SLACK_TOKEN_PARAMETER, self.slack_token),
+                (SLACK_SECRET_PARAMETER, self.slack_secret),
+            ):
+                ssm.put_parameter(Name=name, Type="SecureString", Value=value)
             # The identity the notifier sends as (the stack's MailIdentity), verified.
             sesv2 = self.cloud.account_client("sesv2")
             sesv2.create_email_identity(EmailIdentity=MAIL_IDENTITY)
@@ -133,6 +140,8 @@ class Environment:
                 "WORKFLOW_WEBHOOK_URL": receiver.url,
                 "WORKFLOW_WEBHOOK_SECRET": self.webhook_secret,
                 "WORKFLOW_CURSOR_SECRET": self.cursor_secret,
+                "WORKFLOW_SLACK_TOKEN": self.slack_token,
+                "WORKFLOW_SLACK_SIGNING_SECRET": self.slack_secret,
                 "WORKFLOW_SWEEP_SECONDS": "1",
                 "SSL_CERT_FILE": str(self.tls[0]),
             },
@@ -183,6 +192,8 @@ class Run:
             "JwksUrl": self.env.issuer.jwks_url,
             "CorsOrigin": ORIGIN,
             "WebhookUrl": receiver.url,
+            "SlackTokenParameter": SLACK_TOKEN_PARAMETER,
+            "SlackSigningSecretParameter": SLACK_SECRET_PARAMETER,
         }
         if self.env.api_type is not None:
             given["ApiType"] = self.env.api_type

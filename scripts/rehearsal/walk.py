@@ -159,6 +159,13 @@ def walk(c: Conversation, run: Run) -> None:
     start("cancel run", "po workflow", "PO-1044: chairs", "rita")
     post("cancel by gus", at("cancel run", "/cancel"), {}, "gus", 403)
     post("cancel", at("cancel run", "/cancel"), {"reason": "Ordered elsewhere"}, "rita", 200)
+    # A click on a Slack button, signed with the app's secret (which the API
+    # function reads from its parameter), by a Slack user who is nobody's
+    # contact: it decides nothing. Without Slack's signature: 401.
+    click, signed = slack_click(run.env.slack_secret, "U0NOBODY", "approve", "1:1:1")
+    c.ask("slack click", "POST", SLACK_INTERACTIONS, click, headers=signed, expect=200)
+    unsigned = {**signed, "X-Slack-Signature": "v0=" + "0" * 64}
+    c.ask("slack click unsigned", "POST", SLACK_INTERACTIONS, click, headers=unsigned, expect=401)
 
     # Reading: lists and their pages, an audit, a run's events.
     get("runs page 1", "/runs?limit=2", "ada")
@@ -224,6 +231,33 @@ def walk(c: Conversation, run: Run) -> None:
     get("every run", "/runs?limit=100", "ada")
     # The notifier's queue to the notifier: the requester's emails, through SES.
     run.notify()
+
+
+SLACK_INTERACTIONS = "/integrations/slack/interactions"
+
+
+def slack_click(secret: str, user: str, action: str, value: str) -> tuple[str, dict[str, str]]:
+    """A block_actions request as Slack sends it (form field `payload`), and its
+    headers, signed now with `secret` (docs/notifications.md#slack)."""
+    import hashlib
+    import hmac
+    from urllib.parse import urlencode
+
+    payload = {
+        "type": "block_actions",
+        "user": {"id": user},
+        "actions": [{"action_id": action, "value": value}],
+    }
+    body = urlencode({"payload": json.dumps(payload)})
+    stamp = str(int(time.time()))
+    base = f"v0:{stamp}:{body}".encode()
+    signature = "v0=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest()
+    headers = {
+        "Content-Type": "application/x-www-form-urlencoded",
+        "X-Slack-Request-Timestamp": stamp,
+        "X-Slack-Signature": signature,
+    }
+    return body, headers
 
 
 def _either(local: str, deployed: str) -> Callable[[Side], str]:

@@ -186,6 +186,43 @@ def test_a_step_open_to_anyone_tells_nobody(api: Api, storage: Backend, smtp: Sm
     assert smtp.received == []
 
 
+def test_a_step_open_to_anyone_asks_whom_its_notify_names(
+    api: Api, storage: Backend, smtp: SmtpServer
+) -> None:
+    run_id = setup_run(api, steps=[{"name": "Anyone", "notify": ["user:cy", "group:finance"]}])
+    telling = Telling(storage)
+    telling.pump()
+    assert to(smtp.received) == ["cy@example.com", "finance@example.com"]
+    cy, finance = sorted(smtp.received, key=lambda m: str(m["To"]))
+    assert cy["Subject"] == "[Purchase order] PO-1042 waits for you at Anyone"
+    assert "Who may decide it: anyone" in text(cy) and len(LINK.findall(text(cy))) == 2
+    assert LINK.findall(text(finance)) == [] and f"{PUBLIC_URL}/#/runs/{run_id}" in text(finance)
+
+
+def test_notify_tells_of_each_arrival_besides_the_approvers_with_the_runs_page_only(
+    api: Api, storage: Backend, smtp: SmtpServer
+) -> None:
+    steps = [
+        {"name": "Manager", "approvers": ["user:maria"], "notify": ["user:cy", "user:Maria"]},
+        {"name": "CFO", "approvers": ["user:cy"]},
+    ]
+    run_id = setup_run(api, steps=steps)
+    telling = Telling(storage)
+    telling.pump()
+    assert to(smtp.received) == ["cy@example.com", "maria@example.com"]
+    mails = {str(m["To"]): m for m in smtp.received}
+    cy, maria = mails["cy@example.com"], mails["maria@example.com"]
+    assert cy["Subject"] == "[Purchase order] PO-1042 waits at Manager"
+    assert "it names you to be told" in text(cy) and "Who may decide it: user:maria" in text(cy)
+    assert "/act/" not in cy.as_string() and f"{PUBLIC_URL}/#/runs/{run_id}" in text(cy)
+    assert len(LINK.findall(text(maria))) == 2  # an approver it names too: asked, once
+    smtp.received.clear()
+    assert api.post(f"/runs/{run_id}/approve", {"actor": "maria"}).status_code == 200
+    telling.pump()
+    (asked,) = smtp.received  # cy, now asked to decide the next step
+    assert asked["Subject"] == "[Purchase order] PO-1042 waits for you at CFO"
+
+
 def test_ses_sends_the_same_message_on_moto(monkeypatch: pytest.MonkeyPatch) -> None:
     from moto import mock_aws
     from moto.backends import get_backend

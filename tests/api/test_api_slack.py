@@ -47,6 +47,14 @@ def slack_run(api: Api) -> int:
     return run_id
 
 
+def slack_run_told(api: Api, storage: Backend) -> tuple[int, Telling]:
+    """slack_run's run, its arrival posted to Slack."""
+    run_id = slack_run(api)
+    telling = Telling(storage)
+    telling.pump()
+    return run_id, telling
+
+
 def click(
     api: Api, server: FakeSlack, user: str, action: str, value: str, age: float = 0.0,
     secret: str = SECRET,
@@ -96,9 +104,7 @@ def test_posted_with_buttons_to_the_contacts_ids(
 def test_a_signed_click_decides_as_the_mapped_person_and_the_messages_are_updated(
     api: Api, storage: Backend, fake_slack: FakeSlack
 ) -> None:
-    run_id = slack_run(api)
-    telling = Telling(storage)
-    telling.pump()
+    run_id, telling = slack_run_told(api, storage)
     (value,) = {v for m in fake_slack.made("chat.postMessage") for _, v in buttons(m)}
     answer = click(api, fake_slack, "U0MARIA", "approve", value)
     assert answer.status_code == 200 and answer.json_body == {}
@@ -142,12 +148,46 @@ def test_an_unknown_slack_user_decides_nothing_and_is_told_why(
 def test_a_decision_through_the_api_updates_the_slack_message(
     api: Api, storage: Backend, fake_slack: FakeSlack
 ) -> None:
-    run_id = slack_run(api)
-    telling = Telling(storage)
-    telling.pump()
+    run_id, telling = slack_run_told(api, storage)
     assert (
         api.post(f"/runs/{run_id}/reject", {"actor": "maria", "comment": "No"}).status_code == 200
     )
     telling.pump()
     updates = fake_slack.made("chat.update")
     assert len(updates) == 2 and all("rejected by maria" in u["text"] for u in updates)
+
+
+def test_one_the_steps_notify_names_is_posted_no_buttons_and_told_the_outcome(
+    api: Api, storage: Backend, fake_slack: FakeSlack
+) -> None:
+    steps = [{"name": "Manager", "approvers": ["user:maria"], "notify": ["user:cy"]}, "Legal"]
+    run_id = setup_run(api, steps=steps)
+    for principal in ("user:maria", "group:finance", "user:rita", "user:dave"):
+        api.delete(f"/contacts/{principal}")
+    assert api.request("PUT", "/contacts/user:cy", {"slack": "U0CY"}).status_code == 200
+    telling = Telling(storage)
+    telling.pump()
+    (posted,) = fake_slack.made("chat.postMessage")
+    assert posted["channel"] == "U0CY" and buttons(posted) == []
+    assert "waits at Manager" in posted["text"]
+    assert api.post(f"/runs/{run_id}/approve", {"actor": "maria"}).status_code == 200
+    telling.pump()
+    (update,) = fake_slack.made("chat.update")
+    assert update["channel"] == "U0CY" and "approved by maria" in update["text"]
+
+
+def test_a_cancelled_run_updates_its_steps_messages_without_buttons(
+    api: Api, storage: Backend, fake_slack: FakeSlack
+) -> None:
+    run_id, telling = slack_run_told(api, storage)
+    cancelled = api.post(f"/runs/{run_id}/cancel", {"actor": "rita", "reason": "Bought elsewhere"})
+    assert cancelled.status_code == 200, cancelled.body
+    telling.pump()
+    updates = fake_slack.made("chat.update")
+    assert sorted(u["channel"] for u in updates) == ["C0FIN", "U0MARIA"]
+    assert all(
+        "PO-1042* was cancelled by rita" in u["text"] and buttons(u) == [] for u in updates
+    ), updates
+    (value,) = {v for m in fake_slack.made("chat.postMessage") for _, v in buttons(m)}
+    assert click(api, fake_slack, "U0MARIA", "approve", value).status_code == 200
+    assert api.get(f"/runs/{run_id}").json_body["status"] == "cancelled"

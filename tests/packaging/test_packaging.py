@@ -80,7 +80,17 @@ OIDC_SECRET_ARN = {
     "Fn::Sub": "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}"
     ":parameter${OidcClientSecretParameter}"
 }
-ALSO_GRANTED = {"ssm": [({"ssm:GetParameter"}, [OIDC_SECRET_ARN])]}
+# Slack's signing secret (the API function) and bot token (the notifier), where named.
+SLACK_SECRET_ARN, SLACK_TOKEN_ARN = (
+    {
+        "Fn::Sub": "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}"
+        f":parameter${{{parameter}}}"
+    }
+    for parameter in ("SlackSigningSecretParameter", "SlackTokenParameter")
+)
+ALSO_GRANTED = {
+    "ssm": [({"ssm:GetParameter"}, [OIDC_SECRET_ARN]), ({"ssm:GetParameter"}, [SLACK_SECRET_ARN])]
+}
 # Properties only the deployed table has; the rest must equal CreateTable's.
 DEPLOY_ONLY = {"PointInTimeRecoverySpecification", "DeletionProtectionEnabled"}
 
@@ -697,6 +707,45 @@ def test_the_prod_function_signs_in_through_the_stacks_provider_if_named(
     assert statement["Resource"] == [OIDC_SECRET_ARN]
 
 
+def test_slack_s_secrets_go_by_reference_each_to_the_one_function_that_reads_it(
+    template: dict[str, Any],
+) -> None:
+    resources, parameters = template["Resources"], template["Parameters"]
+    api = resources[FUNCTION]["Properties"]["Environment"]["Variables"]
+    notifier = resources[NOTIFIER]["Properties"]["Environment"]["Variables"]
+    assert api["WORKFLOW_SLACK_SIGNING_SECRET_PARAMETER"] == {"Ref": "SlackSigningSecretParameter"}
+    assert notifier["WORKFLOW_SLACK_TOKEN_PARAMETER"] == {"Ref": "SlackTokenParameter"}
+    # By reference only, and neither function names the other's.
+    assert not {"WORKFLOW_SLACK_TOKEN", "WORKFLOW_SLACK_SIGNING_SECRET"} & (
+        api.keys() | notifier.keys()
+    )
+    assert "WORKFLOW_SLACK_TOKEN_PARAMETER" not in api
+    assert "WORKFLOW_SLACK_SIGNING_SECRET_PARAMETER" not in notifier
+    for name in ("SlackTokenParameter", "SlackSigningSecretParameter"):
+        assert parameters[name]["Default"] == ""  # no Slack unless named
+        assert re.fullmatch(parameters[name]["AllowedPattern"], "/approval-workflows/slack")
+        assert not re.fullmatch(parameters[name]["AllowedPattern"], "slack token")
+    access = resources["SlackSigningSecretAccess"]
+    assert access["Condition"] == "SlackSigningSecretGiven"
+    assert access["Properties"]["Roles"] == [{"Ref": "ApiHandlerRole"}]
+    (statement,) = access["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Resource"] == [SLACK_SECRET_ARN]
+    (given,) = [
+        entry["Fn::If"]
+        for entry in resources["NotifierAccess"]["Properties"]["PolicyDocument"]["Statement"]
+        if "Fn::If" in entry
+    ]
+    assert given[0] == "SlackTokenGiven" and given[2] == {"Ref": "AWS::NoValue"}
+    assert (given[1]["Action"], given[1]["Resource"]) == (["ssm:GetParameter"], [SLACK_TOKEN_ARN])
+    for condition, parameter in (
+        ("SlackTokenGiven", "SlackTokenParameter"),
+        ("SlackSigningSecretGiven", "SlackSigningSecretParameter"),
+    ):
+        assert template["Conditions"][condition] == {
+            "Fn::Not": [{"Fn::Equals": [{"Ref": parameter}, ""]}]
+        }
+
+
 def test_the_prod_cors_origin_is_a_parameter_that_cannot_be_a_wildcard(
     template: dict[str, Any],
 ) -> None:
@@ -868,8 +917,10 @@ def test_each_event_function_may_do_only_what_it_does(template: dict[str, Any]) 
         "dynamodb:BatchGetItem",
         "dynamodb:PutItem",
         "ses:SendEmail",
+        "ssm:GetParameter",
     }
     assert notifier["dynamodb:PutItem"] == notifier["dynamodb:BatchGetItem"] == [TABLE_ARN]
+    assert notifier["ssm:GetParameter"] == [SLACK_TOKEN_ARN]  # where the stack names one
     identity = "arn:${AWS::Partition}:ses:${AWS::Region}:${AWS::AccountId}:identity/"
     assert notifier["ses:SendEmail"] == [{"Fn::Sub": identity + "${MailIdentity}"}]
     variables = template["Resources"][NOTIFIER]["Properties"]["Environment"]["Variables"]

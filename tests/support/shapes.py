@@ -18,6 +18,7 @@ STEP_FIELDS = {
     "on_deadline",
     "escalate_to",
     "when",
+    "notify",
 }
 POLICY_FIELDS = {"allow_self_approval", "distinct_approvers", "reject_requires_comment"}
 WORKFLOW_FIELDS = {
@@ -104,6 +105,9 @@ def assert_step(step: Any, workflow_id: Optional[int] = None) -> None:
     ), step
     assert type(step["required_approvals"]) is int and 1 <= step["required_approvals"] <= 20
     assert step["when"] is None or isinstance(step["when"], dict), step
+    assert isinstance(step["notify"], list) and all(
+        isinstance(p, str) and p.startswith(("user:", "group:")) for p in step["notify"]
+    ), step
     if workflow_id is not None:
         assert step["workflow_id"] == workflow_id
 

@@ -75,6 +75,42 @@ def test_what_asks_nothing_of_anyone_tells_nobody(cloud_event: dict[str, Any]) -
     assert notifications.implied(cloud_event) == ()
 
 
+WATCHED = {**STEP, "notify": ["user:Cy", "group:finance", "user:MARIA", "group:audit"]}
+
+
+def test_an_arrival_tells_the_steps_notify_list_besides_its_approvers_without_asking() -> None:
+    found = notifications.implied(event(events.STEP_ACTIVATED, step=WATCHED))
+    # An approver the list names too is told once, as asked to decide.
+    assert [(n.kind, n.principal, n.asks) for n in found] == [
+        ("arrived", "user:maria", True),
+        ("arrived", "group:finance", True),
+        ("watching", "user:Cy", False),
+        ("watching", "group:audit", False),
+    ]
+    assert found[2].once_key == "3#2#7#user:cy#watching" and found[2].of_a_step
+    assert notifications.delegators(found) == ["maria"]  # no delegate watches for Cy
+
+
+def test_a_reminder_asks_the_approvers_again_and_not_those_only_watching() -> None:
+    found = notifications.implied(event(events.STEP_REMINDED, step=WATCHED))
+    assert [(n.kind, n.principal) for n in found] == [
+        ("reminded", "user:maria"),
+        ("reminded", "group:finance"),
+    ]
+
+
+@pytest.mark.parametrize("kind, told", [(events.STEP_ACTIVATED, "arrived"),
+                                        (events.RUN_REASSIGNED, "arrived"),
+                                        (events.STEP_REMINDED, "reminded")])  # fmt: skip
+def test_a_step_open_to_anyone_asks_those_its_notify_list_names(kind: str, told: str) -> None:
+    step = {"id": 7, "name": "Anyone", "approvers": [], "notify": ["user:cy", "group:ops"]}
+    found = notifications.implied(event(kind, step=step))
+    assert [(n.kind, n.principal, n.asks) for n in found] == [
+        (told, "user:cy", True),
+        (told, "group:ops", True),
+    ]
+
+
 def test_an_active_delegate_covering_the_workflow_is_told_on_the_delegators_behalf() -> None:
     asked = (
         Notice("arrived", "user:maria", 3, 1, 1, 7),

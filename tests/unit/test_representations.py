@@ -60,6 +60,7 @@ steps = st.builds(
     st.integers(min_value=1, max_value=5),
     st.none() | st.builds(Deadline, st.integers(min_value=1), st.just(OnDeadline.ESCALATE), NAMES),
     st.none() | st.dictionaries(ANY_TEXT, JSON_VALUES, max_size=2),
+    NAMES,
 )
 
 
@@ -110,6 +111,7 @@ def step_fields(step: Step) -> dict[str, Any]:
         "on_deadline": deadline.action if deadline else None,
         "escalate_to": list(deadline.escalate_to) if deadline else [],
         "when": step.when,
+        "notify": list(step.notify),
     }
 
 

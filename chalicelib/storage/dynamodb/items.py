@@ -51,12 +51,14 @@ def step_item(step: Step, version: int) -> Item:
 
 
 def rule_attrs(step: Step) -> Item:
-    """Who may decide a step, its quorum and its deadline, as its items keep them."""
+    """Who may decide a step, its quorum, its deadline, when it applies and whom
+    else it tells, as its items keep them (`notify` only where it names anyone)."""
     return {
         "approvers": strings(step.approvers),
         "required_approvals": n(step.required_approvals),
         **deadline_attrs(step, "deadline"),
         **json_attr("when", step.when),
+        **({"notify": strings(step.notify)} if step.notify else {}),
     }
 
 
@@ -220,6 +222,7 @@ STEP_ATTRIBUTES = (
     "required_approvals",
     "deadline",
     "when",
+    "notify",
 )
 CURRENT_STEP_ATTRIBUTES = (
     "step_id",
@@ -229,12 +232,13 @@ CURRENT_STEP_ATTRIBUTES = (
     "step_required",
     "step_deadline",
     "step_when",
+    "step_notify",
 )
 
 
 def step_of(item: Item, workflow_id: int, names: tuple[str, ...] = STEP_ATTRIBUTES) -> Step:
     """The step `item` holds under `names`."""
-    step_id, name, order, approvers, required, deadline, when = names
+    step_id, name, order, approvers, required, deadline, when, notify = names
     return Step(
         int(item[step_id]["N"]),
         workflow_id,
@@ -244,6 +248,7 @@ def step_of(item: Item, workflow_id: int, names: tuple[str, ...] = STEP_ATTRIBUT
         int(item[required]["N"]),
         deadline_of(item, deadline),
         json_of(item, when),
+        texts(item, notify),
     )
 
 
@@ -285,6 +290,10 @@ def current_step_state(run: Run, shards: int) -> tuple[Item, list[str]]:
     when = json_attr("step_when", step.when) if step else {}
     sets.update(when)
     removed += [] if when else ["step_when"]
+    if step is not None and step.notify:
+        sets["step_notify"] = strings(step.notify)
+    else:
+        removed.append("step_notify")
     if run.current_step_due_at is None:
         removed += ["current_step_due_at", DUE_KEY, DUE_AT]
     else:

@@ -250,6 +250,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     # + 9: a workflow's versions (docs/versions.md): every workflow so far is at
     # its first, which its runs run on.
     add_workflow_versions,
+    # + 10: whom a step tells besides its approvers (a JSON array; null: nobody
+    # else), chalicelib/domain/notifications.py.
+    "ALTER TABLE workflow_steps ADD COLUMN notify TEXT",
 )
 
 

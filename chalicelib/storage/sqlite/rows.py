@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 STEP_COLUMNS = (
     "id, workflow_id, name, step_order, approvers, required_approvals, "
-    "deadline_seconds, on_deadline, escalate_to, when_condition"
+    "deadline_seconds, on_deadline, escalate_to, when_condition, notify"
 )
 # A workflow at one of its versions: the workflow's row (w) and the version's (v).
 WORKFLOW_COLUMNS = (
@@ -56,7 +56,7 @@ RUN_COLUMNS = (
     "w.allow_self_approval, w.distinct_approvers, w.reject_requires_comment, r.approvers, "
     "r.current_step_due_at, r.deadline_passed, r.input, "
     "r.round, r.on_behalf_of, r.genesis_input_digest, w.max_returns, r.workflow_version, "
-    "r.genesis_version"
+    "r.genesis_version, s.notify"
 )
 # An action's columns, in Action's order (its step's name from the step's row).
 ACTION_COLUMNS = (
@@ -73,13 +73,14 @@ RUN_FROM = (
     f"workflow_runs r LEFT JOIN workflow_steps s ON s.id = r.current_step_id JOIN {RUN_VERSION}"
 )
 # Columns after the first RUN_COLUMNS in a run's row with its actions.
-ACTIONS_FROM = 33
+ACTIONS_FROM = 34
 
 
 def listed_run(row: tuple[Any, ...], actions: tuple[Action, ...] = (), unread: int = 0) -> Run:
     """A run from a row that starts with RUN_COLUMNS, with `actions`, after the
     `unread` first actions of its history (all of them, where it was not read)."""
-    current = step(row[6:16]) if row[6] is not None else None
+    # Its step's columns, in STEP_COLUMNS's order (notify, added last, is last).
+    current = step((*row[6:16], row[33])) if row[6] is not None else None
     # Positional, every field: keywords take the records' slower constructor.
     return Run(
         row[0],
@@ -138,8 +139,10 @@ def step(row: Sequence[Any]) -> Step:
     deadline = (
         Deadline(seconds, action, strings(escalate_to or "[]")) if seconds is not None else None
     )
-    when = json_of(row[9])
-    return Step(step_id, workflow_id, name, order, strings(approvers), required, deadline, when)
+    when, notify = json_of(row[9]), strings(row[10] or "[]")
+    return Step(
+        step_id, workflow_id, name, order, strings(approvers), required, deadline, when, notify
+    )
 
 
 def workflow(row: Sequence[Any], steps: tuple[Step, ...]) -> Workflow:
@@ -185,6 +188,7 @@ def step_values(step: Step) -> tuple[object, ...]:
         deadline.action if deadline else None,
         as_json(deadline.escalate_to) if deadline else None,
         document(step.when),
+        as_json(step.notify) if step.notify else None,
     )
 
 
@@ -322,7 +326,7 @@ def insert_step(conn: sqlite3.Connection, step: Step, version: int) -> None:
     """The step, of its workflow's `version`."""
     conn.execute(
         f"INSERT INTO workflow_steps ({STEP_COLUMNS}, version) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (step.id, *step_values(step), version),
     )
 

@@ -135,7 +135,7 @@ class WorkflowTables(Connections):
                 "ORDER BY workflow_id, version, step_order",
                 [value for pair in steps for value in pair],
             ):
-                steps[(step[1], step[10])].append(rows.step(step))
+                steps[(step[1], step[11])].append(rows.step(step))
         return tuple(rows.workflow(row, tuple(steps[(row[0], row[9])])) for row in read)
 
     def publish_version(self, publish: VersionPublish) -> Workflow:
