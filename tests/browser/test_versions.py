@@ -151,7 +151,9 @@ def test_a_stale_editor_is_told_and_offered_the_newest_and_the_json_text_edits_t
     editor.get_by_role("button", name="Edit as JSON text (advanced)").click()
     text = editor.get_by_label("Version 2: the whole definition, as JSON")
     definition = json.loads(text.input_value())
-    assert definition["steps"] == [{"name": "Manager", "approvers": [], "required_approvals": 1}]
+    assert definition["steps"] == [
+        {"name": "Manager", "approvers": [], "required_approvals": 1, "notify": []}
+    ]
     definition["steps"].append({"name": "Legal", "approvers": ["user:lee"]})
     text.fill(json.dumps(definition))
     editor.get_by_role("button", name="Edit with the form").click()
