@@ -20,6 +20,7 @@ from tests.support.dynamodb_requests import QueryLog
 from tests.support.stored import LATER, NOW, rules, stored_run, stored_workflow
 
 SHARDS = 4
+OPEN_SHARDS = dynamodb_keys.open_inbox_shards(SHARDS)
 FINANCE = frozenset({"finance"})
 FAR_FUTURE = "2099-01-01T00:00:00.000Z"
 
@@ -55,10 +56,13 @@ def test_group_and_open_inboxes_are_spread_over_the_shards_and_a_user_s_is_one(
         assert inboxes.get(f"INBOX#{shard}#group:finance", set()) == {
             i for i in named_ids if i % SHARDS == shard
         }
+    # The open steps' inbox takes every open step's moves: more shards.
+    assert OPEN_SHARDS > SHARDS
+    for shard in range(OPEN_SHARDS):
         assert inboxes.get(f"INBOX#{shard}#*", set()) == {
-            i for i in open_ids if i % SHARDS == shard
+            i for i in open_ids if i % OPEN_SHARDS == shard
         }
-    assert len(inboxes) == 1 + 2 * SHARDS
+    assert len(inboxes) == 1 + SHARDS + len(open_ids)
 
 
 def test_an_inbox_page_reads_every_shard_once_and_pages_through_in_order(
@@ -72,7 +76,7 @@ def test_an_inbox_page_reads_every_shard_once_and_pages_through_in_order(
     first = sharded.inbox(decision.inbox_keys("cy", FINANCE), None, 5)
 
     # The user's inbox, then each shard of the group's and of the open steps'.
-    assert log.counts["Query"] == 1 + 2 * SHARDS
+    assert log.counts["Query"] == 1 + SHARDS + OPEN_SHARDS
     assert log.counts["BatchGetItem"] == 1
     seen = [run.id for run in first.items]
     page = first

@@ -137,6 +137,8 @@ from __future__ import annotations
 import os
 from typing import Any, Optional
 
+from chalicelib.domain.lifecycle import RunStatus
+from chalicelib.domain.models import ANYONE
 from chalicelib.storage.dynamodb.schema import (
     DEADLINE_DUE,
     RUNS_BY_STATUS_INDEX,
@@ -176,6 +178,13 @@ MAX_SHARDS = 100
 # with a deadline moves its entry (a delete and a put), and only the sweeper,
 # once a minute, reads them all.
 DEADLINE_SHARDS_PER_SHARD = 4
+# The two keys that take more writes than the others of their kind, and so more
+# shards (benchmark 5, docs/performance.md): a run enters and leaves the
+# in-progress lists (two writes per run, where the other lists take one), and
+# every move of a run between steps open to anyone puts and deletes an entry in
+# the open steps' inbox (where each group's takes only its steps' moves).
+IN_PROGRESS_SHARDS_PER_SHARD = 2
+OPEN_INBOX_SHARDS_PER_SHARD = 3
 
 
 def configured_shards() -> int:
@@ -280,19 +289,30 @@ def part_sk(number: int) -> str:
 # -- inboxes and deadlines (the shared partitions) -------------------------------------
 
 
-def inbox_pk(principal: str, run_id: int, shards: int) -> str:
-    """The partition of `principal`'s inbox that holds run `run_id`'s entries."""
+def open_inbox_shards(shards: int) -> int:
+    """The partitions of the open steps' inbox, at `shards` list shards."""
+    return shards * OPEN_INBOX_SHARDS_PER_SHARD
+
+
+def _inbox_shards(principal: str, shards: int, open_shards: int) -> int:
+    return open_shards if principal == ANYONE else shards
+
+
+def inbox_pk(principal: str, run_id: int, shards: int, open_shards: int) -> str:
+    """The partition of `principal`'s inbox that holds run `run_id`'s entries,
+    a group's over `shards`, the open steps' over `open_shards`."""
     if principal.startswith("user:"):
         return INBOX_PREFIX + principal
-    return f"{INBOX_PREFIX}{run_id % shards}#{principal}"
+    return f"{INBOX_PREFIX}{run_id % _inbox_shards(principal, shards, open_shards)}#{principal}"
 
 
-def inbox_pks(principal: str, shards: int) -> list[str]:
+def inbox_pks(principal: str, shards: int, open_shards: int) -> list[str]:
     """Every partition of `principal`'s inbox. A principal never starts with a
     digit, so a shard's key cannot be mistaken for another principal's."""
     if principal.startswith("user:"):
         return [INBOX_PREFIX + principal]
-    return [f"{INBOX_PREFIX}{shard}#{principal}" for shard in range(shards)]
+    count = _inbox_shards(principal, shards, open_shards)
+    return [f"{INBOX_PREFIX}{shard}#{principal}" for shard in range(count)]
 
 
 def principal_of(inbox_partition: str) -> str:
@@ -332,9 +352,14 @@ def _workflow_part(workflow_id: int) -> str:
     return f"WF#{workflow_id}"
 
 
+def status_shards(status: str, shards: int) -> int:
+    """The shards of the lists of runs in `status`, at `shards` list shards."""
+    return shards * IN_PROGRESS_SHARDS_PER_SHARD if status == RunStatus.IN_PROGRESS else shards
+
+
 def status_keys(run_id: int, workflow_id: int, status: str, shards: int) -> Item:
     """A run's index keys that follow its status."""
-    shard = run_id % shards
+    shard = run_id % status_shards(status, shards)
     return {
         "status_runs_pk": {"S": f"{status}#{shard}"},
         "workflow_status_runs_pk": {"S": f"{_workflow_part(workflow_id)}#{status}#{shard}"},
@@ -364,7 +389,8 @@ def partitions(
         index, prefix = RUNS_BY_STATUS_INDEX, status
     else:
         index, prefix = RUNS_INDEX, "RUNS"
-    return index, [f"{prefix}#{shard}" for shard in range(shards)]
+    count = shards if status is None else status_shards(status, shards)
+    return index, [f"{prefix}#{shard}" for shard in range(count)]
 
 
 def workflow_run_pks(workflow_id: int, shards: int) -> list[str]:
