@@ -19,7 +19,10 @@ Items (PK, SK are strings):
     run          RUN#<id>                    #RUN                     status, current step and
                                                                       its rules, seq, head_hash,
                                                                       approvals, policy, event_seq,
-                                                                      list keys, workflow_version
+                                                                      list keys, workflow_version,
+                                                                      inbox_shards (the list shards
+                                                                      its inbox entries were put
+                                                                      with)
     action       RUN#<run id>                ACT#<seq, 10 digits>     the action, its hash; the
                                                                       last of a change's carries
                                                                       its events (carried.py)
@@ -50,18 +53,24 @@ Indexes (schema.py), partition key -> sort key, all sorted by `id` but `due`:
     all                      all_pk = WORKFLOWS                      workflows, whole items
     runs                     runs_pk = RUNS#<shard>                  runs, keys only
     runs_by_workflow         workflow_runs_pk = WF#<wid>#<shard>     runs, keys only
-    runs_by_status           status_runs_pk = <status>#<shard>       runs, keys only
-    runs_by_workflow_status  workflow_status_runs_pk =               runs, keys only
-                             WF#<wid>#<status>#<shard>
+    runs_by_status           status_runs_pk = <status>#<shard>       runs, keys only (in_progress
+                                                                     over twice the shards)
+    runs_by_workflow_status  workflow_status_runs_pk =               runs, keys only (in_progress
+                             WF#<wid>#<status>#<shard>               over twice the shards)
     due                      due_pk = DEADLINE#<shard> (runs whose   keys only, sorted by due_at
                              deadline is still to apply) or DELIVERY
                              (events to send, `make run-dynamodb`)
     runs_by_workflow_started workflow_runs_pk = WF#<wid>#<shard>     runs, keys only, sorted by
                                                                      created_at
 
-A run's shard is `id % WORKFLOW_LIST_SHARDS` (16 by default), four times as
-many for its deadline; a user's inbox is one partition, paced by what one
-person can decide.
+A run's shard is `id % WORKFLOW_LIST_SHARDS` (16 by default) in each list and
+group inbox; twice as many in the in-progress lists (a run enters and leaves
+them: two writes per run), three times as many in the open steps' inbox
+(INBOX#<shard>#*: every open step's moves), four times as many for its
+deadline (only the sweeper reads them). A user's inbox is one partition,
+paced by what one person can decide. A run's inbox entries keep the shards
+they were put with (its item's inbox_shards), so that raising the setting
+leaves none behind.
 
 Access patterns: what each request reads and writes.
 
@@ -102,7 +111,8 @@ Access patterns: what each request reads and writes.
     GET /runs                 one Query per shard of its list,    -
                               one BatchGetItem of its runs
     GET /inbox                one Query per inbox partition of    -
-                              each of the caller's keys, one
+                              each of the caller's keys (16 a
+                              group, 48 the open steps'), one
                               BatchGetItem of its runs
     GET /runs/{id}/events     EVT#runs/<id> and RUN#<id>'s        -
                               actions (two Queries, at once)
@@ -189,9 +199,11 @@ OPEN_INBOX_SHARDS_PER_SHARD = 3
 
 def configured_shards() -> int:
     """WORKFLOW_LIST_SHARDS (default 16); Unavailable, logged, if it is no count.
-    It may be raised at any time (a run keeps the shard it was written to, and a
-    list reads every shard below the setting); lowering it would hide the runs
-    in the shards above it."""
+    It may be raised at any time (a run keeps the shard it was written to, its
+    inbox entries the shards they were put with, and a list reads every shard
+    below the setting); lowering it would hide the runs in the shards above it.
+    The hot keys' shard counts (IN_PROGRESS_SHARDS_PER_SHARD,
+    OPEN_INBOX_SHARDS_PER_SHARD) are multiples of it, so they rise with it."""
     raw = os.environ.get(SHARDS_VARIABLE, "").strip()
     if not raw:
         return DEFAULT_SHARDS
