@@ -303,10 +303,9 @@ def current_step_state(run: Run, shards: int) -> tuple[Item, list[str]]:
 
 
 # On a run item: the list shards (WORKFLOW_LIST_SHARDS) in force when the inbox
-# entries of the step it waits at were put, whose keys follow them. Absent on
-# a run item written before it was kept: its entries follow the setting in
-# force now, the open steps' inbox over as many shards as a group's, as they
-# were put then.
+# entries of the step it waits at were put, whose keys follow them. A run item
+# written before issue 43 has none: its entries were put at the setting (read
+# as the one in force now), the open steps' over as many shards as a group's.
 INBOX_SHARDS = "inbox_shards"
 
 
