@@ -562,8 +562,9 @@ class Histories:
         ]
         from chalicelib.storage.dynamodb import carried
 
-        told = run.revision  # its start's events: the storage's revision of the run
-        assert isinstance(told, int)
+        revision = run.revision  # its start's events: the storage's revision of the run
+        assert isinstance(revision, dynamodb_items.RunRevision)
+        told = revision.event_seq
         self._put(
             [
                 {

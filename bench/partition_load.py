@@ -271,7 +271,7 @@ def main() -> None:
             relay_client = dynamodb_client.create_client()
             load.watch(relay_client)
             replay(workload, storage, load, random.Random(15), admin, relay_client.delete_item)
-            pages = first_page_queries(storage)
+            pages, page_shards = first_page_queries(storage)
         total_writes = sum(load.writes.values())
         total_units = sum(load.units.values())
         busiest = max(filter(shared, load.units), key=lambda name: load.units[name])
@@ -297,16 +297,19 @@ def main() -> None:
             "first page of a filtered run list: Queries",
             max(pages.values()),
             "",
-            goal=f"<= {shards} (shards)",
-            met=max(pages.values()) <= shards,
+            goal=f"<= {max(page_shards.values())} (the list's shards)",
+            met=all(pages[name] <= page_shards[name] for name in pages),
             note="and one BatchGetItem; "
-            + ", ".join(f"{name} {count}" for name, count in pages.items()),
+            + ", ".join(f"{name} {count}" for name, count in pages.items())
+            + " (the in-progress lists over twice the shards)",
         )
     )
     report.markdown = "\n\n".join(
         [
             f"{DECISIONS:,} decisions per workload replayed through the adapter (engine "
-            f"functions on DynamoDBStorage, {shards} list shards) against moto; every key written "
+            f"functions on DynamoDBStorage, {shards} list shards: the in-progress lists over "
+            f"{dynamodb_keys.status_shards('in_progress', shards)}, the open steps' inbox over "
+            f"{dynamodb_keys.open_inbox_shards(shards)}) against moto; every key written "
             "recorded, table and index; per-second figures scale each shared partition's share of the "
             f"writes per decision to {RATE:,} decisions per second. Write units as in benchmark "
             "4 (per 1 KB, doubled in transactions). DynamoDB serves about 1,000 write units per "
@@ -318,9 +321,11 @@ def main() -> None:
     report.finish()
 
 
-def first_page_queries(storage: Any) -> dict[str, int]:
-    """Requests of the first page of each run list, by filter."""
+def first_page_queries(storage: Any) -> tuple[dict[str, int], dict[str, int]]:
+    """Queries of the first page of each run list, by filter, and the shards
+    of each list."""
     counts: dict[str, int] = {}
+    lists: dict[str, int] = {}
     seen: collections.Counter[str] = collections.Counter()
 
     def count(model: Any, **_: Any) -> None:
@@ -336,8 +341,9 @@ def first_page_queries(storage: Any) -> dict[str, int]:
         seen.clear()
         storage.list_runs(workflow_id, status, None, 50)
         counts[name] = seen["Query"]
+        lists[name] = len(dynamodb_keys.partitions(workflow_id, status, storage.shards)[1])
     storage.client.meta.events.unregister("before-call.dynamodb", count)
-    return counts
+    return counts, lists
 
 
 def describe(

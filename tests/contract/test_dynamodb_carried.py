@@ -89,7 +89,9 @@ def test_an_approval_writes_its_events_in_its_action_item(ddb: dynamodb.DynamoDB
         events.STEP_ACTIVATED,
     ]
     assert list(stored[2:]) == told
-    assert [e.sequence for e in told] == [3, 4] and approved.revision == 4
+    assert [e.sequence for e in told] == [3, 4] and approved.revision == items.RunRevision(
+        4, ddb.shards
+    )
     for event in told:
         body = json.loads(event.body)
         assert (body["id"], body["type"], body["sequence"]) == (

@@ -20,6 +20,7 @@ from tests.support.dynamodb_requests import QueryLog
 from tests.support.stored import LATER, NOW, rules, stored_run, stored_workflow
 
 SHARDS = 4
+OPEN_SHARDS = dynamodb_keys.open_inbox_shards(SHARDS)
 FINANCE = frozenset({"finance"})
 FAR_FUTURE = "2099-01-01T00:00:00.000Z"
 
@@ -55,10 +56,13 @@ def test_group_and_open_inboxes_are_spread_over_the_shards_and_a_user_s_is_one(
         assert inboxes.get(f"INBOX#{shard}#group:finance", set()) == {
             i for i in named_ids if i % SHARDS == shard
         }
+    # The open steps' inbox takes every open step's moves: more shards.
+    assert OPEN_SHARDS > SHARDS
+    for shard in range(OPEN_SHARDS):
         assert inboxes.get(f"INBOX#{shard}#*", set()) == {
-            i for i in open_ids if i % SHARDS == shard
+            i for i in open_ids if i % OPEN_SHARDS == shard
         }
-    assert len(inboxes) == 1 + 2 * SHARDS
+    assert len(inboxes) == 1 + SHARDS + len(open_ids)
 
 
 def test_an_inbox_page_reads_every_shard_once_and_pages_through_in_order(
@@ -72,7 +76,7 @@ def test_an_inbox_page_reads_every_shard_once_and_pages_through_in_order(
     first = sharded.inbox(decision.inbox_keys("cy", FINANCE), None, 5)
 
     # The user's inbox, then each shard of the group's and of the open steps'.
-    assert log.counts["Query"] == 1 + 2 * SHARDS
+    assert log.counts["Query"] == 1 + SHARDS + OPEN_SHARDS
     assert log.counts["BatchGetItem"] == 1
     seen = [run.id for run in first.items]
     page = first
@@ -152,3 +156,89 @@ def test_an_unknown_delivery_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv(dynamodb_outbox.DELIVERY_VARIABLE, "carrier pigeon")
     with pytest.raises(errors.Unavailable):
         dynamodb_outbox.configured_delivery()
+
+
+def test_in_progress_lists_are_spread_over_twice_the_shards(
+    sharded: dynamodb.DynamoDBStorage,
+) -> None:
+    workflow = stored_workflow(sharded, "One", "", rules("A"), NOW)
+    runs = [stored_run(sharded, workflow, "r", NOW) for _ in range(9)]
+    status_keys = {
+        int(item["id"]["N"]): (item["status_runs_pk"]["S"], item["runs_pk"]["S"])
+        for item in sharded.client.scan(TableName=sharded.table)["Items"]
+        if item["PK"]["S"].startswith("RUN#")
+    }
+
+    in_progress_shards = SHARDS * dynamodb_keys.IN_PROGRESS_SHARDS_PER_SHARD
+    assert status_keys == {
+        run.id: (f"in_progress#{run.id % in_progress_shards}", f"RUNS#{run.id % SHARDS}")
+        for run in runs
+    }
+    engine.approve(sharded, runs[-1].id, "bob", clock=lambda: LATER)
+    listed = sharded.list_runs(None, "in_progress", None, 20).items
+    assert [run.id for run in listed] == sorted((run.id for run in runs[:-1]), reverse=True)
+
+
+def _as_written_before_the_shards_were_kept(storage: dynamodb.DynamoDBStorage, run_id: int) -> None:
+    """Make run `run_id`'s item and open-step entry as a release before this
+    one wrote them: no `inbox_shards`, the entry over as many shards as a
+    group's inbox."""
+    run_key = {"PK": {"S": f"RUN#{run_id}"}, "SK": {"S": "#RUN"}}
+    storage.client.update_item(
+        TableName=storage.table, Key=run_key, UpdateExpression="REMOVE inbox_shards"
+    )
+    for item in storage.client.scan(TableName=storage.table)["Items"]:
+        if item["PK"]["S"].startswith("INBOX#") and int(item["run_id"]["N"]) == run_id:
+            storage.client.delete_item(
+                TableName=storage.table, Key={"PK": item["PK"], "SK": item["SK"]}
+            )
+            item["PK"] = {"S": f"INBOX#{run_id % storage.shards}#*"}
+            storage.client.put_item(TableName=storage.table, Item=item)
+
+
+def test_a_run_waiting_since_before_the_open_inbox_had_more_shards_leaves_no_entry(
+    sharded: dynamodb.DynamoDBStorage,
+) -> None:
+    workflow = stored_workflow(sharded, "Open", "", rules("A", "B"), NOW)
+    runs = [stored_run(sharded, workflow, "r", NOW) for _ in range(SHARDS + 1)]
+    for run in runs:
+        _as_written_before_the_shards_were_kept(sharded, run.id)
+    # Some entries lie where this release puts them, some not.
+    assert {run.id % OPEN_SHARDS == run.id % SHARDS for run in runs} == {True, False}
+
+    assert [r.id for r in sharded.inbox(["user:cy", "*"], None, 50).items] == [r.id for r in runs]
+    for run in runs:
+        engine.approve(sharded, run.id, "bob", clock=lambda: LATER)
+
+    inboxes = partitions(sharded, "INBOX#")
+    assert inboxes == {
+        f"INBOX#{shard}#*": {run.id for run in runs if run.id % OPEN_SHARDS == shard}
+        for shard in {run.id % OPEN_SHARDS for run in runs}
+    }
+    entries = [
+        item
+        for item in sharded.client.scan(TableName=sharded.table)["Items"]
+        if item["PK"]["S"].startswith("INBOX#")
+    ]
+    assert len(entries) == len(runs)  # the next step's, one each
+
+
+def test_entries_put_before_the_shards_were_raised_are_deleted_where_they_are(
+    ddb: dynamodb.DynamoDBStorage,
+) -> None:
+    few = dynamodb.DynamoDBStorage(ddb.client, ddb.table, shards=2)
+    approvers = (StepRule("Pay", ("group:finance", "user:ann")), StepRule("Any"))
+    workflow = stored_workflow(few, "Two", "", list(approvers), NOW)
+    runs = [stored_run(few, workflow, "r", NOW) for _ in range(6)]
+    many = dynamodb.DynamoDBStorage(ddb.client, ddb.table, shards=5)
+    # Their entries were put over 2 shards: read over 5, and deleted where they are.
+    assert {r.id for r in many.inbox(["user:ann"], None, 50).items} == {r.id for r in runs}
+    for run in runs:
+        engine.approve(many, run.id, "bob", groups=FINANCE, clock=lambda: LATER)
+
+    inboxes = partitions(many, "INBOX#")
+    open_shards = dynamodb_keys.open_inbox_shards(5)
+    assert inboxes == {
+        f"INBOX#{shard}#*": {run.id for run in runs if run.id % open_shards == shard}
+        for shard in {run.id % open_shards for run in runs}
+    }

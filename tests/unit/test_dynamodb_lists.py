@@ -75,14 +75,32 @@ def test_an_empty_list_is_one_empty_page() -> None:
 
 def test_a_run_keeps_its_shard_in_every_list_and_its_status_keys_follow_its_status() -> None:
     keys = dynamodb_keys.run_keys(42, 7, "in_progress", 8)
+    # In progress, over twice the shards (a run enters and leaves those lists).
     assert {name: value["S"] for name, value in keys.items()} == {
         "runs_pk": "RUNS#2",
         "workflow_runs_pk": "WF#7#2",
-        "status_runs_pk": "in_progress#2",
-        "workflow_status_runs_pk": "WF#7#in_progress#2",
+        "status_runs_pk": "in_progress#10",
+        "workflow_status_runs_pk": "WF#7#in_progress#10",
+    }
+    ended = dynamodb_keys.status_keys(42, 7, "completed", 8)
+    assert {name: value["S"] for name, value in ended.items()} == {
+        "status_runs_pk": "completed#2",
+        "workflow_status_runs_pk": "WF#7#completed#2",
     }
     assert dynamodb_keys.partitions(7, "completed", 3) == (
         "runs_by_workflow_status",
         ["WF#7#completed#0", "WF#7#completed#1", "WF#7#completed#2"],
     )
+    assert dynamodb_keys.partitions(None, "in_progress", 2) == (
+        "runs_by_status",
+        ["in_progress#0", "in_progress#1", "in_progress#2", "in_progress#3"],
+    )
     assert dynamodb_keys.partitions(None, None, 2) == ("runs", ["RUNS#0", "RUNS#1"])
+
+
+def test_the_open_steps_inbox_takes_three_times_a_group_s_shards() -> None:
+    assert dynamodb_keys.inbox_pk("*", 42, 8, 24) == "INBOX#18#*"
+    assert dynamodb_keys.inbox_pk("group:ops", 42, 8, 24) == "INBOX#2#group:ops"
+    assert dynamodb_keys.inbox_pk("user:ann", 42, 8, 24) == "INBOX#user:ann"
+    assert len(dynamodb_keys.inbox_pks("*", 8, dynamodb_keys.open_inbox_shards(8))) == 24
+    assert dynamodb_keys.inbox_pks("group:ops", 2, 6) == ["INBOX#0#group:ops", "INBOX#1#group:ops"]

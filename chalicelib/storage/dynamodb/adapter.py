@@ -119,6 +119,7 @@ class DynamoDBStorage(
             **items.input_attrs(run.input),
             "max_returns": n(run.max_returns),
             "workflow_version": n(run.workflow_version),
+            items.INBOX_SHARDS: n(self.shards),
         }
         if run.requested_by is not None:
             item["requested_by"] = s(run.requested_by)
@@ -129,14 +130,16 @@ class DynamoDBStorage(
             self.requests.put_new(item),
             *self._action_puts(started.actions, action_ids, 0),
             *self._event_puts(told, 0),
-            *self._inbox_puts(run, started.enters),
+            *self._inbox_puts(run, started.enters, self._inbox_shards(self.shards)),
         ]
         if self.requests.transact(written) and not self._applied(told, 0):
             raise unavailable(
                 f"Run id {run_id} is already taken in table {self.table!r}: a counter item "
                 "was changed by hand, or the table holds runs of another service",
             )
-        return started.recorded(action_ids)._replace(revision=len(told))
+        return started.recorded(action_ids)._replace(
+            revision=items.RunRevision(len(told), self.shards)
+        )
 
     def get_run(self, run_id: int, history: bool = True) -> Run:
         if not history:
@@ -205,7 +208,17 @@ class DynamoDBStorage(
             moved["genesis_input_digest"] = s(after.genesis_input_digest or "")
         current, removed = items.current_step_state(after, self.shards)
         moved.update(current)
-        puts, deletes = self._inbox_moves(change)
+        # The entries of a step the run stays at keep the shards they were put
+        # with; those of a step it reaches take the setting in force.
+        read = _revision(before).inbox_shards
+        stays = (before.current_step_id, before.current_step_since) == (
+            after.current_step_id,
+            after.current_step_since,
+        )
+        kept = read if stays else self.shards
+        if kept != read:
+            moved[items.INBOX_SHARDS] = n(self.shards)
+        puts, deletes = self._inbox_moves(change, read, kept)
         if self.delivery == STREAM_DELIVERY:
             # The relay deletes the entries left behind, reading the run's
             # stream record: not in the transaction, where each is doubled.
@@ -244,7 +257,9 @@ class DynamoDBStorage(
             raise errors.LostWrite()
         for delete in stale:
             self.requests.call("delete_item", **delete["Delete"])
-        return change.recorded(action_ids)._replace(revision=told_before + len(told))
+        return change.recorded(action_ids)._replace(
+            revision=items.RunRevision(told_before + len(told), kept)
+        )
 
     def _action_puts(
         self,
@@ -299,25 +314,40 @@ class DynamoDBStorage(
             }
         }
 
-    def _inbox_moves(self, change: RunChange) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """The puts of the inbox entries the change enters, and the deletes of
-        those it leaves (an entry left behind, by a crash or a delete that did
-        not fit in the transaction, is one the inbox drops, as its run is no
-        longer at its step)."""
-        puts = self._inbox_puts(change.after, change.enters)
+    def _inbox_moves(
+        self, change: RunChange, read: Optional[int], kept: Optional[int]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The puts of the inbox entries the change enters (at the list shards
+        `kept`), and the deletes of those it leaves (put at `read`; an entry
+        left behind, by a crash or a delete that did not fit in the
+        transaction, is one the inbox drops, as its run is no longer at its
+        step)."""
+        puts = self._inbox_puts(change.after, change.enters, self._inbox_shards(kept))
         # A step reached in the millisecond the last one was: the put replaces
         # the entry that would be deleted (one operation per item).
         taken = {key_of(put["Put"]["Item"]) for put in puts}
         deletes = [
             delete
-            for delete in self._inbox_deletes(change.before, change.leaves)
+            for delete in self._inbox_deletes(
+                change.before, change.leaves, self._inbox_shards(read)
+            )
             if key_of(delete["Delete"]["Key"]) not in taken
         ]
         return puts, deletes
 
-    def _inbox_puts(self, run: Run, principals: Sequence[str]) -> list[dict[str, Any]]:
+    def _inbox_shards(self, recorded: Optional[int]) -> tuple[int, int]:
+        """The shards of a group's inbox and of the open steps' that a run's
+        entries put at `recorded` list shards are keyed by (None: before the
+        run item kept them, by the setting in force and as many for both)."""
+        if recorded is None:
+            return self.shards, self.shards
+        return recorded, keys.open_inbox_shards(recorded)
+
+    def _inbox_puts(
+        self, run: Run, principals: Sequence[str], shards: tuple[int, int]
+    ) -> list[dict[str, Any]]:
         """The entries that put `run`, at its step since it reached it, into the
-        inboxes of `principals`."""
+        inboxes of `principals` (over `shards`, as _inbox_shards gives them)."""
         step, since = run.current_step, run.current_step_since
         if step is None or since is None:
             return []
@@ -325,15 +355,17 @@ class DynamoDBStorage(
             {
                 "Put": {
                     "TableName": self.table,
-                    "Item": items.inbox_item(principal, run.id, step.id, since, self.shards),
+                    "Item": items.inbox_item(principal, run.id, step.id, since, shards),
                 }
             }
             for principal in principals
         ]
 
-    def _inbox_deletes(self, run: Run, principals: Sequence[str]) -> list[dict[str, Any]]:
-        """The deletes of `run`'s entries in the inboxes of `principals` (none
-        for a run that waits for no decision, which has none)."""
+    def _inbox_deletes(
+        self, run: Run, principals: Sequence[str], shards: tuple[int, int]
+    ) -> list[dict[str, Any]]:
+        """The deletes of `run`'s entries in the inboxes of `principals`, put
+        over `shards` (none for a run that waits for no decision, which has none)."""
         since = run.current_step_since
         if run.current_step is None or since is None:
             return []
@@ -342,7 +374,7 @@ class DynamoDBStorage(
                 "Delete": {
                     "TableName": self.table,
                     "Key": items.key(
-                        keys.inbox_pk(principal, run.id, self.shards),
+                        keys.inbox_pk(principal, run.id, *shards),
                         keys.inbox_sk(since, run.id),
                     ),
                 }
@@ -406,8 +438,13 @@ class DynamoDBStorage(
         return Slice(tuple(merged[:limit]), len(merged) > limit)
 
 
-def _events_told(run: Run) -> int:
-    """The sequence of the run's last event when this storage read it: its
-    revision, which its next write numbers on from and is conditional on."""
-    assert isinstance(run.revision, int), "a run this storage read"
+def _revision(run: Run) -> items.RunRevision:
+    """What this storage read of the run's item for its next write."""
+    assert isinstance(run.revision, items.RunRevision), "a run this storage read"
     return run.revision
+
+
+def _events_told(run: Run) -> int:
+    """The sequence of the run's last event when this storage read it, which
+    its next write numbers on from and is conditional on."""
+    return _revision(run).event_seq

@@ -20,6 +20,7 @@ from chalicelib.domain.models import (
     Step,
     Workflow,
 )
+from chalicelib.domain.record import Record
 from chalicelib.storage.dynamodb import carried, keys
 from chalicelib.storage.dynamodb.client import n, s
 from chalicelib.storage.dynamodb.keys import Item
@@ -310,6 +311,22 @@ def current_step_state(run: Run, shards: int) -> tuple[Item, list[str]]:
     return sets, removed
 
 
+# On a run item: the list shards (WORKFLOW_LIST_SHARDS) in force when the inbox
+# entries of the step it waits at were put, whose keys follow them. A run item
+# written before issue 43 has none: its entries were put at the setting (read
+# as the one in force now), the open steps' over as many shards as a group's.
+INBOX_SHARDS = "inbox_shards"
+
+
+class RunRevision(Record):
+    """What the next write of a run needs of its item as read: the sequence of
+    its last event (which the write numbers on from and is conditional on), and
+    the list shards its inbox entries were put with (None: not kept)."""
+
+    event_seq: int
+    inbox_shards: Optional[int]
+
+
 def run_of(item: Item, actions: tuple[Action, ...]) -> Run:
     workflow_id = int(item["workflow_id"]["N"])
     current = step_of(item, workflow_id, CURRENT_STEP_ATTRIBUTES) if "step_id" in item else None
@@ -331,9 +348,9 @@ def run_of(item: Item, actions: tuple[Action, ...]) -> Run:
         since,
         policy_of(item["policy"]["M"]),
         texts(item, "approvers"),
-        # Its revision: the sequence of its last event, which its next write
-        # numbers on from and is conditional on.
-        event_seq(item),
+        RunRevision(
+            event_seq(item), int(item[INBOX_SHARDS]["N"]) if INBOX_SHARDS in item else None
+        ),
         item["current_step_due_at"]["S"] if "current_step_due_at" in item else None,
         item["deadline_passed"]["BOOL"],
         0,
@@ -472,11 +489,13 @@ def inbox_left(step_id: int, entries: Sequence[Item]) -> Item:
     return {INBOX_LEFT: s(json.dumps(left, separators=(",", ":")))}
 
 
-def inbox_item(principal: str, run_id: int, step_id: int, since: str, shards: int) -> Item:
+def inbox_item(
+    principal: str, run_id: int, step_id: int, since: str, shards: tuple[int, int]
+) -> Item:
     """The entry that puts a run waiting at step `step_id` since `since` into
-    `principal`'s inbox."""
+    `principal`'s inbox (`shards`: a group's inbox's and the open steps')."""
     return {
-        "PK": s(keys.inbox_pk(principal, run_id, shards)),
+        "PK": s(keys.inbox_pk(principal, run_id, *shards)),
         "SK": s(keys.inbox_sk(since, run_id)),
         "run_id": n(run_id),
         "step_id": n(step_id),

@@ -19,7 +19,10 @@ Items (PK, SK are strings):
     run          RUN#<id>                    #RUN                     status, current step and
                                                                       its rules, seq, head_hash,
                                                                       approvals, policy, event_seq,
-                                                                      list keys, workflow_version
+                                                                      list keys, workflow_version,
+                                                                      inbox_shards (the list shards
+                                                                      its inbox entries were put
+                                                                      with)
     action       RUN#<run id>                ACT#<seq, 10 digits>     the action, its hash; the
                                                                       last of a change's carries
                                                                       its events (carried.py)
@@ -50,18 +53,24 @@ Indexes (schema.py), partition key -> sort key, all sorted by `id` but `due`:
     all                      all_pk = WORKFLOWS                      workflows, whole items
     runs                     runs_pk = RUNS#<shard>                  runs, keys only
     runs_by_workflow         workflow_runs_pk = WF#<wid>#<shard>     runs, keys only
-    runs_by_status           status_runs_pk = <status>#<shard>       runs, keys only
-    runs_by_workflow_status  workflow_status_runs_pk =               runs, keys only
-                             WF#<wid>#<status>#<shard>
+    runs_by_status           status_runs_pk = <status>#<shard>       runs, keys only (in_progress
+                                                                     over twice the shards)
+    runs_by_workflow_status  workflow_status_runs_pk =               runs, keys only (in_progress
+                             WF#<wid>#<status>#<shard>               over twice the shards)
     due                      due_pk = DEADLINE#<shard> (runs whose   keys only, sorted by due_at
                              deadline is still to apply) or DELIVERY
                              (events to send, `make run-dynamodb`)
     runs_by_workflow_started workflow_runs_pk = WF#<wid>#<shard>     runs, keys only, sorted by
                                                                      created_at
 
-A run's shard is `id % WORKFLOW_LIST_SHARDS` (16 by default), four times as
-many for its deadline; a user's inbox is one partition, paced by what one
-person can decide.
+A run's shard is `id % WORKFLOW_LIST_SHARDS` (16 by default) in each list and
+group inbox; twice as many in the in-progress lists (a run enters and leaves
+them: two writes per run), three times as many in the open steps' inbox
+(INBOX#<shard>#*: every open step's moves), four times as many for its
+deadline (only the sweeper reads them). A user's inbox is one partition,
+paced by what one person can decide. A run's inbox entries keep the shards
+they were put with (its item's inbox_shards), so that raising the setting
+leaves none behind.
 
 Access patterns: what each request reads and writes.
 
@@ -102,7 +111,8 @@ Access patterns: what each request reads and writes.
     GET /runs                 one Query per shard of its list,    -
                               one BatchGetItem of its runs
     GET /inbox                one Query per inbox partition of    -
-                              each of the caller's keys, one
+                              each of the caller's keys (16 a
+                              group, 48 the open steps'), one
                               BatchGetItem of its runs
     GET /runs/{id}/events     EVT#runs/<id> and RUN#<id>'s        -
                               actions (two Queries, at once)
@@ -137,6 +147,8 @@ from __future__ import annotations
 import os
 from typing import Any, Optional
 
+from chalicelib.domain.lifecycle import RunStatus
+from chalicelib.domain.models import ANYONE
 from chalicelib.storage.dynamodb.schema import (
     DEADLINE_DUE,
     RUNS_BY_STATUS_INDEX,
@@ -176,13 +188,22 @@ MAX_SHARDS = 100
 # with a deadline moves its entry (a delete and a put), and only the sweeper,
 # once a minute, reads them all.
 DEADLINE_SHARDS_PER_SHARD = 4
+# The two keys that take more writes than the others of their kind, and so more
+# shards (benchmark 5, docs/performance.md): a run enters and leaves the
+# in-progress lists (two writes per run, where the other lists take one), and
+# every move of a run between steps open to anyone puts and deletes an entry in
+# the open steps' inbox (where each group's takes only its steps' moves).
+IN_PROGRESS_SHARDS_PER_SHARD = 2
+OPEN_INBOX_SHARDS_PER_SHARD = 3
 
 
 def configured_shards() -> int:
     """WORKFLOW_LIST_SHARDS (default 16); Unavailable, logged, if it is no count.
-    It may be raised at any time (a run keeps the shard it was written to, and a
-    list reads every shard below the setting); lowering it would hide the runs
-    in the shards above it."""
+    It may be raised at any time (a run keeps the shard it was written to, its
+    inbox entries the shards they were put with, and a list reads every shard
+    below the setting); lowering it would hide the runs in the shards above it.
+    The hot keys' shard counts (IN_PROGRESS_SHARDS_PER_SHARD,
+    OPEN_INBOX_SHARDS_PER_SHARD) are multiples of it, so they rise with it."""
     raw = os.environ.get(SHARDS_VARIABLE, "").strip()
     if not raw:
         return DEFAULT_SHARDS
@@ -280,19 +301,30 @@ def part_sk(number: int) -> str:
 # -- inboxes and deadlines (the shared partitions) -------------------------------------
 
 
-def inbox_pk(principal: str, run_id: int, shards: int) -> str:
-    """The partition of `principal`'s inbox that holds run `run_id`'s entries."""
+def open_inbox_shards(shards: int) -> int:
+    """The partitions of the open steps' inbox, at `shards` list shards."""
+    return shards * OPEN_INBOX_SHARDS_PER_SHARD
+
+
+def _inbox_shards(principal: str, shards: int, open_shards: int) -> int:
+    return open_shards if principal == ANYONE else shards
+
+
+def inbox_pk(principal: str, run_id: int, shards: int, open_shards: int) -> str:
+    """The partition of `principal`'s inbox that holds run `run_id`'s entries,
+    a group's over `shards`, the open steps' over `open_shards`."""
     if principal.startswith("user:"):
         return INBOX_PREFIX + principal
-    return f"{INBOX_PREFIX}{run_id % shards}#{principal}"
+    return f"{INBOX_PREFIX}{run_id % _inbox_shards(principal, shards, open_shards)}#{principal}"
 
 
-def inbox_pks(principal: str, shards: int) -> list[str]:
+def inbox_pks(principal: str, shards: int, open_shards: int) -> list[str]:
     """Every partition of `principal`'s inbox. A principal never starts with a
     digit, so a shard's key cannot be mistaken for another principal's."""
     if principal.startswith("user:"):
         return [INBOX_PREFIX + principal]
-    return [f"{INBOX_PREFIX}{shard}#{principal}" for shard in range(shards)]
+    count = _inbox_shards(principal, shards, open_shards)
+    return [f"{INBOX_PREFIX}{shard}#{principal}" for shard in range(count)]
 
 
 def principal_of(inbox_partition: str) -> str:
@@ -332,9 +364,14 @@ def _workflow_part(workflow_id: int) -> str:
     return f"WF#{workflow_id}"
 
 
+def status_shards(status: str, shards: int) -> int:
+    """The shards of the lists of runs in `status`, at `shards` list shards."""
+    return shards * IN_PROGRESS_SHARDS_PER_SHARD if status == RunStatus.IN_PROGRESS else shards
+
+
 def status_keys(run_id: int, workflow_id: int, status: str, shards: int) -> Item:
     """A run's index keys that follow its status."""
-    shard = run_id % shards
+    shard = run_id % status_shards(status, shards)
     return {
         "status_runs_pk": {"S": f"{status}#{shard}"},
         "workflow_status_runs_pk": {"S": f"{_workflow_part(workflow_id)}#{status}#{shard}"},
@@ -364,7 +401,8 @@ def partitions(
         index, prefix = RUNS_BY_STATUS_INDEX, status
     else:
         index, prefix = RUNS_INDEX, "RUNS"
-    return index, [f"{prefix}#{shard}" for shard in range(shards)]
+    count = shards if status is None else status_shards(status, shards)
+    return index, [f"{prefix}#{shard}" for shard in range(count)]
 
 
 def workflow_run_pks(workflow_id: int, shards: int) -> list[str]:

@@ -109,7 +109,8 @@ class Lists:
         # order, merged; then the runs of the first `limit` entries in one
         # consistent read. An entry whose run has left its step since is
         # dropped, and the page is shorter.
-        pks = [pk for principal in principals for pk in keys.inbox_pks(principal, self.shards)]
+        shards = self.shards, keys.open_inbox_shards(self.shards)
+        pks = [pk for principal in principals for pk in keys.inbox_pks(principal, *shards)]
         read = self.requests.in_parallel(
             functools.partial(self._inbox_entries, after=after, limit=limit), pks
         )
