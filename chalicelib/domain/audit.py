@@ -91,8 +91,6 @@ DEFAULT_CHANNEL = "api"
 AUDIT_FIELDS = ("run_id", "genesis", "head_hash", "valid", "first_invalid_seq", "entries")
 # And what the service alone can check, which needs the workflow: not the offline verifier's.
 STATE_ANSWER = ("state_valid", "state_mismatches")
-# Where the digests the chain binds are not those the stored definitions give.
-DIGEST_ANSWER = "digest_mismatches"
 
 
 def canonical(value: Any) -> str:

@@ -155,6 +155,16 @@ def test_an_untouched_history_verifies() -> None:
     assert audited["head_hash"] == audited["entries"][-1]["hash"]
 
 
+def test_a_chain_written_before_definitions_were_bound_verifies_without_any_version() -> None:
+    run = run_with(*THREE)  # stored without definition_digest, as every run before
+    audited = answer(run)
+
+    assert not {"definition_digest", "definition_steps"} & set(audited["genesis"])
+    assert not any("next_step_digest" in entry for entry in audited["entries"])
+    assert (audited["valid"], audited["digest_mismatches"]) == (True, [])
+    assert audit.verify_document(audited)[0]
+
+
 def test_a_run_without_actions_verifies_against_its_genesis() -> None:
     audited = answer(run_with())
 
