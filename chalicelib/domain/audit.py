@@ -245,6 +245,8 @@ def definitions_unbound(
     names none), then each move's. A definition_digest is of that version's
     first definition_steps steps; a next_step_digest of one of its steps."""
     found: list[dict[str, Any]] = []
+    # Each version's step digests, taken once: a long history arrives at many steps.
+    steps: dict[int, set[str]] = {}
     version = 1
     for seq, record in enumerate((genesis, *entries)):
         version = record.get(GENESIS_VERSION, version)
@@ -255,9 +257,11 @@ def definitions_unbound(
         ):
             found.append({"seq": seq, "field": DEFINITION_DIGEST, "workflow_version": version})
         arrived = record.get(NEXT_STEP_DIGEST)
-        if arrived is not None and (
-            shown is None or arrived not in {step_digest(step) for step in shown["steps"]}
-        ):
+        if arrived is None:
+            continue
+        if shown is not None and version not in steps:
+            steps[version] = {step_digest(step) for step in shown["steps"]}
+        if arrived not in steps.get(version, ()):
             found.append({"seq": seq, "field": NEXT_STEP_DIGEST, "workflow_version": version})
     return found
 
