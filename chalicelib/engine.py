@@ -154,16 +154,17 @@ def get_run(storage: Storage, run_id: int) -> Run:
 
 
 def audit_run(storage: Storage, run_id: int) -> RunAudit:
-    """The run's history as its hash chain, recomputed from the stored values,
-    and the state it implies under its workflow's steps against the stored one."""
-    from chalicelib.domain import audit, replay
+    """The run's audit: its chain, its replayed state, the definitions it binds (audit_of)."""
+    from chalicelib.domain import audit, replay, shapes
 
     run = storage.get_run(run_id)
-    steps = storage.get_version(run.workflow_id, run.genesis_version or run.workflow_version).steps
-    # A moved run's history goes on under each version it was moved to.
+    started_on = storage.get_version(run.workflow_id, run.genesis_version or run.workflow_version)
+    # A moved run's history goes on under each version it was moved to; the
+    # definitions its chain binds are held against these versions as stored now.
     targets = sorted({a.workflow_version for a in run.actions if a.workflow_version})
     moved_to = {version: storage.get_version(run.workflow_id, version) for version in targets}
-    return audit.audit_of(run, replay.state_mismatches(run, steps, moved_to))
+    versions = {v.version: shapes.workflow_shape(v) for v in (started_on, *moved_to.values())}
+    return audit.audit_of(run, replay.state_mismatches(run, started_on.steps, moved_to), versions)
 
 
 class Seen(Record):

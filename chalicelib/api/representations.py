@@ -73,7 +73,10 @@ def action_text(action: Action) -> str:
         f'"input_digest":{_optional(action.input_digest)},'
         f'"channel":{_string(action.channel)},'
         f'"approvers":{"null" if action.approvers is None else _strings(action.approvers)},'
-        f'"workflow_version":{_number(action.workflow_version)}}}'
+        f'"workflow_version":{_number(action.workflow_version)},'
+        f'"next_step_digest":{_optional(action.next_step_digest)},'
+        f'"definition_digest":{_optional(action.definition_digest)},'
+        f'"definition_steps":{_number(action.definition_steps)}}}'
     )
 
 
@@ -99,7 +102,9 @@ def listed_text(run: Run) -> str:
         f'"current_step_due_at":{_optional(run.current_step_due_at)},'
         f'"current_step_escalated_to":{_strings(run.current_step_escalated_to)},'
         f'"created_at":{_string(run.created_at)},"updated_at":{_string(run.updated_at)},'
-        f'"head_hash":{_optional(run.head_hash)}}}'
+        f'"head_hash":{_optional(run.head_hash)},'
+        f'"definition_digest":{_optional(run.definition_digest)},'
+        f'"definition_steps":{_number(run.definition_steps)}}}'
     )
 
 
@@ -137,6 +142,7 @@ def audit_shape(audit: RunAudit) -> dict[str, Any]:
         "entries": list(audit.entries),
         "state_valid": not audit.state_mismatches,
         "state_mismatches": list(audit.state_mismatches),
+        "digest_mismatches": list(audit.digest_mismatches),
     }
 
 

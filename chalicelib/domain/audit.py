@@ -13,6 +13,13 @@ order, and sha256 is the lowercase hex digest of the text's UTF-8 bytes. A run
 keeps its head_hash: the last action's hash, or the genesis while it has none.
 docs/audit.md's definition is the contract; this module is one implementation.
 
+The chain binds the definitions a run runs under: its genesis the digest of
+its version's definition as it stood at the start (definition_digest, of its
+first definition_steps steps), a move's entry that of the version moved to,
+and every entry that brings the run to a step (next_step_digest) that step's.
+Each digest is taken of the definition as GET /workflows/{id}/versions/{n}
+answers it, so that an auditor holding that answer recomputes it.
+
 Pure: no storage, no HTTP. The transitions (chalicelib/domain/transitions.py)
 chain each action they record, `audit_of` recomputes a stored run's chain for
 GET /runs/{id}/audit, and `python -m chalicelib.domain.audit verify FILE` checks a
@@ -27,19 +34,31 @@ hashlib is imported inside the functions that hash: `import app` stays light
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
+from chalicelib.domain import shapes
 from chalicelib.domain.canonical_json import canonical as _canonical
-from chalicelib.domain.models import Action, Decision, Run, RunAudit
+from chalicelib.domain.models import Action, Decision, Run, RunAudit, Step, Workflow
 
 GENESIS_FIELDS = ("run_id", "workflow_id", "title", "requested_by", "created_at")
 # In the genesis of a run whose input is not empty: what binds the chain to it.
 INPUT_DIGEST = "input_digest"
 # In the genesis of a run started on a version of its workflow after the first.
 GENESIS_VERSION = "workflow_version"
+# In the genesis of a run started since definitions are bound, and in a move's
+# entry: the digest of the version's definition, and how many of its steps it covers.
+DEFINITION_DIGEST = "definition_digest"
+DEFINITION_STEPS = "definition_steps"
+GENESIS_OPTIONAL = (INPUT_DIGEST, GENESIS_VERSION, DEFINITION_DIGEST, DEFINITION_STEPS)
+# In the entry of an action that brings the run to a step: that step's digest.
+NEXT_STEP_DIGEST = "next_step_digest"
+# The members of a version's answer that say which it is and when, not what
+# its runs do: left out of its definition's digest.
+NOT_DEFINITION = ("id", "name", "created_at", "version", "version_created_at", "retired")
 ENTRY_FIELDS = (
     "run_id",
     "seq",
@@ -53,7 +72,8 @@ ENTRY_FIELDS = (
 # In the entry of an action that has them only: whom a delegate decided for, a
 # round after the first, a resubmit's new input's digest. Older entries, and
 # those of actions without them, are hashed as before. And the channel when
-# not the API's, a reassign's new approvers, a move's version.
+# not the API's, a reassign's new approvers, a move's version; the digests of
+# the definitions an entry binds.
 OPTIONAL_ENTRY_FIELDS = (
     "on_behalf_of",
     "round",
@@ -61,6 +81,9 @@ OPTIONAL_ENTRY_FIELDS = (
     "channel",
     "approvers",
     "workflow_version",
+    NEXT_STEP_DIGEST,
+    DEFINITION_DIGEST,
+    DEFINITION_STEPS,
 )
 # The channel an entry of no `channel` came through: every action before
 # channels were recorded, and every API call since.
@@ -84,9 +107,10 @@ def sha256_hex(text: str) -> str:
 
 def genesis_hash(genesis: Mapping[str, Any]) -> str:
     """The hash the chain starts from: of the run's GENESIS_FIELDS (and its
-    input_digest, for a run whose input is not empty, and its workflow_version,
-    for one started on a version after the first), nothing else."""
-    optional = (name for name in (INPUT_DIGEST, GENESIS_VERSION) if name in genesis)
+    input_digest, for a run whose input is not empty, its workflow_version,
+    for one started on a version after the first, and its definition_digest
+    and definition_steps, where it has them), nothing else."""
+    optional = (name for name in GENESIS_OPTIONAL if name in genesis)
     fields = (*GENESIS_FIELDS, *optional)
     return sha256_hex(canonical({name: genesis[name] for name in fields}))
 
@@ -118,6 +142,9 @@ def genesis_of(run: Run) -> dict[str, Any]:
     version = run.genesis_version or run.workflow_version
     if version != 1:
         genesis[GENESIS_VERSION] = version
+    if run.definition_digest is not None:
+        genesis[DEFINITION_DIGEST] = run.definition_digest
+        genesis[DEFINITION_STEPS] = run.definition_steps
     return genesis
 
 
@@ -149,7 +176,94 @@ def entry_of(action: Action, seq: int) -> dict[str, Any]:
         entry["approvers"] = list(action.approvers)
     if action.workflow_version is not None:
         entry["workflow_version"] = action.workflow_version
+    if action.next_step_digest is not None:
+        entry[NEXT_STEP_DIGEST] = action.next_step_digest
+    if action.definition_digest is not None:
+        entry[DEFINITION_DIGEST] = action.definition_digest
+        entry[DEFINITION_STEPS] = action.definition_steps
     return entry
+
+
+# -- the definitions a run runs under ------------------------------------------------
+
+
+def _set(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The members of `record` that set something: those null, false, [] or {}
+    left out, so that a rule added to steps or definitions later, unset where
+    it is not used, leaves the digests taken before it as they were."""
+    return {
+        name: value
+        for name, value in record.items()
+        if value is not None and value is not False and value != [] and value != {}
+    }
+
+
+def step_digest(step: Mapping[str, Any]) -> str:
+    """The digest of a step as a version's answer shows it (shapes.step_shape):
+    of every member it sets, its id and order among them."""
+    return sha256_hex(canonical(_set(step)))
+
+
+def definition_digest(version: Mapping[str, Any], steps: int) -> str:
+    """The digest of a version's definition, as GET /workflows/{id}/versions/{n}
+    answers it (shapes.workflow_shape), with its first `steps` steps: every
+    member it sets but NOT_DEFINITION, each step's as step_digest takes it."""
+    definition = _set({k: v for k, v in version.items() if k not in NOT_DEFINITION})
+    definition["steps"] = [_set(step) for step in version["steps"][:steps]]
+    return sha256_hex(canonical(definition))
+
+
+def digest_of_definition(workflow: Workflow) -> str:
+    """definition_digest of `workflow` as read, with all its steps: what a run
+    starting on it, or moved to it, binds."""
+    return definition_digest(shapes.workflow_shape(workflow), len(workflow.steps))
+
+
+def digest_of_step(step: Step) -> str:
+    """step_digest of `step` as read: what the action bringing a run to it binds."""
+    return _digest_of_step_text(shapes.step_text(step, ascii=False))
+
+
+@functools.lru_cache(maxsize=256)
+def _digest_of_step_text(text: str) -> str:
+    """step_digest of the step whose JSON text is `text`: a decision that moves
+    a run on takes the digest of a step the process has most likely taken
+    before, and its canonical text costs a third of the decision."""
+    return step_digest(json.loads(text))
+
+
+def definitions_unbound(
+    genesis: Mapping[str, Any],
+    entries: Sequence[Mapping[str, Any]],
+    versions: Mapping[int, Mapping[str, Any]],
+) -> list[dict[str, Any]]:
+    """Each digest the chain binds that the definitions of `versions` (each
+    version's answer, by its number) do not give, or whose version is not
+    among them: its seq (0: the genesis), its field, the version it is of.
+
+    The version a record is of is the run's at it: the genesis's (1 where it
+    names none), then each move's. A definition_digest is of that version's
+    first definition_steps steps; a next_step_digest of one of its steps."""
+    found: list[dict[str, Any]] = []
+    # Each version's step digests, taken once: a long history arrives at many steps.
+    steps: dict[int, set[str]] = {}
+    version = 1
+    for seq, record in enumerate((genesis, *entries)):
+        version = record.get(GENESIS_VERSION, version)
+        shown = versions.get(version)
+        bound = record.get(DEFINITION_DIGEST)
+        if bound is not None and (
+            shown is None or definition_digest(shown, record[DEFINITION_STEPS]) != bound
+        ):
+            found.append({"seq": seq, "field": DEFINITION_DIGEST, "workflow_version": version})
+        arrived = record.get(NEXT_STEP_DIGEST)
+        if arrived is None:
+            continue
+        if shown is not None and version not in steps:
+            steps[version] = {step_digest(step) for step in shown["steps"]}
+        if arrived not in steps.get(version, ()):
+            found.append({"seq": seq, "field": NEXT_STEP_DIGEST, "workflow_version": version})
+    return found
 
 
 def recomputed(run: Run) -> list[str]:
@@ -238,21 +352,28 @@ def first_invalid_seq(
     return hashes.index(head_hash) + 1 if head_hash in hashes else len(entries) + 1
 
 
-def audit_of(run: Run, state_mismatches: tuple[str, ...] = ()) -> RunAudit:
+def audit_of(
+    run: Run,
+    state_mismatches: tuple[str, ...] = (),
+    versions: Mapping[int, Mapping[str, Any]] = {},
+) -> RunAudit:
     """The run's chain recomputed from its stored values, against its stored
-    hashes, and its stored input against the digest the chain binds; with the
-    fields of its stored state that its history does not lead to, where the
-    caller replayed it (chalicelib/domain/replay.py)."""
+    hashes, its stored input against the digest the chain binds, and the
+    definitions of `versions` (each version's answer, by its number) against
+    the digests it binds; with the fields of its stored state that its history
+    does not lead to, where the caller replayed it (chalicelib/domain/replay.py)."""
     genesis = genesis_of(run)
     entries = tuple(
         {**entry_of(action, seq), "hash": action.hash}
         for seq, action in enumerate(run.actions, start=1)
     )
+    unbound = tuple(definitions_unbound(genesis, entries, versions))
     broken = [
         seq
         for seq in (
             first_invalid_seq(genesis, entries, run.head_hash),
             input_unbound_at(genesis, entries, run.input),
+            *(max(mismatch["seq"], 1) for mismatch in unbound),
         )
         if seq is not None
     ]
@@ -265,6 +386,7 @@ def audit_of(run: Run, state_mismatches: tuple[str, ...] = ()) -> RunAudit:
         entries,
         state_mismatches,
         run.input,
+        unbound,
     )
 
 
@@ -288,23 +410,25 @@ def input_unbound_at(
     return None if digest == bound else max(at, 1)
 
 
-def verify_document(document: Any) -> tuple[bool, str]:
+def verify_document(document: Any, versions: Sequence[Any] = ()) -> tuple[bool, str]:
     """What an auditor concludes from a saved answer of GET /runs/{id}/audit,
-    recomputed from its values alone: whether it holds, and one line saying so.
-    The answer's own `valid` and `first_invalid_seq` are not trusted."""
+    recomputed from its values alone, and from `versions`, saved answers of
+    GET /workflows/{id}/versions/{n} for the versions whose definitions the
+    chain binds: whether it holds, and one line saying so. The answer's own
+    `valid`, `first_invalid_seq` and `digest_mismatches` are not trusted."""
     problem = _shape_problem(document)
     if problem:
         return False, f"invalid: {problem}"
     try:
-        return _verified(document)
-    except (ValueError, TypeError, UnicodeError) as exc:  # no canonical text of it (RFC 8785)
+        return _verified(document, versions)
+    except (ValueError, TypeError, UnicodeError, KeyError) as exc:  # no canonical text of it
         return (
             False,
             f"invalid: run {document['run_id']}, a value is not JSON a chain holds ({exc})",
         )
 
 
-def _verified(document: Mapping[str, Any]) -> tuple[bool, str]:
+def _verified(document: Mapping[str, Any], versions: Sequence[Any]) -> tuple[bool, str]:
     genesis, entries = document["genesis"], document["entries"]
     run = f"run {document['run_id']}"
     if genesis["hash"] != genesis_hash(genesis):
@@ -314,6 +438,13 @@ def _verified(document: Mapping[str, Any]) -> tuple[bool, str]:
     seq = first_invalid_seq(genesis, entries, document["head_hash"])
     if seq is not None:
         return False, f"invalid: {run}, first invalid seq {seq}"
+    workflow = genesis["workflow_id"]
+    shown = {v["version"]: v for v in versions if isinstance(v, dict) and v.get("id") == workflow}
+    for mismatch in definitions_unbound(genesis, entries, shown):
+        version, at = mismatch["workflow_version"], mismatch["seq"]
+        if version not in shown:
+            return False, f"invalid: {run} binds version {version}'s definition: give its answer"
+        return False, f"invalid: {run}, version {version} is not as seq {at} binds it"
     return True, f"valid: {run}, {len(entries)} entries, head_hash {document['head_hash']}"
 
 
@@ -341,17 +472,23 @@ def _shape_problem(document: Any) -> Optional[str]:
 
 
 def main(argv: Sequence[str]) -> int:
-    """`verify FILE`: exit 0 if the saved audit answer holds, 1 if not, 2 on misuse."""
-    if len(argv) != 2 or argv[0] != "verify":
-        print("usage: python -m chalicelib.domain.audit verify FILE", file=sys.stderr)
+    """`verify FILE [VERSION_FILE ...]`: exit 0 if the saved audit answer holds
+    (with the saved answers of the versions its chain binds), 1 if not, 2 on misuse."""
+    if len(argv) < 2 or argv[0] != "verify":
+        print(
+            "usage: python -m chalicelib.domain.audit verify FILE [VERSION_FILE ...]",
+            file=sys.stderr,
+        )
         return 2
-    try:
-        with open(argv[1], encoding="utf-8") as saved:
-            document = json.load(saved)
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        print(f"invalid: {argv[1]} is not a readable JSON file ({exc})")
-        return 1
-    holds, verdict = verify_document(document)
+    documents = []
+    for name in argv[1:]:
+        try:
+            with open(name, encoding="utf-8") as saved:
+                documents.append(json.load(saved))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            print(f"invalid: {name} is not a readable JSON file ({exc})")
+            return 1
+    holds, verdict = verify_document(documents[0], documents[1:])
     print(verdict)
     return 0 if holds else 1
 

@@ -149,6 +149,13 @@ class Action(Record):
     approvers: Optional[tuple[str, ...]] = None
     # A move: the version of the workflow the run continues on (None otherwise).
     workflow_version: Optional[int] = None
+    # An action that brings the run to a step (an approval meeting its step's
+    # quorum, a resubmit): that step's digest as it stood then (audit.step_digest).
+    next_step_digest: Optional[str] = None
+    # A move: the digest of the version's definition moved to, of its first
+    # `definition_steps` steps (audit.definition_digest).
+    definition_digest: Optional[str] = None
+    definition_steps: Optional[int] = None
 
 
 class Run(Record):
@@ -207,6 +214,11 @@ class Run(Record):
     # The version it started on, where a move changed it since (None: it runs
     # on the version it started on); its genesis names it.
     genesis_version: Optional[int] = None
+    # The digest of its version's definition as it stood at its start, and how
+    # many steps that had (audit.definition_digest); its genesis binds both.
+    # None: a run started before definitions were bound.
+    definition_digest: Optional[str] = None
+    definition_steps: Optional[int] = None
 
     @property
     def current_step_id(self) -> Optional[int]:
@@ -242,6 +254,9 @@ class RunAudit(Record):
     state_mismatches: tuple[str, ...] = ()
     # The run's input as stored, which the genesis's input_digest is of.
     input: dict[str, Any] = {}  # noqa: RUF012 (records are immutable)
+    # The digests the chain binds that the stored definitions no longer give
+    # (audit.definitions_unbound): where, which, of which version.
+    digest_mismatches: tuple[dict[str, Any], ...] = ()
 
 
 class Decision(Record):

@@ -178,6 +178,8 @@ def started(
         input=given,
         max_returns=workflow.max_returns,
         workflow_version=workflow.version,
+        definition_digest=audit.digest_of_definition(workflow),
+        definition_steps=len(workflow.steps),
     )
     genesis = audit.genesis_hash(audit.genesis_of(run))
     skips = _skips(run_id, 0, genesis, skipped, at)
@@ -264,6 +266,7 @@ def resubmitted(
         None,
         round_,
         digest,
+        next_step_digest=None if landing is None else audit.digest_of_step(landing),
     )
     seq = run.history_length + 1
     first = audit.chained(entry, seq, audit.head_of(run))
@@ -412,6 +415,7 @@ def decided(
         chosen.on_behalf_of,
         run.round,
         channel=chosen.channel,
+        next_step_digest=_arrival_digest(chosen) if moves else None,
     )
     seq = run.history_length + 1
     first = audit.chained(entry, seq, audit.head_of(run))
@@ -429,6 +433,15 @@ def decided(
     return RunChange(
         run, after, recorded, told, decision.awaited_by(run), decision.awaited_by(after), last
     )
+
+
+def _arrival_digest(chosen: Decision) -> Optional[str]:
+    """What a decision that moves the run on binds of the step it brings it
+    to, as read: its digest (None where the run ends)."""
+    landing = chosen.next_step
+    if landing is None or chosen.status != RunStatus.IN_PROGRESS:
+        return None
+    return audit.digest_of_step(landing)
 
 
 def _after(run: Run, chosen: Decision, recorded: tuple[Action, ...]) -> Run:

@@ -146,9 +146,10 @@ def _chained(
     comment: str,
     at: str,
     approvers: Optional[tuple[str, ...]] = None,
-    version: Optional[int] = None,
+    target: Optional[Workflow] = None,
 ) -> tuple[Action, ...]:
-    """The administrator's action at `step`, chained after the run's head."""
+    """The administrator's action at `step`, chained after the run's head
+    (a move's binding the definition of `target`, the version moved to)."""
     entry = Action(
         0,
         run.id,
@@ -164,7 +165,10 @@ def _chained(
         None,
         "api",  # an administrator's change comes through the API alone
         approvers,
-        version,
+        None if target is None else target.version,
+        None,
+        None if target is None else audit.digest_of_definition(target),
+        None if target is None else len(target.steps),
     )
     return (audit.chained(entry, run.history_length + 1, audit.head_of(run)),)
 
@@ -202,7 +206,7 @@ def move(
             "publish a version whose step names differ, then move the run there"
         )
     landing = named[0]
-    recorded = _chained(run, landing, ActionKind.MOVE, actor, comment, at, version=target.version)
+    recorded = _chained(run, landing, ActionKind.MOVE, actor, comment, at, target=target)
     after = moved(run, target, landing, recorded, at)
     told = events.prepared_all(events.moved(run, after, actor, comment, at))
     return RunChange(

@@ -26,6 +26,7 @@ AUDIT_FIELDS = {"run_id", "genesis", "head_hash", "valid", "first_invalid_seq", 
     "input",
     "state_valid",
     "state_mismatches",
+    "digest_mismatches",
 }
 GENESIS_FIELDS = {"run_id", "workflow_id", "title", "requested_by", "created_at", "hash"}
 ENTRY_FIELDS = {
@@ -40,7 +41,9 @@ ENTRY_FIELDS = {
     "hash",
 }
 # Only in the entries of the actions that have them.
-OPTIONAL = {"on_behalf_of", "round", "input_digest"}
+OPTIONAL = {"on_behalf_of", "round", "input_digest", "next_step_digest"}
+# The definition its version had at the start: in the genesis of every run started since.
+BOUND = {"definition_digest", "definition_steps"}
 
 
 def audited(api: Api, run_id: int) -> dict[str, Any]:
@@ -48,7 +51,9 @@ def audited(api: Api, run_id: int) -> dict[str, Any]:
     assert response.status_code == 200, response.body
     body: dict[str, Any] = response.json_body
     assert set(body) == AUDIT_FIELDS, body
-    assert GENESIS_FIELDS <= set(body["genesis"]) <= GENESIS_FIELDS | {"input_digest"}, body
+    assert (
+        GENESIS_FIELDS | BOUND <= set(body["genesis"]) <= GENESIS_FIELDS | BOUND | {"input_digest"}
+    )
     assert all(ENTRY_FIELDS <= set(entry) <= ENTRY_FIELDS | OPTIONAL for entry in body["entries"])
     return body
 
@@ -71,12 +76,41 @@ def decided_run(api: Api) -> dict[str, Any]:
     return api.reject(run_id, "cfo", "Not this quarter")
 
 
-def verify_offline(tmp_path: Path, answer: dict[str, Any]) -> subprocess.CompletedProcess[str]:
-    """What an auditor gets from the saved answer, with the verifier the README names."""
+def bound_versions(api: Api, answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """The answers of the versions whose definitions the audit's chain binds,
+    as an auditor fetches them beside it."""
+    workflow_id = answer["genesis"]["workflow_id"]
+    return [
+        api.get(f"/workflows/{workflow_id}/versions/{version}").json_body
+        for version in verifiers.bound_versions(answer)
+    ]
+
+
+def agree(api: Api, tmp_path: Path, answer: dict[str, Any], valid: Any = None) -> None:
+    """verifiers.assert_agree, given the versions the answer binds as they are now."""
+    verifiers.assert_agree(tmp_path, answer, valid, bound_versions(api, answer))
+
+
+def verify_offline(
+    api: Api, tmp_path: Path, answer: dict[str, Any]
+) -> subprocess.CompletedProcess[str]:
+    """What an auditor gets from the saved answer (and the versions it binds),
+    with the verifier the README names."""
     saved = tmp_path / "audit.json"
     saved.write_text(json.dumps(answer, ensure_ascii=False), encoding="utf-8")
+    versions = [
+        verifiers.saved(tmp_path, v, f"v{n}.json")
+        for n, v in enumerate(bound_versions(api, answer))
+    ]
     return subprocess.run(
-        [sys.executable, "-m", "chalicelib.domain.audit", "verify", str(saved)],
+        [
+            sys.executable,
+            "-m",
+            "chalicelib.domain.audit",
+            "verify",
+            str(saved),
+            *map(str, versions),
+        ],
         cwd=PROJECT_DIR,
         capture_output=True,
         text=True,
@@ -100,6 +134,8 @@ def test_a_runs_audit_verifies_with_the_hashes_the_definition_gives(
         "title": run["title"],
         "requested_by": "ada",
         "created_at": run["created_at"],
+        "definition_digest": run["definition_digest"],
+        "definition_steps": 3,
         "hash": genesis,
     }
     assert [entry["seq"] for entry in answer["entries"]] == [1, 2, 3]
@@ -107,12 +143,12 @@ def test_a_runs_audit_verifies_with_the_hashes_the_definition_gives(
     assert answer["head_hash"] == hashes[-1] == api.get_run(run["id"])["head_hash"]
     listed = api.get(f"/runs?workflow_id={run['workflow_id']}").json_body["items"]
     assert [item["head_hash"] for item in listed] == [hashes[-1]]
-    offline = verify_offline(tmp_path, answer)
+    offline = verify_offline(api, tmp_path, answer)
     assert (offline.returncode, offline.stdout) == (
         0,
         f"valid: run {run['id']}, 3 entries, head_hash {hashes[-1]}\n",
     )
-    verifiers.assert_agree(tmp_path, answer)
+    agree(api, tmp_path, answer)
 
 
 def test_a_run_just_started_audits_as_its_genesis(api: Api) -> None:
@@ -151,12 +187,12 @@ def test_an_action_edited_in_the_database_breaks_the_chain_at_its_seq(
     assert (answer["valid"], answer["first_invalid_seq"]) == (False, seq)
     assert answer["entries"][seq - 1][field] == "mallory"
     assert chain.first_broken(answer) == seq
-    offline = verify_offline(tmp_path, answer)
+    offline = verify_offline(api, tmp_path, answer)
     assert (offline.returncode, offline.stdout) == (
         1,
         f"invalid: run {run['id']}, first invalid seq {seq}\n",
     )
-    verifiers.assert_agree(tmp_path, answer)
+    agree(api, tmp_path, answer)
 
 
 @pytest.mark.parametrize("seq", [1, 2, 3])
@@ -170,12 +206,12 @@ def test_an_action_deleted_from_the_database_breaks_the_chain_at_its_seq(
     answer = audited(api, run["id"])
     assert (answer["valid"], answer["first_invalid_seq"]) == (False, seq)
     assert len(answer["entries"]) == 2
-    offline = verify_offline(tmp_path, answer)
+    offline = verify_offline(api, tmp_path, answer)
     assert (offline.returncode, offline.stdout) == (
         1,
         f"invalid: run {run['id']}, first invalid seq {seq}\n",
     )
-    verifiers.assert_agree(tmp_path, answer)
+    agree(api, tmp_path, answer)
 
 
 def test_actions_reordered_in_the_database_break_the_chain_where_the_order_changes(
@@ -188,7 +224,7 @@ def test_actions_reordered_in_the_database_break_the_chain_where_the_order_chang
     answer = audited(api, run["id"])
     assert [entry["actor"] for entry in answer["entries"]] == ["maria", "cfo", "finn"]
     assert (answer["valid"], answer["first_invalid_seq"]) == (False, 2)
-    verifiers.assert_agree(tmp_path, answer)
+    agree(api, tmp_path, answer)
 
 
 # -- what it refuses -----------------------------------------------------------------
@@ -247,7 +283,7 @@ def test_an_input_edited_after_a_resubmit_breaks_the_chain_at_the_resubmit_that_
     answer = audited(api, run["id"])
     assert answer["input"] == {"amount": 50000}
     assert (answer["valid"], answer["first_invalid_seq"]) == (False, 2)
-    verifiers.assert_agree(tmp_path, answer)
+    agree(api, tmp_path, answer)
 
 
 def test_an_input_edited_without_a_resubmit_breaks_the_chain_at_its_first_entry(
@@ -265,7 +301,7 @@ def test_an_input_edited_without_a_resubmit_breaks_the_chain_at_its_first_entry(
 
     answer = audited(api, run["id"])
     assert (answer["valid"], answer["first_invalid_seq"]) == (False, 1)
-    verifiers.assert_agree(tmp_path, answer)
+    agree(api, tmp_path, answer)
 
 
 def test_an_input_of_numbers_and_keys_where_json_dumps_and_rfc_8785_differ_verifies_everywhere(
@@ -285,5 +321,5 @@ def test_an_input_of_numbers_and_keys_where_json_dumps_and_rfc_8785_differ_verif
     )
     chain.assert_chained(run)
     assert answer["valid"] and answer["state_valid"]
-    verifiers.assert_agree(tmp_path, answer)
-    verifiers.assert_agree(tmp_path, {**answer, "input": {**data, "whole": 1201}}, valid=False)
+    agree(api, tmp_path, answer)
+    agree(api, tmp_path, {**answer, "input": {**data, "whole": 1201}}, valid=False)

@@ -498,7 +498,7 @@ def test_the_audit_chain_binds_the_input(api: Api, tmp_path: Path) -> None:
     assert audit["valid"] and audit["state_valid"], audit
     assert chain.first_broken(audit) is None
     chain.assert_chained(api.get_run(run["id"]))
-    offline = verify_offline(tmp_path, audit)
+    offline = verify_offline(api, tmp_path, audit)
     assert offline.returncode == 0, offline.stdout
     plain = api.start_run(api.create_workflow(steps=["A"])["id"])
     genesis = api.get(f"/runs/{plain['id']}/audit").json_body["genesis"]
@@ -519,7 +519,7 @@ def test_an_input_changed_in_the_database_makes_the_audit_invalid(
     audit = api.get(f"/runs/{run['id']}/audit").json_body
     assert audit["input"] == {"amount": 500}
     assert (audit["valid"], audit["first_invalid_seq"]) == (False, 1)
-    offline = verify_offline(tmp_path, audit)
+    offline = verify_offline(api, tmp_path, audit)
     assert offline.returncode == 1, offline.stdout
 
 
@@ -529,7 +529,7 @@ def test_a_saved_audit_whose_input_was_changed_does_not_verify_offline(
     run = started(api, tiered(api)["id"], {"amount": 50000})
     audit = api.get(f"/runs/{run['id']}/audit").json_body
 
-    offline = verify_offline(tmp_path, {**audit, "input": {"amount": 5}})
+    offline = verify_offline(api, tmp_path, {**audit, "input": {"amount": 5}})
 
     assert (offline.returncode, offline.stdout) == (
         1,

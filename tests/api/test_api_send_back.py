@@ -116,8 +116,8 @@ def test_a_resubmit_with_a_new_input_is_held_to_the_schema_and_bound_by_the_chai
     assert audit["valid"] and audit["state_valid"], audit
     assert audit["input"] == {"amount": 5000}
     assert "input_digest" in audit["genesis"]  # the first input's
-    assert verify_offline(tmp_path, audit).returncode == 0
-    forged = verify_offline(tmp_path, {**audit, "input": {"amount": 50000}})
+    assert verify_offline(api, tmp_path, audit).returncode == 0
+    forged = verify_offline(api, tmp_path, {**audit, "input": {"amount": 50000}})
     assert forged.returncode == 1
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from chalicelib import engine
 from chalicelib.api.representations import listed_event
-from chalicelib.domain import audit, errors
+from chalicelib.domain import errors
 from chalicelib.domain.lifecycle import ActionKind, OnDeadline, RunStatus
 from chalicelib.domain.models import DEFAULT_POLICY, Deadline, Policy, Run, StepRule, Workflow
 from chalicelib.storage import Storage
@@ -238,7 +238,7 @@ def test_the_requester_cancels_their_run_with_a_reason(
         "bought elsewhere",
     )
     assert storage.get_run(run.id) == cancelled
-    assert audit.audit_of(cancelled).first_invalid_seq is None
+    assert engine.audit_run(storage, run.id).first_invalid_seq is None
     assert engine.list_runs(storage, None, RunStatus.CANCELLED, 10).items == (
         cancelled._replace(actions=()),
     )

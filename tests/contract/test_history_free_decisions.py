@@ -4,7 +4,6 @@ every backend: the run and a count, whatever the history's length."""
 from __future__ import annotations
 
 from chalicelib import engine
-from chalicelib.domain import audit
 from chalicelib.domain.lifecycle import ActionKind, RunStatus
 from chalicelib.storage import Backend
 from chalicelib.storage.dynamodb import adapter as dynamodb
@@ -43,7 +42,7 @@ def test_decisions_without_history_chain_as_those_with_it(storage: Backend) -> N
 
     assert counted.status == RunStatus.COMPLETED
     read = storage.get_run(runs[1].id)
-    assert audit.audit_of(read).first_invalid_seq is None
+    assert engine.audit_run(storage, read.id).first_invalid_seq is None
     assert read.head_hash == counted.head_hash
 
 

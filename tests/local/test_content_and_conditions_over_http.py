@@ -84,8 +84,12 @@ def test_a_tiered_purchase_order_over_http(
         assert audit["valid"] and audit["state_valid"] and chain.first_broken(audit) is None
         saved = tmp_path / f"audit-{amount}.json"
         saved.write_text(json.dumps(audit, ensure_ascii=False), encoding="utf-8")
+        # With the version its chain binds, as an auditor fetches it beside the audit.
+        status, version = call(port, "GET", f"/workflows/{run['workflow_id']}/versions/1")
+        given = tmp_path / f"version-{amount}.json"
+        given.write_text(json.dumps(version, ensure_ascii=False), encoding="utf-8")
         verified = subprocess.run(
-            [sys.executable, "-m", "chalicelib.domain.audit", "verify", str(saved)],
+            [sys.executable, "-m", "chalicelib.domain.audit", "verify", str(saved), str(given)],
             cwd=PROJECT_DIR,
             capture_output=True,
             text=True,

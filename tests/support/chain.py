@@ -35,6 +35,9 @@ def genesis_of(run: dict[str, Any]) -> str:
         record["input_digest"] = run["input_digest"]
     if "run_id" in run and "workflow_version" in run:  # an answer's, after version 1
         record["workflow_version"] = run["workflow_version"]
+    if run.get("definition_digest") is not None:  # a run started since definitions are bound
+        record["definition_digest"] = run["definition_digest"]
+        record["definition_steps"] = run["definition_steps"]
     return sha256(canonical(record))
 
 
@@ -59,7 +62,14 @@ def link(prev: str, action: dict[str, Any], seq: int) -> str:
         entry["input_digest"] = action["input_digest"]
     if action.get("channel", "api") != "api":
         entry["channel"] = action["channel"]
-    for name in ("approvers", "workflow_version"):  # a reassign's, a move's
+    # A reassign's, a move's; the definitions bound on arriving at a step, or by a move.
+    for name in (
+        "approvers",
+        "workflow_version",
+        "next_step_digest",
+        "definition_digest",
+        "definition_steps",
+    ):
         if action.get(name) is not None:
             entry[name] = action[name]
     return sha256(prev + "\n" + canonical(entry))
@@ -90,3 +100,25 @@ def first_broken(audit: dict[str, Any]) -> Optional[int]:
             return seq
         prev = entry["hash"]
     return None
+
+
+# The members of a version's answer that are not its definition (docs/audit.md).
+NOT_DEFINITION = ("id", "name", "created_at", "version", "version_created_at", "retired")
+
+
+def _setting(record: dict[str, Any]) -> dict[str, Any]:
+    """The members that set something: null, false, [] and {} left out."""
+    return {k: v for k, v in record.items() if v is not False and v not in (None, [], {})}
+
+
+def step_digest(step: dict[str, Any]) -> str:
+    """The digest of a step as a version's answer shows it."""
+    return sha256(canonical(_setting(step)))
+
+
+def definition_digest(version: dict[str, Any], steps: int) -> str:
+    """The digest of a version's answer (GET /workflows/{id}/versions/{n}) as a
+    definition, with its first `steps` steps."""
+    definition = _setting({k: v for k, v in version.items() if k not in NOT_DEFINITION})
+    definition["steps"] = [_setting(step) for step in version["steps"][:steps]]
+    return sha256(canonical(definition))

@@ -50,6 +50,9 @@ ACTION_FIELDS = {
     "channel",
     "approvers",
     "workflow_version",
+    "next_step_digest",
+    "definition_digest",
+    "definition_steps",
 }
 RUN_FIELDS = {
     "id",
@@ -70,6 +73,8 @@ RUN_FIELDS = {
     "head_hash",
     "current_step_due_at",
     "current_step_escalated_to",
+    "definition_digest",
+    "definition_steps",
     "actions",
 }
 RUN_STATUSES = {"in_progress", "completed", "rejected", "cancelled", "returned"}

@@ -154,3 +154,41 @@ def edit_input(storage: Backend, run_id: int, data: dict[str, object]) -> None:
         ExpressionAttributeNames={"#input": "input"},
         ExpressionAttributeValues={":value": {"S": text}},
     )
+
+
+def edit_version_step(
+    storage: Backend, workflow_id: int, version: int, step_order: int, **rule: object
+) -> None:
+    """Set a rule of a stored version's step: `approvers` (a list of principals)
+    or `when` (a condition): on SQLite its row of workflow_steps, on DynamoDB
+    its entry in the version's item (VERSION#<n>), which decisions and the
+    audit read."""
+    assert set(rule) <= {"approvers", "when"}
+    texts = {name: json.dumps(value) for name, value in rule.items()}
+    if isinstance(storage, SQLiteStorage):
+        columns = {"approvers": "approvers", "when": "when_condition"}
+        with _sqlite(storage) as conn:
+            for name, text in texts.items():
+                changed = conn.execute(
+                    f"UPDATE workflow_steps SET {columns[name]} = ? "
+                    "WHERE workflow_id = ? AND version = ? AND step_order = ?",
+                    (text, workflow_id, version, step_order),
+                ).rowcount
+                assert changed == 1
+        return
+    assert isinstance(storage, dynamodb.DynamoDBStorage)
+    key = {"PK": {"S": keys.workflow_pk(workflow_id)}, "SK": {"S": keys.version_sk(version)}}
+    item = storage.client.get_item(TableName=storage.table, Key=key)["Item"]
+    orders = [int(entry["M"]["step_order"]["N"]) for entry in item["steps"]["L"]]
+    at = orders.index(step_order)
+    values = {
+        f":{name}": _attribute(value) if name == "approvers" else {"S": texts[name]}
+        for name, value in rule.items()
+    }
+    storage.client.update_item(
+        TableName=storage.table,
+        Key=key,
+        UpdateExpression="SET " + ", ".join(f"steps[{at}].#{name} = :{name}" for name in rule),
+        ExpressionAttributeNames={f"#{name}": name for name in rule},
+        ExpressionAttributeValues=values,
+    )

@@ -155,6 +155,16 @@ def test_an_untouched_history_verifies() -> None:
     assert audited["head_hash"] == audited["entries"][-1]["hash"]
 
 
+def test_a_chain_written_before_definitions_were_bound_verifies_without_any_version() -> None:
+    run = run_with(*THREE)  # stored without definition_digest, as every run before
+    audited = answer(run)
+
+    assert not {"definition_digest", "definition_steps"} & set(audited["genesis"])
+    assert not any("next_step_digest" in entry for entry in audited["entries"])
+    assert (audited["valid"], audited["digest_mismatches"]) == (True, [])
+    assert audit.verify_document(audited)[0]
+
+
 def test_a_run_without_actions_verifies_against_its_genesis() -> None:
     audited = answer(run_with())
 
@@ -300,7 +310,7 @@ def test_the_verifier_says_so_for_a_file_that_is_not_json(
     assert capsys.readouterr().out.count("is not a readable JSON file") == 2
 
 
-@pytest.mark.parametrize("argv", [[], ["verify"], ["check", "x"], ["verify", "a", "b"]])
+@pytest.mark.parametrize("argv", [[], ["verify"], ["check", "x"], ["check", "a", "b"]])
 def test_the_verifier_answers_2_to_a_wrong_command_line(
     argv: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -335,11 +345,11 @@ def test_the_pages_javascript_verifier_is_the_file_it_names() -> None:
     assert verifiers.page_block("js") == verifiers.JS_VERIFIER.read_text(encoding="utf-8")
 
 
-def delegated_returned_resubmitted() -> Run:
+def delegated_returned_resubmitted() -> tuple[Run, dict[int, dict[str, Any]]]:
     """A run decided for a delegator, sent back, resubmitted with a new input,
     approved through an email link, reassigned and moved to version 2: every
-    optional field of an entry in its chain."""
-    from chalicelib.domain import transitions, versioning
+    optional field of an entry in its chain; and the answers of its versions."""
+    from chalicelib.domain import shapes, transitions, versioning
     from chalicelib.domain.lifecycle import ActionKind
     from chalicelib.domain.models import StepRule, Workflow
 
@@ -358,14 +368,14 @@ def delegated_returned_resubmitted() -> Run:
         lambda r: versioning.move(r, newer, "C", "ada", "C first", LATER),
     ):
         run = change(run).after
-    return run
+    return run, {v.version: shapes.workflow_shape(v) for v in (workflow, newer)}
 
 
 def test_both_verifiers_check_every_optional_field_and_the_input_they_bind(
     tmp_path: Path,
 ) -> None:
-    run = delegated_returned_resubmitted()
-    document = answer(run)
+    run, versions = delegated_returned_resubmitted()
+    document = shape(audit.audit_of(run, (), versions))
     entries = document["entries"]
     assert entries[0]["on_behalf_of"] == "bob" and "round" not in entries[0]
     assert entries[2]["action"] == "resubmit" and entries[2]["round"] == 2
@@ -373,9 +383,16 @@ def test_both_verifiers_check_every_optional_field_and_the_input_they_bind(
     assert entries[3]["channel"] == "email-link" and "channel" not in entries[0]
     assert document["valid"] and document["genesis"]["input_digest"]
     assert chain.first_broken(document) is None
+    # The definitions bound: the genesis's, each arrival's step, the move's version.
+    assert document["genesis"]["definition_digest"] == chain.definition_digest(versions[1], 2)
+    b = chain.step_digest(versions[1]["steps"][1])
+    a = chain.step_digest(versions[1]["steps"][0])
+    assert [e.get("next_step_digest") for e in entries] == [b, None, a, b, None, None]
+    assert entries[5]["definition_digest"] == chain.definition_digest(versions[2], 1)
 
-    def verdicts(doc: dict[str, Any]) -> set[bool]:
-        return {audit.verify_document(doc)[0], *verifiers.verdicts(tmp_path, doc).values()}
+    def verdicts(doc: dict[str, Any], given: Any = versions) -> set[bool]:
+        holds = audit.verify_document(doc, list(given.values()))[0]
+        return {holds, *verifiers.verdicts(tmp_path, doc, list(given.values())).values()}
 
     assert verdicts(document) == {True}
     assert verdicts({**document, "input": {"amount": 5}}) == {False}
@@ -393,3 +410,15 @@ def test_both_verifiers_check_every_optional_field_and_the_input_they_bind(
         changed = json.loads(json.dumps(document))
         changed["entries"][index][name] = forged_value
         assert verdicts(changed) == {False}, name
+    # A version not given, or given as it is not: no verifier confirms the chain.
+    assert verdicts(document, {1: versions[1]}) == {False}
+    renamed = json.loads(json.dumps(versions))
+    renamed["2"]["steps"][0]["approvers"] = ["user:eve"]
+    assert verdicts(document, {int(k): v for k, v in renamed.items()}) == {False}
+    requorum = json.loads(json.dumps(versions))
+    requorum["1"]["steps"][1]["required_approvals"] = 2
+    assert verdicts(document, {int(k): v for k, v in requorum.items()}) == {False}
+    # What only says which version it is, or when, is not its definition.
+    retitled = json.loads(json.dumps(versions))
+    retitled["1"].update(name="Other", retired=True, version_created_at=LATER)
+    assert verdicts(document, {int(k): v for k, v in retitled.items()}) == {True}

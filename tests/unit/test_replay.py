@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from chalicelib.domain import audit, replay, transitions
+from chalicelib.domain import audit, replay, shapes, transitions
 from chalicelib.domain.events import DEADLINE_ACTOR
 from chalicelib.domain.lifecycle import ActionKind, OnDeadline, RunStatus
 from chalicelib.domain.models import Deadline, Run, Step, StepRule, Workflow
@@ -116,7 +116,7 @@ def test_an_entry_the_transitions_would_not_record_there_leads_to_no_state(
 ) -> None:
     run = with_last(every_transition(), **changed)
 
-    assert audit.audit_of(run).first_invalid_seq is None
+    assert audit.audit_of(run, (), {1: shapes.workflow_shape(WORKFLOW)}).first_invalid_seq is None
     assert replay.state_mismatches(run, STEPS) == NO_STATE
 
 

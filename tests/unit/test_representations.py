@@ -49,6 +49,9 @@ actions = st.builds(
     MAYBE_TEXT,
     st.integers(min_value=1, max_value=99),
     MAYBE_TEXT,
+    next_step_digest=MAYBE_TEXT,
+    definition_digest=MAYBE_TEXT,
+    definition_steps=st.none() | st.integers(min_value=1, max_value=99),
 )
 steps = st.builds(
     Step,
@@ -87,6 +90,8 @@ def runs(draw: Any) -> Run:
         current_step_on_behalf_of=tuple(
             draw(st.lists(ANY_TEXT, min_size=len(approved_by), max_size=len(approved_by)))
         ),
+        definition_digest=draw(MAYBE_TEXT),
+        definition_steps=draw(st.none() | st.integers(min_value=1, max_value=99)),
     )
 
 
@@ -152,6 +157,8 @@ def test_a_runs_text_is_its_listed_fields_and_its_history(run: Run, behalf: Opti
         "created_at": run.created_at,
         "updated_at": run.updated_at,
         "head_hash": run.head_hash,
+        "definition_digest": run.definition_digest,
+        "definition_steps": run.definition_steps,
     }
     assert encoded(representations.listed_text(run)) == listed
     history = [action._asdict() for action in run.actions]

@@ -120,6 +120,7 @@ class DynamoDBStorage(
             "max_returns": n(run.max_returns),
             "workflow_version": n(run.workflow_version),
             items.INBOX_SHARDS: n(self.shards),
+            **items.definition_attrs(run.definition_digest, run.definition_steps),
         }
         if run.requested_by is not None:
             item["requested_by"] = s(run.requested_by)

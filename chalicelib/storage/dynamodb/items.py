@@ -361,6 +361,8 @@ def run_of(item: Item, actions: tuple[Action, ...]) -> Run:
         max_returns_of(item),
         int(item["workflow_version"]["N"]) if "workflow_version" in item else 1,
         int(item["genesis_version"]["N"]) if "genesis_version" in item else None,
+        item["definition_digest"]["S"] if "definition_digest" in item else None,
+        int(item["definition_steps"]["N"]) if "definition_steps" in item else None,
     )
 
 
@@ -390,7 +392,19 @@ def action_item(action: Action, seq: int) -> Item:
         item["approvers"] = strings(action.approvers)
     if action.workflow_version is not None:
         item["workflow_version"] = n(action.workflow_version)
+    if action.next_step_digest is not None:
+        item["next_step_digest"] = s(action.next_step_digest)
+    if action.definition_digest is not None:
+        item.update(definition_attrs(action.definition_digest, action.definition_steps))
     return item
+
+
+def definition_attrs(digest: Optional[str], steps: Optional[int]) -> Item:
+    """The attributes of a definition's digest a run's genesis or a move binds
+    (none where it binds none: a run started before definitions were bound)."""
+    if digest is None or steps is None:
+        return {}
+    return {"definition_digest": s(digest), "definition_steps": n(steps)}
 
 
 def action_of(item: Item, run_id: int) -> Action:
@@ -410,6 +424,9 @@ def action_of(item: Item, run_id: int) -> Action:
         item["channel"]["S"] if "channel" in item else "api",
         texts(item, "approvers") if "approvers" in item else None,
         int(item["workflow_version"]["N"]) if "workflow_version" in item else None,
+        item["next_step_digest"]["S"] if "next_step_digest" in item else None,
+        item["definition_digest"]["S"] if "definition_digest" in item else None,
+        int(item["definition_steps"]["N"]) if "definition_steps" in item else None,
     )
 
 

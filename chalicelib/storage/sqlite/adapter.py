@@ -58,8 +58,8 @@ class SQLiteStorage(WorkflowTables, NoticeRows):
             conn.execute(
                 "INSERT INTO workflow_runs (id, workflow_id, title, status, current_step_id, "
                 "created_at, updated_at, requested_by, current_step_since, "
-                "current_step_due_at, head_hash, input, workflow_version) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "current_step_due_at, head_hash, input, workflow_version, definition_digest, "
+                "definition_steps) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run.id,
                     run.workflow_id,
@@ -74,6 +74,8 @@ class SQLiteStorage(WorkflowTables, NoticeRows):
                     run.head_hash,
                     rows.document(run.input),
                     run.workflow_version,
+                    run.definition_digest,
+                    run.definition_steps,
                 ),
             )
             action_ids = rows.insert_actions(conn, started.actions)

@@ -214,6 +214,25 @@ def add_workflow_versions(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
+# The definitions a run's chain binds (chalicelib/domain/audit.py): a run's
+# genesis, the digest of its version's definition at its start and how many
+# steps it covered; an action, the digest of the step it brings the run to, or
+# a move's of the definition moved to. NULL in every row written before.
+BOUND_DEFINITIONS = (
+    "ALTER TABLE workflow_runs ADD COLUMN definition_digest TEXT",
+    "ALTER TABLE workflow_runs ADD COLUMN definition_steps INTEGER",
+    "ALTER TABLE workflow_actions ADD COLUMN next_step_digest TEXT",
+    "ALTER TABLE workflow_actions ADD COLUMN definition_digest TEXT",
+    "ALTER TABLE workflow_actions ADD COLUMN definition_steps INTEGER",
+)
+
+
+def add_bound_definitions(conn: sqlite3.Connection) -> None:
+    """BOUND_DEFINITIONS, in the upgrade's transaction."""
+    for statement in BOUND_DEFINITIONS:
+        conn.execute(statement)
+
+
 # The changes made to SCHEMA since the first release, in order: the one at
 # index i takes a file from version BASELINE_VERSION + i to the next. A file
 # written before a change reads its new columns as NULL unless the change
@@ -253,6 +272,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     # + 10: whom a step tells besides its approvers (a JSON array; null: nobody
     # else), chalicelib/domain/notifications.py.
     "ALTER TABLE workflow_steps ADD COLUMN notify TEXT",
+    # + 11: the definitions a run's chain binds; runs and actions before it bind none.
+    add_bound_definitions,
 )
 
 

@@ -56,13 +56,13 @@ RUN_COLUMNS = (
     "w.allow_self_approval, w.distinct_approvers, w.reject_requires_comment, r.approvers, "
     "r.current_step_due_at, r.deadline_passed, r.input, "
     "r.round, r.on_behalf_of, r.genesis_input_digest, w.max_returns, r.workflow_version, "
-    "r.genesis_version, s.notify"
+    "r.genesis_version, r.definition_digest, r.definition_steps, s.notify"
 )
 # An action's columns, in Action's order (its step's name from the step's row).
 ACTION_COLUMNS = (
     "wa.id, wa.run_id, wa.step_id, ws.name, wa.action, wa.actor, wa.comment, wa.created_at, "
     "wa.hash, wa.on_behalf_of, wa.round, wa.input_digest, wa.channel, wa.approvers, "
-    "wa.workflow_version"
+    "wa.workflow_version, wa.next_step_digest, wa.definition_digest, wa.definition_steps"
 )
 # The version a run runs on (w: its policy and max_returns).
 RUN_VERSION = (
@@ -73,14 +73,14 @@ RUN_FROM = (
     f"workflow_runs r LEFT JOIN workflow_steps s ON s.id = r.current_step_id JOIN {RUN_VERSION}"
 )
 # Columns after the first RUN_COLUMNS in a run's row with its actions.
-ACTIONS_FROM = 34
+ACTIONS_FROM = 36
 
 
 def listed_run(row: tuple[Any, ...], actions: tuple[Action, ...] = (), unread: int = 0) -> Run:
     """A run from a row that starts with RUN_COLUMNS, with `actions`, after the
     `unread` first actions of its history (all of them, where it was not read)."""
     # Its step's columns, in STEP_COLUMNS's order (notify, added last, is last).
-    current = step((*row[6:16], row[33])) if row[6] is not None else None
+    current = step((*row[6:16], row[35])) if row[6] is not None else None
     # Positional, every field: keywords take the records' slower constructor.
     return Run(
         row[0],
@@ -108,6 +108,8 @@ def listed_run(row: tuple[Any, ...], actions: tuple[Action, ...] = (), unread: i
         row[30],
         row[31],
         row[32],
+        row[33],
+        row[34],
     )
 
 
@@ -130,6 +132,9 @@ def action(row: Sequence[Any]) -> Action:
         row[12],
         None if listed is None else strings(listed),
         row[14],
+        row[15],
+        row[16],
+        row[17],
     )
 
 
@@ -290,7 +295,8 @@ def insert_actions(conn: sqlite3.Connection, actions: Sequence[Action]) -> list[
             conn.execute(
                 "INSERT INTO workflow_actions (run_id, step_id, action, actor, comment, "
                 "created_at, hash, on_behalf_of, round, input_digest, channel, approvers, "
-                "workflow_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "workflow_version, next_step_digest, definition_digest, definition_steps) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     action.run_id,
                     action.step_id,
@@ -305,6 +311,9 @@ def insert_actions(conn: sqlite3.Connection, actions: Sequence[Action]) -> list[
                     action.channel,
                     None if action.approvers is None else as_json(action.approvers),
                     action.workflow_version,
+                    action.next_step_digest,
+                    action.definition_digest,
+                    action.definition_steps,
                 ),
             )
         )
