@@ -120,6 +120,19 @@ def test_an_upgraded_table_serves_its_workflows_and_the_run_in_progress_to_the_e
     ]
 
 
+def test_before_the_upgrade_a_decision_refuses_rather_than_skip_the_steps_it_cannot_read(
+    api: Api,
+) -> None:
+    # The run waits at Finance, step 2 of 3; with no stored version its next
+    # steps are unknown, and "none" would complete it past CFO.
+    refused = api.post(f"/runs/{RUN}/approve", {"actor": "bob"})
+
+    assert refused.status_code == 503, refused.body
+    assert "versions_upgrade" in refused.json_body["error"]
+    run = api.get_run(RUN)
+    assert (run["status"], run["current_step"]["name"]) == ("in_progress", "Finance")
+
+
 def test_the_second_run_changes_nothing_and_a_dry_run_writes_nothing(
     old_table: dynamodb.DynamoDBStorage, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -168,11 +168,18 @@ class WorkflowItems:
         return tuple(step for step in steps if step.step_order > after_order)
 
     def _read_steps(self, workflow_id: int, version: int) -> tuple[Step, ...]:
-        """The steps of the workflow's version, read now and kept for steps_after."""
+        """The steps of the workflow's version, read now and kept for steps_after.
+        Unavailable where the version is not stored: "no steps" would complete
+        a run past steps it never saw (a table not yet upgraded to versions)."""
         try:
             return self.get_version(workflow_id, version).steps
         except errors.NotFound:
-            return ()
+            raise errors.Unavailable(
+                f"Workflow {workflow_id}'s version {version} is not in table {self.requests.table!r}: "
+                "a table written before versions needs "
+                "`python -m chalicelib.storage.dynamodb.versions_upgrade` (docs/deploy.md); "
+                "nothing was recorded"
+            ) from None
 
     def _remember(self, workflow: Workflow) -> Workflow:
         """Keep the steps of `workflow`, as just read or written, for steps_after."""
