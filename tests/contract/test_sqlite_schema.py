@@ -146,7 +146,7 @@ def test_a_file_from_before_versions_keeps_its_workflows_and_runs_at_version_one
     workflow and the run on it read as version 1, the run decides on, and the
     workflow publishes a version 2 of its own step orders (a UNIQUE made anew)."""
     path = tmp_path / "before-versions.sqlite3"
-    before = sqlite_migrations.MIGRATIONS.index(sqlite_migrations.add_workflow_versions)
+    before = sqlite_migrations.MIGRATIONS.index(sqlite_migrations.WORKFLOW_VERSIONS)
     monkeypatch.setattr(sqlite_migrations, "MIGRATIONS", sqlite_migrations.MIGRATIONS[:before])
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA foreign_keys = ON")

@@ -175,7 +175,8 @@ class WorkflowItems:
             return self.get_version(workflow_id, version).steps
         except errors.NotFound:
             raise errors.Unavailable(
-                f"Workflow {workflow_id}'s version {version} is not in table {self.requests.table!r}: "
+                f"Workflow {workflow_id}'s version {version} is not in table "
+                f"{self.requests.table!r}: "
                 "a table written before versions needs "
                 "`python -m chalicelib.storage.dynamodb.versions_upgrade` (docs/deploy.md); "
                 "nothing was recorded"

@@ -152,9 +152,9 @@ SCHEMA = (
     "CREATE INDEX delegations_of ON delegations(delegator_key, id)",
 )
 
-# A change to the schema: a statement, or a function of the connection when
-# SQL alone cannot make it.
-Migration = Union[str, Callable[["sqlite3.Connection"], None]]
+# A change to the schema: a statement, several in order, or a function of the
+# upgrade's connection when SQL alone cannot make it.
+Migration = Union[str, tuple[str, ...], Callable[["sqlite3.Connection"], None]]
 
 # Each version of a workflow (the newest too) with its policy, its steps the
 # rows of workflow_steps of that version; a workflow's row holds its newest,
@@ -208,12 +208,6 @@ WORKFLOW_VERSIONS = (
 )
 
 
-def add_workflow_versions(conn: sqlite3.Connection) -> None:
-    """WORKFLOW_VERSIONS, in the upgrade's transaction."""
-    for statement in WORKFLOW_VERSIONS:
-        conn.execute(statement)
-
-
 # The definitions a run's chain binds (chalicelib/domain/audit.py): a run's
 # genesis, the digest of its version's definition at its start and how many
 # steps it covered; an action, the digest of the step it brings the run to, or
@@ -225,12 +219,6 @@ BOUND_DEFINITIONS = (
     "ALTER TABLE workflow_actions ADD COLUMN definition_digest TEXT",
     "ALTER TABLE workflow_actions ADD COLUMN definition_steps INTEGER",
 )
-
-
-def add_bound_definitions(conn: sqlite3.Connection) -> None:
-    """BOUND_DEFINITIONS, in the upgrade's transaction."""
-    for statement in BOUND_DEFINITIONS:
-        conn.execute(statement)
 
 
 # The changes made to SCHEMA since the first release, in order: the one at
@@ -268,12 +256,12 @@ MIGRATIONS: tuple[Migration, ...] = (
     "CREATE INDEX workflow_runs_started ON workflow_runs(workflow_id, created_at)",
     # + 9: a workflow's versions (docs/versions.md): every workflow so far is at
     # its first, which its runs run on.
-    add_workflow_versions,
+    WORKFLOW_VERSIONS,
     # + 10: whom a step tells besides its approvers (a JSON array; null: nobody
     # else), chalicelib/domain/notifications.py.
     "ALTER TABLE workflow_steps ADD COLUMN notify TEXT",
     # + 11: the definitions a run's chain binds; runs and actions before it bind none.
-    add_bound_definitions,
+    BOUND_DEFINITIONS,
 )
 
 
@@ -319,6 +307,9 @@ def _upgrade(conn: sqlite3.Connection, check_keys: bool) -> None:
         for migration in MIGRATIONS[found - BASELINE_VERSION :]:
             if isinstance(migration, str):
                 conn.execute(migration)
+            elif isinstance(migration, tuple):
+                for statement in migration:
+                    conn.execute(statement)
             else:
                 migration(conn)
         if check_keys and conn.execute("PRAGMA foreign_key_check").fetchone() is not None:
