@@ -108,16 +108,16 @@ def append_step(
     from chalicelib.domain import transitions
 
     rule = StepRule(step) if isinstance(step, str) else step
+
     # The limits hold for the workflow with the step after its last one as
     # read: the storage appends it only there, so another append that came
     # first means reading it again (limits.py).
-    for _ in range(APPEND_ATTEMPTS):
+    def attempt(_: int) -> Step:
         workflow = storage.get_workflow(workflow_id)
-        try:
-            return storage.append_step(transitions.append_step(workflow, rule, clock()))
-        except errors.LostWrite:
-            continue
-    raise errors.Unavailable("Too many steps are being appended at once; retry shortly")
+        return storage.append_step(transitions.append_step(workflow, rule, clock()))
+
+    crowded = errors.Unavailable("Too many steps are being appended at once; retry shortly")
+    return errors.until_written(APPEND_ATTEMPTS, attempt, crowded)
 
 
 # -- runs ------------------------------------------------------------------
@@ -258,17 +258,15 @@ def resubmit(
     from chalicelib.domain import decision, transitions
     from chalicelib.domain.lifecycle import ActionKind
 
-    for _ in range(DECISION_ATTEMPTS):
+    def attempt(_: int) -> Run:
         stored = storage.get_run(run_id, history)
         run = as_proven(storage, stored)
         decision.check_requesters_action(run, ActionKind.RESUBMIT, actor, admin)
         workflow = storage.get_version(run.workflow_id, run.workflow_version)
         change = transitions.resubmit(run, workflow, actor, comment, data, clock())
-        try:
-            return storage.record_change(decision.against(change, stored))
-        except errors.LostWrite:
-            continue
-    raise errors.Contended()
+        return storage.record_change(decision.against(change, stored))
+
+    return errors.until_written(DECISION_ATTEMPTS, attempt, errors.Contended())
 
 
 def cancel(

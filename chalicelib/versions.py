@@ -76,9 +76,9 @@ def publish_version(
 
     # Another publish that came first means reading it again: the next number
     # is then one more (or, for an editor that named the version it read, 409).
-    for attempt in range(engine.APPEND_ATTEMPTS):
-        if attempt:
-            _back_off(attempt)
+    def attempt(n: int) -> Workflow:
+        if n:
+            _back_off(n)
         workflow = storage.get_workflow(workflow_id)
         publish = versioning.publish_version(
             workflow,
@@ -90,11 +90,10 @@ def publish_version(
             definition.max_returns,
             expected_version,
         )
-        try:
-            return storage.publish_version(publish)
-        except errors.LostWrite:
-            continue
-    raise errors.Unavailable("Too many versions are being published at once; retry shortly")
+        return storage.publish_version(publish)
+
+    crowded = errors.Unavailable("Too many versions are being published at once; retry shortly")
+    return errors.until_written(engine.APPEND_ATTEMPTS, attempt, crowded)
 
 
 def _back_off(attempt: int) -> None:
@@ -128,13 +127,12 @@ def set_retired(
     reinstate it; Conflict where it is so already."""
     from chalicelib.domain import versioning
 
-    for _ in range(engine.DECISION_ATTEMPTS):
+    def attempt(_: int) -> Workflow:
         workflow = storage.get_workflow(workflow_id)
-        try:
-            return storage.set_retired(versioning.retirement(workflow, retired, clock()))
-        except errors.LostWrite:
-            continue
-    raise errors.Unavailable("Too many changes of this workflow at once; retry shortly")
+        return storage.set_retired(versioning.retirement(workflow, retired, clock()))
+
+    crowded = errors.Unavailable("Too many changes of this workflow at once; retry shortly")
+    return errors.until_written(engine.DECISION_ATTEMPTS, attempt, crowded)
 
 
 # -- an administrator's changes of a run ---------------------------------------------
@@ -205,14 +203,13 @@ def _administered(
     (decision.capacity), on the conditional write of a decision."""
     from chalicelib.domain import decision
 
-    for _ in range(engine.DECISION_ATTEMPTS):
+    def attempt(_: int) -> Run:
         stored = storage.get_run(run_id, history)
         run = engine.as_proven(storage, stored)
         refused = decision.refusal(run, action, actor, frozenset(), admin)
         if refused is not None:
             raise refused.error()
-        try:
-            return storage.record_change(decision.against(change(run), stored))
-        except errors.LostWrite:
-            continue
-    raise errors.Unavailable("Too many changes of this run at once; retry shortly")
+        return storage.record_change(decision.against(change(run), stored))
+
+    crowded = errors.Unavailable("Too many changes of this run at once; retry shortly")
+    return errors.until_written(engine.DECISION_ATTEMPTS, attempt, crowded)

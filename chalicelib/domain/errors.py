@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 
 class WorkflowError(Exception):
@@ -86,6 +87,24 @@ class LostWrite(Exception):
     """Another write changed the run (or its workflow's steps) since it was read,
     and the storage wrote nothing: the engine reads again and decides again.
     Never a caller's answer, so not a WorkflowError."""
+
+
+Written = TypeVar("Written")
+
+
+def until_written(
+    attempts: int, attempt: Callable[[int], Written], exhausted: WorkflowError
+) -> Written:
+    """`attempt(n)` (a read, the rule on what it read, one conditional write)
+    made again on a fresh read while its write is a LostWrite, at most
+    `attempts` times; then `exhausted`, nothing written. Only the storage's
+    conditional writes raise LostWrite: a refusal of the rule goes through."""
+    for n in range(attempts):
+        try:
+            return attempt(n)
+        except LostWrite:
+            continue
+    raise exhausted
 
 
 class IdempotencyMismatch(WorkflowError):
