@@ -194,10 +194,6 @@ class Outbox(Protocol):
         waits behind one that is); at most `limit`, each once."""
         ...
 
-    def first_pending(self, subject: str) -> Optional[Pending]:
-        """The subject's first event not delivered yet (lowest sequence)."""
-        ...
-
     def pending_batch(self, subject: str) -> list[Pending]:
         """The subject's first event not delivered yet and the events after it
         that one `mark_delivered` records with it (on DynamoDB the rest of the

@@ -12,7 +12,7 @@ from chalicelib.domain.models import Event
 from chalicelib.storage import Backend
 from tests.support.backends import Opener
 from tests.support.receiver import SECRET, Receiver
-from tests.support.stored import NOW, decide, stored_run, workflow_with_steps
+from tests.support.stored import NOW, decide, first_pending, stored_run, workflow_with_steps
 
 T = 1_900_000_000.0
 
@@ -117,7 +117,7 @@ def test_delivery_state_outlives_the_process(storage_factory: Opener) -> None:
 def test_an_event_sent_but_not_marked_goes_again_with_its_id(storage: Backend) -> None:
     first, _ = two_runs(storage)
     # A process killed between its send and the mark: the send happened, nothing was written.
-    head = storage.first_pending(first)
+    head = first_pending(storage, first)
     assert head is not None and head.event.sequence == 1
     sink = Sink()
     deliver(storage, sink, T)
@@ -126,12 +126,12 @@ def test_an_event_sent_but_not_marked_goes_again_with_its_id(storage: Backend) -
 
 def test_marking_twice_is_harmless(storage: Backend) -> None:
     first, _ = two_runs(storage)
-    head = storage.first_pending(first)
+    head = first_pending(storage, first)
     assert head is not None
     storage.mark_delivered(head, dispatch.iso(T))
     storage.mark_delivered(head, dispatch.iso(T + 1))
     storage.mark_failed(head, dispatch.iso(T + 100))
-    after = storage.first_pending(first)
+    after = first_pending(storage, first)
     assert after is not None and after.event.sequence == 2 and after.attempts == 0
 
 
@@ -143,7 +143,7 @@ def test_a_subject_goes_out_through_the_event_asked_for_and_stops(storage: Backe
     assert dispatch.deliver_subject(storage, first, sink, T, delay, through=1) is None
 
     assert sink.seen() == [(first, 1)]
-    head = storage.first_pending(first)
+    head = first_pending(storage, first)
     assert head is not None and head.event.sequence == 2 and head.attempts == 0
 
 
@@ -161,16 +161,16 @@ def test_a_failure_inside_a_batch_keeps_the_events_before_it_delivered(storage: 
     assert sent == [1, 2, 3, 4]
     assert blocked is not None and blocked.event.sequence == 4
     assert blocked.until == dispatch.iso(T + 10)
-    head = storage.first_pending(first)
+    head = first_pending(storage, first)
     assert head is not None and head.event.sequence == 4 and head.attempts == 1
     sent.clear()
     assert dispatch.deliver_subject(storage, first, refuses_the_fourth, T + 10, delay) is not None
     assert sent == [4]  # the retry sends the failed event alone, not the one before it
-    head = storage.first_pending(first)
+    head = first_pending(storage, first)
     assert head is not None and head.attempts == 2
     sink = Sink()
     assert dispatch.deliver_subject(storage, first, sink, T + 30, delay) is None
-    assert sink.seen() == [(first, 4)] and storage.first_pending(first) is None
+    assert sink.seen() == [(first, 4)] and first_pending(storage, first) is None
 
 
 def test_a_webhook_that_redirects_gets_the_event_again_until_it_accepts_it(
@@ -181,11 +181,11 @@ def test_a_webhook_that_redirects_gets_the_event_again_until_it_accepts_it(
         hook = webhooks.Webhook(receiver.url, webhooks.secret_key(SECRET))
         receiver.answer = 302
         dispatch.deliver_subject(storage, first, hook.send, T, delay)
-        head = storage.first_pending(first)
+        head = first_pending(storage, first)
         assert head is not None and head.event.sequence == 1 and head.attempts == 1
         receiver.answer = None
         dispatch.deliver_subject(storage, first, hook.send, T + 10, delay)
-    assert storage.first_pending(first) is None
+    assert first_pending(storage, first) is None
     tried = [(got.path, got.status, got.headers["webhook-id"]) for got in receiver.received]
     assert tried[:2] == [("/hooks", 302, head.event.id), ("/hooks", 204, head.event.id)]
     assert len(tried) == 5  # then the run's three other events, once each

@@ -23,7 +23,14 @@ from chalicelib.storage.dynamodb import adapter as dynamodb
 from chalicelib.storage.dynamodb import carried, items, keys
 from chalicelib.storage.dynamodb import outbox as dynamodb_outbox
 from tests.support.dynamodb_requests import QueryLog
-from tests.support.stored import LATER, NOW, decide, stored_run, stored_workflow
+from tests.support.stored import (
+    LATER,
+    NOW,
+    decide,
+    first_pending,
+    stored_run,
+    stored_workflow,
+)
 
 FINANCE = frozenset({"finance"})
 STREAM_ARN = "arn:aws:dynamodb:us-east-1:123456789012:table/{table}/stream/2030-01-02T03:04:05"
@@ -149,7 +156,7 @@ def test_a_table_with_events_of_both_kinds_lists_and_delivers_them_in_order(
 
     dispatch.deliver_subject(ddb, subject, sink, 0.0, float)
     assert [e.sequence for e in sent] == list(range(1, 7))
-    assert ddb.first_pending(subject) is None
+    assert first_pending(ddb, subject) is None
     assert subject not in ddb.pending_subjects("2099-01-01T00:00:00.000Z", 10)
 
 
@@ -162,18 +169,18 @@ def test_a_carried_event_is_marked_by_a_storage_that_did_not_hand_it_out(
     engine.approve(ddb, run.id, "ann")
     subject = events.run_subject(run.id)
     for _ in range(2):
-        first = ddb.first_pending(subject)
+        first = first_pending(ddb, subject)
         assert first is not None
         ddb.mark_delivered(first, NOW)
     other = dynamodb.DynamoDBStorage(ddb.client, ddb.table)
-    pending = other.first_pending(subject)
+    pending = first_pending(other, subject)
     assert pending is not None and pending.event.sequence == 3
     again = dynamodb.DynamoDBStorage(ddb.client, ddb.table)
     again.mark_failed(pending, LATER)
-    retried = again.first_pending(subject)
+    retried = first_pending(again, subject)
     assert retried is not None and (retried.attempts, retried.next_attempt_at) == (1, LATER)
     dynamodb.DynamoDBStorage(ddb.client, ddb.table).mark_delivered(retried, NOW)
-    last = ddb.first_pending(subject)
+    last = first_pending(ddb, subject)
     assert last is not None and (last.event.sequence, last.attempts) == (4, 0)
 
 

@@ -17,7 +17,7 @@ from chalicelib.domain.models import Event
 from chalicelib.storage.dynamodb import adapter as dynamodb
 from chalicelib.storage.dynamodb import schema as dynamodb_schema
 from tests.support.backends import aws_env
-from tests.support.stored import NOW, decide, stored_run, workflow_with_steps
+from tests.support.stored import NOW, decide, first_pending, stored_run, workflow_with_steps
 
 T = 1_900_000_000.0
 TABLE = "relayed"
@@ -279,12 +279,12 @@ def test_a_message_sends_its_run_through_its_own_event_and_leaves_later_ones(
     # The first approval's approved (3) and activated (4): after the run's start.
     assert deliver(by_sequence[3]) == {"batchItemFailures": []}
     assert [e.sequence for e in sink.sent] == [1, 2, 3, 4]
-    pending = cloud.storage.first_pending(subject)
+    pending = first_pending(cloud.storage, subject)
     assert pending is not None and pending.event.sequence == 5
     assert deliver(by_sequence[4]) == {"batchItemFailures": []}  # delivered already
     assert deliver(by_sequence[6]) == {"batchItemFailures": []}
     assert [e.sequence for e in sink.sent] == [1, 2, 3, 4, 5, 6]
-    assert cloud.storage.first_pending(subject) is None
+    assert first_pending(cloud.storage, subject) is None
 
 
 def _never(receipt: str, seconds: int) -> None:
@@ -314,6 +314,6 @@ def test_a_failing_webhook_hides_the_message_until_its_retry(cloud: Cloud) -> No
     assert {seconds for _, seconds in hidden} == {30}
     # Each subject was tried once: its first event; the rest wait behind it.
     assert sorted(e.sequence for e in sink.sent) == [1, 1]
-    pending = cloud.storage.first_pending(sink.sent[0].subject)
+    pending = first_pending(cloud.storage, sink.sent[0].subject)
     assert pending is not None and pending.attempts == 1
     assert pending.next_attempt_at == dispatch.iso(T + 30)

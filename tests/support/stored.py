@@ -9,8 +9,18 @@ from typing import Optional
 
 from chalicelib.domain import errors, transitions
 from chalicelib.domain.lifecycle import ActionKind
-from chalicelib.domain.models import DEFAULT_POLICY, Decision, Policy, Run, Step, StepRule, Workflow
+from chalicelib.domain.models import (
+    DEFAULT_POLICY,
+    Decision,
+    Pending,
+    Policy,
+    Run,
+    Step,
+    StepRule,
+    Workflow,
+)
 from chalicelib.storage import Storage
+from chalicelib.storage.protocols import Outbox
 
 NOW = "2030-01-02T03:04:05.000Z"
 LATER = "2030-01-02T03:04:06.000Z"
@@ -77,3 +87,9 @@ def record(storage: Storage, run: Run, decision: Decision) -> Run:
         run, decision.action, decision.actor, decision.comment, following, decision.at
     )
     return storage.record_change(change)
+
+
+def first_pending(storage: Outbox, subject: str) -> Optional[Pending]:
+    """The subject's first event not delivered yet: the head of its next batch."""
+    batch = storage.pending_batch(subject)
+    return batch[0] if batch else None

@@ -92,10 +92,6 @@ class OutboxState:
                 break
         return list(subjects)
 
-    def first_pending(self, subject: str) -> Optional[Pending]:
-        batch = self.pending_batch(subject)
-        return batch[0] if batch else None
-
     def pending_batch(self, subject: str) -> list[Pending]:
         pending = self.requests.query_all(
             {

@@ -271,7 +271,8 @@ class SQLiteStorage(WorkflowTables, NoticeRows):
         )
         return [subject for (subject,) in found]
 
-    def first_pending(self, subject: str) -> Optional[Pending]:
+    def pending_batch(self, subject: str) -> list[Pending]:
+        # A row per event: each is marked by itself.
         row = (
             self._connection()
             .execute(
@@ -281,12 +282,7 @@ class SQLiteStorage(WorkflowTables, NoticeRows):
             )
             .fetchone()
         )
-        return Pending(Event(*row[:5]), row[5], row[6]) if row else None
-
-    def pending_batch(self, subject: str) -> list[Pending]:
-        # A row per event: each is marked by itself.
-        first = self.first_pending(subject)
-        return [first] if first is not None else []
+        return [Pending(Event(*row[:5]), row[5], row[6])] if row else []
 
     def mark_delivered(self, pending: Pending, now: str, count: int = 1) -> None:
         event = pending.event
